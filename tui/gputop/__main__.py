@@ -1,0 +1,5 @@
+"""`python -m gputop`."""
+
+from gputop.cli import run
+
+run()

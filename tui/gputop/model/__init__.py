@@ -1,0 +1,35 @@
+"""Pure values describing GPUs: no Textual, no NVML, no I/O."""
+
+from __future__ import annotations
+
+from gputop.model.sample import (
+    Clocks,
+    EccErrors,
+    GpuSample,
+    Memory,
+    MigDeviceSample,
+    Power,
+    ProcessSample,
+    Reason,
+    Snapshot,
+    Temperature,
+    Unavailable,
+    Utilization,
+    reason_for,
+)
+
+__all__ = [
+    "Clocks",
+    "EccErrors",
+    "GpuSample",
+    "Memory",
+    "MigDeviceSample",
+    "Power",
+    "ProcessSample",
+    "Reason",
+    "Snapshot",
+    "Temperature",
+    "Unavailable",
+    "Utilization",
+    "reason_for",
+]

@@ -1,0 +1,213 @@
+"""One moment of a machine's GPUs as immutable values.
+
+Every source (live NVML, replay of nvidia-smi XML) produces these; every consumer (history,
+widgets, JSON, recording) reads them. A value the GPU does not report is ``None`` and the
+owning object's ``unavailable`` records why, keyed by the field's dotted path
+(``"utilization.gpu"``, ``"power.draw"``, ``"fan_speed"``), so the UI can say why instead of
+showing 0.
+
+Units: memory in bytes, power in watts, temperature in degrees Celsius, clocks in MHz,
+utilization and fan speed in percent.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+class Reason(enum.Enum):
+    """Why a value is missing."""
+
+    NOT_SUPPORTED = "not supported"
+    NO_PERMISSION = "no permission"
+    UNDER_MIG = "not available under MIG"
+    NOT_AVAILABLE = "not available"
+    DEPRECATED = "deprecated by the driver"
+    NOT_REPORTED = "not reported by this driver"
+    GPU_LOST = "GPU lost"
+    ERROR = "error"
+
+
+Unavailable = tuple[tuple[str, Reason], ...]
+"""(field path, reason) pairs; a tuple so that samples stay hashable and immutable."""
+
+
+def reason_for(unavailable: Unavailable, path: str) -> Reason | None:
+    """Return why ``path`` is missing, or None when it was reported (or never asked)."""
+    for name, reason in unavailable:
+        if name == path:
+            return reason
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Utilization:
+    """Percent busy over the driver's last sample period."""
+
+    gpu: float | None = None
+    memory: float | None = None
+    encoder: float | None = None
+    decoder: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """A memory pool, in bytes."""
+
+    total: int | None = None
+    used: int | None = None
+    free: int | None = None
+    reserved: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Temperature:
+    """Degrees Celsius: the current reading and the driver's thresholds."""
+
+    gpu: float | None = None
+    memory: float | None = None
+    slowdown: float | None = None
+    shutdown: float | None = None
+    max_operating: float | None = None
+    """The GPU's maximum operating temperature (``gpu_temp_max_gpu_threshold``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Power:
+    """Watts."""
+
+    draw: float | None = None
+    limit: float | None = None
+    """The enforced limit: what the GPU is held to now."""
+    default_limit: float | None = None
+    min_limit: float | None = None
+    max_limit: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Clocks:
+    """MHz."""
+
+    graphics: int | None = None
+    sm: int | None = None
+    memory: int | None = None
+    video: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EccErrors:
+    """Error counts; volatile since the last driver load, aggregate over the GPU's life."""
+
+    volatile_corrected: int | None = None
+    volatile_uncorrected: int | None = None
+    aggregate_corrected: int | None = None
+    aggregate_uncorrected: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    """A process using a GPU or one of its MIG devices.
+
+    The first fields come from the driver (smi XML carries only these); the rest are filled
+    by the live source from the host's process table when the PID resolves here.
+    """
+
+    pid: int
+    type: str | None = None
+    """"C" (compute), "G" (graphics) or "C+G"."""
+    name: str | None = None
+    memory_used: int | None = None
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    sm_utilization: float | None = None
+    user: str | None = None
+    command: str | None = None
+    cpu_percent: float | None = None
+    host_memory: int | None = None
+    start_time: float | None = None
+    """Seconds since the epoch."""
+    foreign: bool = False
+    """True when the PID does not resolve in this PID namespace (another container)."""
+    local_pid: int | None = None
+    """The PID in this namespace when it differs from the driver's (host) PID."""
+
+
+@dataclass(frozen=True, slots=True)
+class MigDeviceSample:
+    """One MIG device: a compute instance inside a GPU instance."""
+
+    index: int | None
+    gpu_instance_id: int | None
+    compute_instance_id: int | None
+    profile: str | None = None
+    """e.g. ``"3g.40gb"``; None when it cannot be known."""
+    profile_derived: bool = False
+    """True when ``profile`` was worked out from SM count and memory, not reported."""
+    sm_count: int | None = None
+    memory: Memory = field(default_factory=Memory)
+    bar1: Memory = field(default_factory=Memory)
+    uuid: str | None = None
+    utilization: Utilization = field(default_factory=Utilization)
+    processes: tuple[ProcessSample, ...] = ()
+    unavailable: Unavailable = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU at one moment."""
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    serial: str | None = None
+    architecture: str | None = None
+    utilization: Utilization = field(default_factory=Utilization)
+    memory: Memory = field(default_factory=Memory)
+    bar1: Memory = field(default_factory=Memory)
+    temperature: Temperature = field(default_factory=Temperature)
+    power: Power = field(default_factory=Power)
+    fan_speed: float | None = None
+    performance_state: str | None = None
+    clocks: Clocks = field(default_factory=Clocks)
+    max_clocks: Clocks = field(default_factory=Clocks)
+    persistence_mode: bool | None = None
+    compute_mode: str | None = None
+    ecc_mode: bool | None = None
+    ecc_errors: EccErrors = field(default_factory=EccErrors)
+    throttle_reasons: tuple[str, ...] | None = None
+    """Names of the active clock-event (throttle) reasons; None when not reported."""
+    mig_mode: bool | None = None
+    mig_devices: tuple[MigDeviceSample, ...] = ()
+    processes: tuple[ProcessSample, ...] = ()
+    """Every process on this GPU, MIG devices' included."""
+    lost: bool = False
+    """The GPU fell off the bus or stopped answering; other values are stale or None."""
+    unavailable: Unavailable = ()
+
+    def reason(self, path: str) -> Reason | None:
+        """Why the field at ``path`` is None."""
+        return reason_for(self.unavailable, path)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything known about a machine's GPUs at one moment."""
+
+    timestamp: datetime | None
+    """When the sample was taken, in the recording machine's local time (smi XML has no zone)."""
+    gpus: tuple[GpuSample, ...] = ()
+    host: str | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    attached_gpus: int | None = None
+    """What the driver said it has; may disagree with ``len(gpus)`` in edited captures."""
+
+    def gpu(self, index: int) -> GpuSample | None:
+        """The GPU with NVML index ``index``, if present."""
+        for gpu in self.gpus:
+            if gpu.index == index:
+                return gpu
+        return None

@@ -1,0 +1,1 @@
+"""Producers of snapshots. Nothing here imports Textual."""
