@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from gputop.errors import BadArguments
+from gputop.errors import BadArguments, BadCapture
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
 from gputop.model.units import (
     fmt_bytes,
@@ -60,7 +60,9 @@ def _gpu_line(gpu: GpuSample) -> str:
 
 def _mig_line(device: MigDeviceSample) -> str:
     profile = fmt_text(device.profile) + ("*" if device.profile_derived else "")
-    ids = f"GI {fmt_text(_id(device.gpu_instance_id))} CI {fmt_text(_id(device.compute_instance_id))}"
+    ids = (
+        f"GI {fmt_text(_id(device.gpu_instance_id))} CI {fmt_text(_id(device.compute_instance_id))}"
+    )
     memory = f"{fmt_mib(device.memory.used)} / {fmt_mib(device.memory.total)}"
     sms = "n/a" if device.sm_count is None else str(device.sm_count)
     return f"{'':>3}  MIG {ids} {profile:<9} {sms:>3} SMs {memory:>21}"
@@ -176,18 +178,41 @@ def resolve_at(recording: Recording, at: str | None) -> int:
     try:
         index = int(text)
     except ValueError:
-        return recording.index_at(_parse_moment(recording, text))
+        return _index_at_time(recording, text)
     count = len(recording)
     if not -count <= index < count:
         raise BadArguments(f"--at {index}: the recording has {count} snapshot(s), 0 to {count - 1}")
     return index % count
 
 
+def _index_at_time(recording: Recording, text: str) -> int:
+    moment = _parse_moment(recording, text)
+    found = recording.index_at(moment)
+    stamp = recording.timestamp(found)
+    if stamp is None:
+        raise BadArguments(
+            f"--at {text!r}: no snapshot of this recording is stamped at or before that time; "
+            "use an index"
+        )
+    if stamp > moment:
+        # index_at falls back to the first document; a time before the recording began
+        # names no snapshot, and printing the first one would pass it off as that time.
+        raise BadArguments(f"--at {text!r}: the recording starts later, at {stamp.isoformat()}")
+    return found
+
+
 def _parse_moment(recording: Recording, text: str) -> datetime:
     try:
-        return datetime.fromisoformat(text)
+        moment = datetime.fromisoformat(text)
     except ValueError:
         pass
+    else:
+        if moment.tzinfo is not None:
+            # nvidia-smi stamps are the recording machine's local time, zone unknown.
+            raise BadArguments(
+                f"--at {text!r}: give the time without a zone, as the recording's local time"
+            )
+        return moment
     first = recording.timestamp(0)
     for layout in _TIME_FORMATS:
         try:
@@ -196,7 +221,11 @@ def _parse_moment(recording: Recording, text: str) -> datetime:
             continue
         if first is None:
             raise BadArguments("--at TIME: this recording has no timestamps; use an index")
-        return datetime.combine(first.date(), clock)
+        moment = datetime.combine(first.date(), clock)
+        last = recording.timestamp(-1)
+        if moment < first and last is not None and last.date() > first.date():
+            moment += timedelta(days=1)  # the recording runs past midnight
+        return moment
     raise BadArguments(
         f"--at {text!r}: expected an index, an ISO time (2024-09-18T21:34:12) or HH:MM:SS"
     )
@@ -221,11 +250,19 @@ def replay_headless(options: Options) -> int:
                 snapshot = recording.snapshot(index)
             except IndexError:
                 break
+            except BadCapture as error:
+                if count == 1:
+                    raise
+                # Several asked for: skip a damaged one as a replay would, and say so.
+                recording.warnings.append(f"{options.replay}: skipped {error}")
+                continue
             snapshot = _select(snapshot, options.gpu)
             if options.json:
                 print(snapshot_json(snapshot, indent=None if count > 1 else 2))
             else:
                 print(format_summary(snapshot))
+        # Scan to the end so that a cut-off tail is reported even when printing the first.
+        len(recording)
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)
     return 0

@@ -68,10 +68,10 @@ def derive_profile(
         sm_count: the MIG device's multiprocessor count.
         instance_memory_total: the MIG device's memory in bytes.
     """
-    if None in (gpu_name, gpu_memory_total, sm_count, instance_memory_total):
+    if gpu_name is None or sm_count is None or instance_memory_total is None:
         return None
-    assert gpu_name is not None and gpu_memory_total and sm_count is not None
-    assert instance_memory_total is not None
+    if gpu_memory_total is None or gpu_memory_total <= 0:
+        return None
     family = _family(gpu_name, gpu_memory_total)
     if family is None:
         return None

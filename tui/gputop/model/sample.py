@@ -185,6 +185,9 @@ class GpuSample:
     """Every process on this GPU, MIG devices' included."""
     lost: bool = False
     """The GPU fell off the bus or stopped answering; other values are stale or None."""
+    stale: bool = False
+    """This tick's sampling did not finish in time (a hung driver call): the values are the
+    previous tick's."""
     unavailable: Unavailable = ()
 
     def reason(self, path: str) -> Reason | None:

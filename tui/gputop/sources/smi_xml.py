@@ -6,8 +6,8 @@ throttle reasons became clock-event reasons, ECC counters were regrouped. We key
 elements present, never on the DTD version, and every value the document does not give
 becomes None with a Reason.
 
-Hostile input: documents that declare entities are refused before parsing, expat never fetches external entities, and the size of a document is bounded
-by the caller (see ``recording``).
+Hostile input: documents that declare entities are refused before parsing, expat never
+fetches external entities, and the size of a document is bounded (see ``recording``).
 """
 
 from __future__ import annotations
@@ -42,6 +42,13 @@ _ROOT_TAG = b"<nvidia_smi_log"
 # Long lists of supported clock pairs are most of the bytes of many captures and nothing we
 # show; cutting them before parsing more than doubles throughput.
 _SKIPPED_BLOCKS = ((b"<supported_clocks>", b"</supported_clocks>"),)
+# Indentation between tags becomes a text or tail string on every element; dropping it
+# before parsing makes expat and the tree builder about a third faster. nvidia-smi indents
+# with tabs and never puts a tab or line break inside a value, so after the prolog (whose
+# DTD needs its white space) tabs and line breaks go in one C pass; captures re-indented
+# with spaces take a slower regex.
+_LAYOUT = b"\t\r\n"
+_SPACES_BETWEEN_TAGS = re.compile(rb"> +<")
 
 _REASONS_BY_TEXT = {
     "n/a": Reason.NOT_AVAILABLE,
@@ -60,7 +67,11 @@ _REASONS_BY_TEXT = {
     "[gpu is lost]": Reason.GPU_LOST,
 }
 
+_MIB = 1024**2
 _UNIT_BYTES = {
+    "MiB": _MIB,
+    "KiB": 1024,
+    "GiB": 1024**3,
     "b": 1,
     "kib": 1024,
     "kb": 1024,
@@ -88,23 +99,26 @@ def parse_document(data: bytes) -> Snapshot:
     """
     if len(data) > MAX_DOCUMENT_BYTES:
         raise BadCapture(f"document larger than {MAX_DOCUMENT_BYTES // 2**20} MiB")
-    root_at = data.find(_ROOT_TAG)
-    if root_at < 0:
+    if _ROOT_TAG not in data:
         raise BadCapture("not an nvidia-smi XML document (no <nvidia_smi_log> element)")
-    _refuse_entities(data[:root_at])
+    _refuse_entities(data)
     try:
         root = ET.fromstring(_strip_unused(data))
     except ET.ParseError as error:
         raise BadCapture(f"malformed XML: {error}") from None
+    except (LookupError, ValueError) as error:
+        # An XML declaration naming an unknown or multi-byte encoding.
+        raise BadCapture(f"unreadable XML: {error}") from None
     if root.tag != "nvidia_smi_log":
         raise BadCapture(f"XML, but not an nvidia-smi log (root element <{root.tag}>)")
     return _snapshot(root)
 
 
-def _refuse_entities(prolog: bytes) -> None:
+def _refuse_entities(data: bytes) -> None:
     # Old drivers inline their DTD (element declarations only); entity declarations are what
-    # expansion bombs need, and nvidia-smi never writes one.
-    if b"<!ENTITY" in prolog:
+    # expansion bombs need, and nvidia-smi never writes one. The whole document is searched:
+    # a prolog cut at the first "<nvidia_smi_log" is fooled by a comment holding that text.
+    if b"<!ENTITY" in data:
         raise BadCapture("refusing XML that declares entities (possible entity-expansion bomb)")
 
 
@@ -125,21 +139,90 @@ def _strip_unused(data: bytes) -> bytes:
             pos = end + len(end_tag)
         parts.append(data[pos:])
         data = b"".join(parts)
-    return data
+    root_at = data.find(_ROOT_TAG)
+    body = data[root_at:].translate(None, _LAYOUT)
+    if b">  " in body[:4096]:
+        body = _SPACES_BETWEEN_TAGS.sub(b"><", body)
+    return data[:root_at] + body
 
 
 def parse_timestamp(text: str | None) -> datetime | None:
     """nvidia-smi's ``Fri Aug  4 11:44:30 2023`` (local time, no zone), or None."""
     if not text:
         return None
+    parts = text.split()
+    # strptime costs ~10 us and runs twice per document in a read-through; this is the
+    # layout nvidia-smi always writes, anything else falls back to strptime.
+    if len(parts) == 5 and parts[1] in _MONTHS:
+        year, day, clock = parts[4], parts[2], parts[3]
+        digits = year + day + clock[:2] + clock[3:5] + clock[6:]
+        if (
+            len(clock) == 8
+            and clock[2] == clock[5] == ":"
+            and digits.isascii()
+            and digits.isdigit()
+        ):
+            try:
+                return datetime(
+                    int(year),
+                    _MONTHS[parts[1]],
+                    int(day),
+                    int(clock[:2]),
+                    int(clock[3:5]),
+                    int(clock[6:]),
+                )
+            except ValueError:
+                return None
     try:
-        return datetime.strptime(" ".join(text.split()), "%a %b %d %H:%M:%S %Y")
+        return datetime.strptime(" ".join(parts), "%a %b %d %H:%M:%S %Y")
     except ValueError:
         return None
 
 
+_MONTHS = {
+    name: number
+    for number, name in enumerate(
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
+        start=1,
+    )
+}
+
+
+def _leading_number(text: str) -> float | None:
+    """The number a value starts with (``17.97 W`` is 17.97), or None; never inf or NaN."""
+    words = text.split(None, 1)
+    if not words:
+        return None
+    try:
+        # float() of the first word is several times cheaper than a regex match.
+        value = float(words[0])
+    except ValueError:
+        match = _NUMBER.match(text)  # "12%": no space between number and unit
+        if match is None:
+            return None
+        value = float(match.group(1))
+    # A run of digits past 1e308 reads as inf: garbage, not a reading.
+    return value if value - value == 0.0 else None
+
+
+def _children(element: Element) -> dict[str, Element]:
+    """Each child by tag, the first of duplicates as ``find`` would pick.
+
+    One dict per element with many lookups (a ``<gpu>`` has ~60 children and ~25 are read)
+    is cheaper than a linear ``find`` per lookup.
+    """
+    return {child.tag: child for child in reversed(element)}
+
+
+def _child(parent: Element | None, tag: str) -> Element | None:
+    return None if parent is None else parent.find(tag)
+
+
 class _Reader:
-    """Reads values of one element tree, noting why each missing one is missing."""
+    """Converts element texts to values, noting why each missing one is missing.
+
+    Each method takes the element holding the value (None when the document lacks it).
+    """
 
     __slots__ = ("missing", "under_mig")
 
@@ -147,8 +230,15 @@ class _Reader:
         self.missing: list[tuple[str, Reason]] = []
         self.under_mig = False
 
-    def text(self, parent: Element | None, tag: str, path: str) -> str | None:
-        node = None if parent is None else parent.find(tag)
+    def _note(self, node: Element | None, path: str) -> None:
+        """Record why ``node`` gave no value: absent, a reason text such as N/A, or garbage."""
+        if node is None:
+            reason = Reason.NOT_REPORTED
+        else:
+            reason = _REASONS_BY_TEXT.get((node.text or "").strip().lower(), Reason.ERROR)
+        self.missing.append((path, reason))
+
+    def text(self, node: Element | None, path: str) -> str | None:
         if node is None:
             self.missing.append((path, Reason.NOT_REPORTED))
             return None
@@ -159,41 +249,46 @@ class _Reader:
             return None
         return value
 
-    def number(self, parent: Element | None, tag: str, path: str) -> float | None:
-        value = self.text(parent, tag, path)
-        if value is None:
-            return None
-        match = _NUMBER.match(value)
-        if match is None:
-            self.missing.append((path, Reason.ERROR))
-            return None
-        return float(match.group(1))
+    def number(self, node: Element | None, path: str) -> float | None:
+        text = None if node is None else node.text
+        if text is not None:
+            value = _leading_number(text)
+            if value is not None:
+                return value
+        self._note(node, path)
+        return None
 
-    def integer(self, parent: Element | None, tag: str, path: str) -> int | None:
-        value = self.number(parent, tag, path)
+    def integer(self, node: Element | None, path: str) -> int | None:
+        value = self.number(node, path)
         return None if value is None else int(value)
 
-    def percent(self, parent: Element | None, tag: str, path: str) -> float | None:
-        value = self.number(parent, tag, path)
-        if value is None and self.under_mig and self.missing[-1][0] == path:
+    def percent(self, node: Element | None, path: str) -> float | None:
+        value = self.number(node, path)
+        if value is None and self.under_mig:
             # nvidia-smi prints N/A for utilization of a MIG-enabled GPU: it is not 0, and
             # not unsupported either: the driver cannot attribute it under MIG.
             self.missing[-1] = (path, Reason.UNDER_MIG)
         return value
 
-    def size(self, parent: Element | None, tag: str, path: str) -> int | None:
-        value = self.text(parent, tag, path)
-        if value is None:
-            return None
-        match = _NUMBER.match(value)
-        if match is None:
-            self.missing.append((path, Reason.ERROR))
-            return None
-        unit = _UNIT_BYTES.get(match.group(2).lower(), 1024**2)
-        return int(float(match.group(1)) * unit)
+    def size(self, node: Element | None, path: str) -> int | None:
+        text = None if node is None else node.text
+        if text is not None:
+            words = text.split()
+            if len(words) == 2 and words[1] in _UNIT_BYTES:  # "4095 MiB": the usual
+                value = _leading_number(words[0])
+                if value is not None:
+                    return int(value * _UNIT_BYTES[words[1]])
+            match = _NUMBER.match(text)
+            if match is not None:
+                unit = match.group(2)
+                scaled = float(match.group(1)) * _UNIT_BYTES.get(unit.lower(), _MIB)
+                if scaled - scaled == 0.0:
+                    return int(scaled)
+        self._note(node, path)
+        return None
 
-    def flag(self, parent: Element | None, tag: str, path: str) -> bool | None:
-        value = self.text(parent, tag, path)
+    def flag(self, node: Element | None, path: str) -> bool | None:
+        value = self.text(node, path)
         if value is None:
             return None
         lowered = value.lower()
@@ -210,9 +305,11 @@ class _Reader:
             self.missing.append((path, Reason.NOT_REPORTED))
             return None
         mark = len(self.missing)
-        present = [tag for tag in tags if parent.find(tag) is not None]
-        for tag in present:
-            value = self.number(parent, tag, path)
+        for tag in tags:
+            node = parent.find(tag)
+            if node is None:
+                continue
+            value = self.number(node, path)
             if value is not None:
                 del self.missing[mark:]
                 return value
@@ -232,19 +329,19 @@ def _memory(reader: _Reader, node: Element | None, prefix: str) -> Memory:
         for name in ("total", "used", "free"):
             reader.missing.append((f"{prefix}.{name}", Reason.NOT_REPORTED))
         return Memory()
-    has_reserved = node.find("reserved") is not None
+    reserved = node.find("reserved")
     return Memory(
-        total=reader.size(node, "total", f"{prefix}.total"),
-        used=reader.size(node, "used", f"{prefix}.used"),
-        free=reader.size(node, "free", f"{prefix}.free"),
-        reserved=reader.size(node, "reserved", f"{prefix}.reserved") if has_reserved else None,
+        total=reader.size(node.find("total"), f"{prefix}.total"),
+        used=reader.size(node.find("used"), f"{prefix}.used"),
+        free=reader.size(node.find("free"), f"{prefix}.free"),
+        reserved=None if reserved is None else reader.size(reserved, f"{prefix}.reserved"),
     )
 
 
-def _power(reader: _Reader, gpu: Element) -> Power:
-    node = gpu.find("gpu_power_readings")
+def _power(reader: _Reader, gpu: dict[str, Element]) -> Power:
+    node = gpu.get("gpu_power_readings")
     if node is None:
-        node = gpu.find("power_readings")
+        node = gpu.get("power_readings")
     return Power(
         draw=reader.first(
             node, ("power_draw", "average_power_draw", "instant_power_draw"), "power.draw"
@@ -252,36 +349,33 @@ def _power(reader: _Reader, gpu: Element) -> Power:
         limit=reader.first(
             node, ("enforced_power_limit", "current_power_limit", "power_limit"), "power.limit"
         ),
-        default_limit=reader.number(node, "default_power_limit", "power.default_limit"),
-        min_limit=reader.number(node, "min_power_limit", "power.min_limit"),
-        max_limit=reader.number(node, "max_power_limit", "power.max_limit"),
+        default_limit=reader.number(_child(node, "default_power_limit"), "power.default_limit"),
+        min_limit=reader.number(_child(node, "min_power_limit"), "power.min_limit"),
+        max_limit=reader.number(_child(node, "max_power_limit"), "power.max_limit"),
     )
 
 
-def _temperature(reader: _Reader, gpu: Element) -> Temperature:
-    node = gpu.find("temperature")
-    has_memory = node is not None and node.find("memory_temp") is not None
-    has_max_op = node is not None and node.find("gpu_temp_max_gpu_threshold") is not None
+def _temperature(reader: _Reader, node: Element | None) -> Temperature:
+    memory = _child(node, "memory_temp")
+    max_operating = _child(node, "gpu_temp_max_gpu_threshold")
     return Temperature(
-        gpu=reader.number(node, "gpu_temp", "temperature.gpu"),
-        memory=reader.number(node, "memory_temp", "temperature.memory") if has_memory else None,
-        slowdown=reader.number(node, "gpu_temp_slow_threshold", "temperature.slowdown"),
-        shutdown=reader.number(node, "gpu_temp_max_threshold", "temperature.shutdown"),
-        max_operating=reader.number(
-            node, "gpu_temp_max_gpu_threshold", "temperature.max_operating"
-        )
-        if has_max_op
-        else None,
+        gpu=reader.number(_child(node, "gpu_temp"), "temperature.gpu"),
+        memory=None if memory is None else reader.number(memory, "temperature.memory"),
+        slowdown=reader.number(_child(node, "gpu_temp_slow_threshold"), "temperature.slowdown"),
+        shutdown=reader.number(_child(node, "gpu_temp_max_threshold"), "temperature.shutdown"),
+        max_operating=None
+        if max_operating is None
+        else reader.number(max_operating, "temperature.max_operating"),
     )
 
 
 def _clocks(reader: _Reader, node: Element | None, prefix: str) -> Clocks:
-    has_video = node is not None and node.find("video_clock") is not None
+    video = _child(node, "video_clock")
     return Clocks(
-        graphics=reader.integer(node, "graphics_clock", f"{prefix}.graphics"),
-        sm=reader.integer(node, "sm_clock", f"{prefix}.sm"),
-        memory=reader.integer(node, "mem_clock", f"{prefix}.memory"),
-        video=reader.integer(node, "video_clock", f"{prefix}.video") if has_video else None,
+        graphics=reader.integer(_child(node, "graphics_clock"), f"{prefix}.graphics"),
+        sm=reader.integer(_child(node, "sm_clock"), f"{prefix}.sm"),
+        memory=reader.integer(_child(node, "mem_clock"), f"{prefix}.memory"),
+        video=None if video is None else reader.integer(video, f"{prefix}.video"),
     )
 
 
@@ -312,25 +406,25 @@ def _int_or_none(text: str | None) -> int | None:
     if text is None:
         return None
     text = text.strip()
-    return int(text) if text.isdigit() else None
+    # ASCII only: str.isdigit() accepts "²", which int() refuses; 19 digits fit any counter.
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 19 else None
 
 
-def _ecc(reader: _Reader, gpu: Element) -> EccErrors:
-    node = gpu.find("ecc_errors")
-    volatile = _ecc_counts(None if node is None else node.find("volatile"))
-    aggregate = _ecc_counts(None if node is None else node.find("aggregate"))
+def _ecc(reader: _Reader, node: Element | None) -> EccErrors:
+    volatile = _ecc_counts(_child(node, "volatile"))
+    aggregate = _ecc_counts(_child(node, "aggregate"))
     errors = EccErrors(volatile[0], volatile[1], aggregate[0], aggregate[1])
     if errors == EccErrors():
         reader.missing.append(("ecc_errors", Reason.NOT_AVAILABLE))
     return errors
 
 
-def _throttle_reasons(reader: _Reader, gpu: Element) -> tuple[str, ...] | None:
+def _throttle_reasons(reader: _Reader, gpu: dict[str, Element]) -> tuple[str, ...] | None:
     for tag, prefix in (
         ("clocks_event_reasons", "clocks_event_reason_"),
         ("clocks_throttle_reasons", "clocks_throttle_reason_"),
     ):
-        node = gpu.find(tag)
+        node = gpu.get(tag)
         if node is None:
             continue
         active: list[str] = []
@@ -355,20 +449,19 @@ def _process(node: Element) -> ProcessSample | None:
     if pid is None:
         return None
     reader = _Reader()
-    kind = reader.text(node, "type", "type")
-    name = reader.text(node, "process_name", "name")
+    kind = reader.text(node.find("type"), "type")
+    name = reader.text(node.find("process_name"), "name")
     return ProcessSample(
         pid=pid,
         type=kind or None,
         name=name or None,
-        memory_used=reader.size(node, "used_memory", "memory_used"),
+        memory_used=reader.size(node.find("used_memory"), "memory_used"),
         gpu_instance_id=_int_or_none(node.findtext("gpu_instance_id")),
         compute_instance_id=_int_or_none(node.findtext("compute_instance_id")),
     )
 
 
-def _processes(gpu: Element) -> tuple[ProcessSample, ...]:
-    node = gpu.find("processes")
+def _processes(node: Element | None) -> tuple[ProcessSample, ...]:
     if node is None:
         return ()
     found = (_process(child) for child in node.iterfind("process_info"))
@@ -376,12 +469,11 @@ def _processes(gpu: Element) -> tuple[ProcessSample, ...]:
 
 
 def _mig_devices(
-    gpu: Element,
+    node: Element | None,
     gpu_name: str | None,
     gpu_memory_total: int | None,
     processes: tuple[ProcessSample, ...],
 ) -> tuple[MigDeviceSample, ...]:
-    node = gpu.find("mig_devices")
     if node is None:
         return ()
     devices: list[MigDeviceSample] = []
@@ -391,7 +483,7 @@ def _mig_devices(
         gi = _int_or_none(item.findtext("gpu_instance_id"))
         ci = _int_or_none(item.findtext("compute_instance_id"))
         attributes = item.find("device_attributes/shared")
-        sm_count = reader.integer(attributes, "multiprocessor_count", "sm_count")
+        sm_count = reader.integer(_child(attributes, "multiprocessor_count"), "sm_count")
         memory = _memory(reader, item.find("fb_memory_usage"), "memory")
         profile = derive_profile(gpu_name, gpu_memory_total, sm_count, memory.total)
         for path in ("utilization.gpu", "utilization.memory"):
@@ -418,55 +510,60 @@ def _mig_devices(
     return tuple(devices)
 
 
-def _gpu(index: int, gpu: Element) -> GpuSample:
+def _gpu(index: int, element: Element) -> GpuSample:
+    gpu = _children(element)
     reader = _Reader()
-    mig_node = gpu.find("mig_mode")
-    mig_mode = reader.flag(mig_node, "current_mig", "mig_mode") if mig_node is not None else None
+    mig_node = gpu.get("mig_mode")
     if mig_node is None:
+        mig_mode = None
         reader.missing.append(("mig_mode", Reason.NOT_REPORTED))
+    else:
+        mig_mode = reader.flag(mig_node.find("current_mig"), "mig_mode")
     reader.under_mig = bool(mig_mode)
-    name = reader.text(gpu, "product_name", "name")
-    memory = _memory(reader, gpu.find("fb_memory_usage"), "memory")
-    utilization_node = gpu.find("utilization")
+    name = reader.text(gpu.get("product_name"), "name")
+    memory = _memory(reader, gpu.get("fb_memory_usage"), "memory")
+    utilization_node = gpu.get("utilization")
     utilization = Utilization(
-        gpu=reader.percent(utilization_node, "gpu_util", "utilization.gpu"),
-        memory=reader.percent(utilization_node, "memory_util", "utilization.memory"),
-        encoder=reader.percent(utilization_node, "encoder_util", "utilization.encoder"),
-        decoder=reader.percent(utilization_node, "decoder_util", "utilization.decoder"),
+        gpu=reader.percent(_child(utilization_node, "gpu_util"), "utilization.gpu"),
+        memory=reader.percent(_child(utilization_node, "memory_util"), "utilization.memory"),
+        encoder=reader.percent(_child(utilization_node, "encoder_util"), "utilization.encoder"),
+        decoder=reader.percent(_child(utilization_node, "decoder_util"), "utilization.decoder"),
     )
     reader.under_mig = False
-    processes = _processes(gpu)
-    pci_node = gpu.find("pci")
+    processes = _processes(gpu.get("processes"))
+    pci_node = gpu.get("pci")
     pci_bus_id = (
-        reader.text(pci_node, "pci_bus_id", "pci_bus_id") if pci_node is not None else None
-    ) or gpu.get("id")
-    ecc_node = gpu.find("ecc_mode")
-    has_architecture = gpu.find("product_architecture") is not None
+        reader.text(pci_node.find("pci_bus_id"), "pci_bus_id") if pci_node is not None else None
+    ) or element.get("id")
+    ecc_node = gpu.get("ecc_mode")
+    architecture = gpu.get("product_architecture")
     return GpuSample(
         index=index,
         name=name,
-        uuid=reader.text(gpu, "uuid", "uuid"),
+        uuid=reader.text(gpu.get("uuid"), "uuid"),
         pci_bus_id=pci_bus_id,
-        serial=reader.text(gpu, "serial", "serial"),
-        architecture=reader.text(gpu, "product_architecture", "architecture")
-        if has_architecture
-        else None,
+        serial=reader.text(gpu.get("serial"), "serial"),
+        architecture=None if architecture is None else reader.text(architecture, "architecture"),
         utilization=utilization,
         memory=memory,
-        bar1=_memory(reader, gpu.find("bar1_memory_usage"), "bar1"),
-        temperature=_temperature(reader, gpu),
+        bar1=_memory(reader, gpu.get("bar1_memory_usage"), "bar1"),
+        temperature=_temperature(reader, gpu.get("temperature")),
         power=_power(reader, gpu),
-        fan_speed=reader.number(gpu, "fan_speed", "fan_speed"),
-        performance_state=reader.text(gpu, "performance_state", "performance_state"),
-        clocks=_clocks(reader, gpu.find("clocks"), "clocks"),
-        max_clocks=_clocks(reader, gpu.find("max_clocks"), "max_clocks"),
-        persistence_mode=reader.flag(gpu, "persistence_mode", "persistence_mode"),
-        compute_mode=reader.text(gpu, "compute_mode", "compute_mode"),
-        ecc_mode=reader.flag(ecc_node, "current_ecc", "ecc_mode") if ecc_node is not None else None,
-        ecc_errors=_ecc(reader, gpu),
+        fan_speed=reader.number(gpu.get("fan_speed"), "fan_speed"),
+        performance_state=reader.text(gpu.get("performance_state"), "performance_state"),
+        clocks=_clocks(reader, gpu.get("clocks"), "clocks"),
+        max_clocks=_clocks(reader, gpu.get("max_clocks"), "max_clocks"),
+        persistence_mode=reader.flag(gpu.get("persistence_mode"), "persistence_mode"),
+        compute_mode=reader.text(gpu.get("compute_mode"), "compute_mode"),
+        ecc_mode=None
+        if ecc_node is None
+        else reader.flag(ecc_node.find("current_ecc"), "ecc_mode"),
+        ecc_errors=_ecc(reader, gpu.get("ecc_errors")),
         throttle_reasons=_throttle_reasons(reader, gpu),
         mig_mode=mig_mode,
-        mig_devices=_mig_devices(gpu, name, memory.total, processes) if mig_mode else (),
+        mig_devices=_mig_devices(gpu.get("mig_devices"), name, memory.total, processes)
+        if mig_mode
+        else (),
         processes=processes,
         # Keyword arguments evaluate left to right, so every reason above is in by now.
         unavailable=reader.unavailable(),

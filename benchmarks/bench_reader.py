@@ -1,0 +1,238 @@
+"""Speed and memory of the nvidia-smi XML replay reader on a large stream.
+
+Builds a stream of about ``--mb`` MB by concatenating the bundled real captures
+(``snapshots/*.xml``) as ``nvidia-smi -q -x -l 1`` would write them, one second apart, in a
+temporary directory, then measures, each in a fresh child process pinned to one core (so the
+peak RSS of one measurement does not pollute the next):
+
+- read-through: ``Recording.open`` then iterating every snapshot (every document parsed);
+  MB/s and snapshots/s;
+- first snapshot: ``Recording.open`` + ``snapshot(0)``;
+- seek to the middle: ``len()`` + ``snapshot(len // 2)`` on a freshly opened recording;
+- seek by time: ``index_at(t)`` + ``snapshot`` of the middle's timestamp, freshly opened;
+- the same read-through of a gzip of the stream (with ``--gz``).
+
+Usage: ``python benchmarks/bench_reader.py [--mb 300] [--repeat 3] [--gz] [--keep DIR]``.
+Targets on one core: read-through >= 100 MB/s, peak RSS < 150 MB, first snapshot < 100 ms,
+seek < 200 ms. Times are wall-clock (the read-through also shows MB/s of CPU time, which
+other load on the machine disturbs less).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots"
+_TIMESTAMP = re.compile(rb"<timestamp>[^<]*</timestamp>")
+_START = datetime(2024, 9, 18, 8, 0, 0)
+
+TARGETS = {
+    "readthrough_mb_s": (">=", 100.0),
+    "peak_rss_mb": ("<", 150.0),
+    "first_ms": ("<", 100.0),
+    "seek_middle_ms": ("<", 200.0),
+    "seek_time_ms": ("<", 200.0),
+}
+
+
+def build_stream(path: Path, megabytes: float) -> int:
+    """Write captures one after another, each stamped a second after the previous one."""
+    captures = [file.read_bytes() for file in sorted(SNAPSHOTS.glob("*.xml"))]
+    if not captures:
+        raise SystemExit(f"no captures in {SNAPSHOTS}")
+    target = int(megabytes * 1_000_000)
+    written = 0
+    count = 0
+    with path.open("wb") as out:
+        while written < target:
+            for capture in captures:
+                moment = _START + timedelta(seconds=count)
+                stamp = moment.strftime("<timestamp>%a %b %d %H:%M:%S %Y</timestamp>").encode()
+                document = _TIMESTAMP.sub(stamp, capture, count=1)
+                out.write(document)
+                if not document.endswith(b"\n"):
+                    out.write(b"\n")
+                written += len(document) + 1
+                count += 1
+                if written >= target:
+                    break
+    return count
+
+
+def _rss_mb() -> float:
+    # Linux reports ru_maxrss in KiB.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(mode: str, path: Path) -> dict[str, Any]:
+    """One measurement, run in a fresh interpreter."""
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    from gputop.sources.recording import Recording
+
+    size = path.stat().st_size
+    rss_before = _rss_mb()
+    result: dict[str, Any] = {"mode": mode}
+    if mode in ("readthrough", "readthrough_gz"):
+        start = time.perf_counter()
+        cpu_start = time.process_time()
+        count = 0
+        gpus = 0
+        with Recording.open(path) as recording:
+            for snapshot in recording:
+                count += 1
+                gpus += len(snapshot.gpus)
+            warnings = list(recording.warnings)
+        elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu_start
+        result |= {
+            "seconds": elapsed,
+            "snapshots": count,
+            "gpus": gpus,
+            "mb_s": size / elapsed / 1e6,
+            "cpu_mb_s": size / cpu / 1e6,
+            "snapshots_s": count / elapsed,
+            "warnings": warnings,
+        }
+    elif mode == "first":
+        start = time.perf_counter()
+        recording = Recording.open(path)
+        snapshot = recording.snapshot(0)
+        result["ms"] = (time.perf_counter() - start) * 1000
+        result["gpus"] = len(snapshot.gpus)
+        recording.close()
+    elif mode == "seek_middle":
+        recording = Recording.open(path)
+        start = time.perf_counter()
+        count = len(recording)
+        snapshot = recording.snapshot(count // 2)
+        result["ms"] = (time.perf_counter() - start) * 1000
+        result["index"] = count // 2
+        result["timestamp"] = str(snapshot.timestamp)
+        recording.close()
+    elif mode == "seek_time":
+        # The time to look for is known in advance: the stream's middle second.
+        with Recording.open(path) as probe:
+            middle = len(probe) // 2
+            moment = probe.timestamp(middle)
+        assert moment is not None
+        recording = Recording.open(path)
+        start = time.perf_counter()
+        index = recording.index_at(moment)
+        snapshot = recording.snapshot(index)
+        result["ms"] = (time.perf_counter() - start) * 1000
+        result["index"] = index
+        result["ok"] = index == middle and snapshot.timestamp == moment
+        recording.close()
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+    result["rss_mb"] = _rss_mb()
+    result["rss_before_mb"] = rss_before
+    return result
+
+
+def measure(mode: str, path: Path) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, __file__, "--child", mode, str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise SystemExit(f"{mode} failed:\n{completed.stderr}")
+    result: dict[str, Any] = json.loads(completed.stdout)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=300, help="stream size in MB (default 300)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (best kept)")
+    parser.add_argument("--gz", action="store_true", help="also read a gzip of the stream")
+    parser.add_argument("--keep", type=Path, help="build the stream in this directory, keep it")
+    parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child[0], Path(args.child[1]))))
+        return
+
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="gputop-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    stream = workdir / "stream.xml"
+    try:
+        start = time.perf_counter()
+        documents = build_stream(stream, args.mb)
+        size = stream.stat().st_size
+        print(
+            f"stream: {size / 1e6:.0f} MB, {documents} documents "
+            f"({len(list(SNAPSHOTS.glob('*.xml')))} bundled captures repeated), "
+            f"built in {time.perf_counter() - start:.1f} s"
+        )
+        print(f"python {sys.version.split()[0]}, one core per measurement, best of {args.repeat}")
+        figures: dict[str, float] = {}
+        rss: list[float] = []
+
+        runs = [measure("readthrough", stream) for _ in range(args.repeat)]
+        best = max(runs, key=lambda run: run["mb_s"])
+        rss += [run["rss_mb"] for run in runs]
+        figures["readthrough_mb_s"] = best["mb_s"]
+        print(
+            f"read-through:      {best['mb_s']:7.1f} MB/s  {best['snapshots_s']:8.0f} snapshots/s"
+            f"  ({best['snapshots']} snapshots, {best['gpus']} GPU samples, "
+            f"{best['seconds']:.2f} s; {best['cpu_mb_s']:.1f} MB/s of CPU time; "
+            f"peak RSS {best['rss_mb']:.0f} MB)"
+        )
+        if best["warnings"]:
+            print(f"  warnings: {best['warnings']}")
+        for mode, label in (
+            ("first", "first snapshot:   "),
+            ("seek_middle", "seek to middle:   "),
+            ("seek_time", "seek by time:     "),
+        ):
+            runs = [measure(mode, stream) for _ in range(args.repeat)]
+            best = min(runs, key=lambda run: run["ms"])
+            rss += [run["rss_mb"] for run in runs]
+            figures[f"{mode}_ms"] = best["ms"]
+            extra = ""
+            if mode == "seek_time":
+                extra = f", found the right document: {all(run['ok'] for run in runs)}"
+            print(f"{label} {best['ms']:7.1f} ms  (peak RSS {best['rss_mb']:.0f} MB{extra})")
+        figures["peak_rss_mb"] = max(rss)
+        print(f"peak RSS, worst measurement: {max(rss):.0f} MB")
+
+        if args.gz:
+            packed = workdir / "stream.xml.gz"
+            with stream.open("rb") as source, gzip.open(packed, "wb", compresslevel=6) as sink:
+                shutil.copyfileobj(source, sink, 1 << 20)
+            run = measure("readthrough_gz", packed)
+            print(
+                f"read-through .gz:  {size / run['seconds'] / 1e6:7.1f} MB/s of XML "
+                f"({packed.stat().st_size / 1e6:.0f} MB compressed; peak RSS "
+                f"{run['rss_mb']:.0f} MB)"
+            )
+
+        print("targets:")
+        for name, (sense, limit) in TARGETS.items():
+            value = figures[name]
+            met = value >= limit if sense == ">=" else value < limit
+            print(f"  {name:18} {value:8.1f} {sense} {limit:g}: {'met' if met else 'MISSED'}")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

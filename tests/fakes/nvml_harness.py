@@ -1,0 +1,28 @@
+"""An NvmlSource over a FakeNvml, set up and torn down in one ``with``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pynvml  # noqa: TID251 -- the source under test is handed the real pynvml
+
+from fakes.nvml_fake import FakeNvml
+from fakes.nvml_install import installed
+from gputop.sources.nvml import Enrich, NvmlSource
+
+
+@contextmanager
+def nvml_source(
+    fake: FakeNvml, *, deadline: float | None = None, enrich: Enrich | None = None
+) -> Iterator[NvmlSource]:
+    """Install ``fake``, initialise NVML through pynvml and yield a source over it."""
+    with installed(fake):
+        pynvml.nvmlInit()
+        source = NvmlSource(
+            pynvml, deadline=deadline, enrich=enrich, host="testhost", shutdown_on_close=True
+        )
+        try:
+            yield source
+        finally:
+            source.close()

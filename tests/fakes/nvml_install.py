@@ -1,0 +1,96 @@
+"""Put a :class:`FakeNvml` under the real pynvml, in a test or in a whole gputop process.
+
+In-process: ``with installed(fake): ...`` swaps ``pynvml.nvmlLib`` and empties pynvml's cache
+of function pointers, and puts both back afterwards.
+
+In a subprocess: put ``tests/fakes`` on PYTHONPATH and set ``GPUTOP_FAKE_NVML`` to a capture
+path or a scenario name (see :data:`fakes.nvml_scenarios.SCENARIOS`); its ``sitecustomize``
+calls :func:`install_from_environment` before gputop starts. Optional faults:
+
+* ``GPUTOP_FAKE_NVML_LOSE=1@3,2@5``: GPU 1 lost from its tick 3, GPU 2 from tick 5 (0-based).
+* ``GPUTOP_FAKE_NVML_HANG=0:nvmlDeviceGetPowerUsage@2``: that call on GPU 0 hangs for good
+  from tick 2.
+* ``GPUTOP_FAKE_NVML_LATENCY=0.002``: every C call takes this many seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pynvml  # noqa: TID251 -- the fake sits under the real pynvml
+
+from fakes.nvml_fake import FakeNvml, Faults
+from fakes.nvml_scenarios import scenario
+
+ENV_SPEC = "GPUTOP_FAKE_NVML"
+ENV_LOSE = "GPUTOP_FAKE_NVML_LOSE"
+ENV_HANG = "GPUTOP_FAKE_NVML_HANG"
+ENV_LATENCY = "GPUTOP_FAKE_NVML_LATENCY"
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def install(fake: FakeNvml) -> None:
+    """Make pynvml call ``fake`` from now on (for the rest of the process)."""
+    with pynvml.libLoadLock:
+        pynvml.nvmlLib = fake.library
+        pynvml._nvmlGetFunctionPointer_cache.clear()
+
+
+def uninstall() -> None:
+    """Forget any library pynvml loaded (real or fake)."""
+    with pynvml.libLoadLock:
+        pynvml.nvmlLib = None
+        pynvml._nvmlGetFunctionPointer_cache.clear()
+
+
+@contextmanager
+def installed(fake: FakeNvml) -> Iterator[FakeNvml]:
+    """Install ``fake`` for the duration of the block; release hung calls on the way out."""
+    saved = pynvml.nvmlLib
+    install(fake)
+    try:
+        yield fake
+    finally:
+        fake.release_hangs()
+        with pynvml.libLoadLock:
+            pynvml.nvmlLib = saved
+            pynvml._nvmlGetFunctionPointer_cache.clear()
+
+
+def fake_from_spec(spec: str) -> FakeNvml:
+    """A fake for a scenario name or a capture path (relative to the cwd or the repo root)."""
+    snapshots, faults = scenario(spec, search=(Path.cwd(), REPO_ROOT))
+    return FakeNvml(snapshots, faults)
+
+
+def _parse_lose(text: str, faults: Faults) -> None:
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        gpu, _, tick = item.partition("@")
+        faults.lose_at[int(gpu)] = int(tick or 0)
+
+
+def _parse_hang(text: str, faults: Faults) -> None:
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        target, _, tick = item.partition("@")
+        gpu, _, function = target.partition(":")
+        faults.hang[(int(gpu), function)] = (int(tick or 0), threading.Event())
+
+
+def install_from_environment() -> FakeNvml | None:
+    """Install the fake the environment asks for, if any; returns it."""
+    spec = os.environ.get(ENV_SPEC)
+    if not spec:
+        return None
+    fake = fake_from_spec(spec)
+    _parse_lose(os.environ.get(ENV_LOSE, ""), fake.faults)
+    _parse_hang(os.environ.get(ENV_HANG, ""), fake.faults)
+    latency = os.environ.get(ENV_LATENCY)
+    if latency:
+        fake.faults.latency = float(latency)
+    install(fake)
+    return fake

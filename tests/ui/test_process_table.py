@@ -1,0 +1,531 @@
+"""Pilot tests of the process table: every key, the diff across ticks, and signals."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from dataclasses import replace
+
+from textual.app import App, ComposeResult
+from textual.coordinate import Coordinate
+from textual.message import Message
+from textual.notifications import Notification, Notify
+from textual.widgets import DataTable, Input
+
+from gputop.model import GpuSample, ProcessSample, Snapshot
+from gputop.ui.process_rows import COLUMN_INDEX, COLUMNS
+from gputop.ui.widgets.process_details import ProcessDetails
+from gputop.ui.widgets.process_table import ProcessTable
+from gputop.ui.widgets.signal_dialog import SignalDialog
+
+NOW = 1_700_000_000.0
+MIB = 1024**2
+GIB = 1024**3
+
+ALICE = ProcessSample(
+    pid=2314, type="C", name="python", memory_used=18 * GIB, sm_utilization=87.0,
+    user="alice", command="python train.py --epochs 90", cpu_percent=101.0,
+    host_memory=6 * GIB, start_time=NOW - 7300,
+)  # fmt: skip
+XORG = ProcessSample(
+    pid=1893, type="G", name="/usr/lib/xorg/Xorg", memory_used=112 * MIB, sm_utilization=0.0,
+    user="root", command="/usr/lib/xorg/Xorg vt1", cpu_percent=1.0, host_memory=95 * MIB,
+    start_time=NOW - 3 * 86400,
+)  # fmt: skip
+BOB = ProcessSample(
+    pid=4410, type="C+G", name="blender", memory_used=3 * GIB, sm_utilization=12.0,
+    user="bob", command="blender -b scene.blend", cpu_percent=30.0, host_memory=2 * GIB,
+    start_time=NOW - 600, local_pid=44,
+)  # fmt: skip
+FOREIGN = ProcessSample(pid=51234, type="C", name="python3", memory_used=7 * GIB, foreign=True)
+
+
+def snap(gpu0: tuple[ProcessSample, ...], gpu1: tuple[ProcessSample, ...] = ()) -> Snapshot:
+    return Snapshot(
+        timestamp=None,
+        gpus=(GpuSample(index=0, processes=gpu0), GpuSample(index=1, processes=gpu1)),
+    )
+
+
+BASE = snap((ALICE, XORG), (BOB, FOREIGN))
+
+
+class FakeKill:
+    """Records signals instead of sending them; optionally fails like os.kill."""
+
+    def __init__(self, error: OSError | None = None) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self.error = error
+
+    def __call__(self, pid: int, sig: int) -> None:
+        self.calls.append((pid, sig))
+        if self.error is not None:
+            raise self.error
+
+
+class TableApp(App[None]):
+    def __init__(
+        self, snapshot: Snapshot = BASE, readonly: bool = False, kill: FakeKill | None = None
+    ) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.readonly = readonly
+        self.kill = kill or FakeKill()
+
+    def compose(self) -> ComposeResult:
+        yield ProcessTable(readonly=self.readonly, kill=self.kill, clock=lambda: NOW)
+
+    def on_mount(self) -> None:
+        self.query_one(ProcessTable).show(self.snapshot)
+        self.query_one(DataTable).focus()
+
+
+def pids(app: App[None]) -> list[int]:
+    return [row.process.pid for row in app.query_one(ProcessTable).rows]
+
+
+def displayed_pids(app: App[None]) -> list[str]:
+    """PIDs as the DataTable itself orders them (not the widget's bookkeeping)."""
+    table = app.query_one(DataTable)
+    return [table.get_row_at(i)[COLUMN_INDEX["pid"]].plain.strip() for i in range(table.row_count)]
+
+
+def labels(app: App[None]) -> dict[str, str]:
+    """Header text per column key, without the padding."""
+    columns = app.query_one(DataTable).columns
+    return {str(key.value): column.label.plain.strip() for key, column in columns.items()}
+
+
+def status(app: App[None]) -> str:
+    return str(app.query_one("#process-status").render())
+
+
+def results_hook(sink: list[ProcessTable.SignalResult]) -> Callable[[Message], None]:
+    def hook(message: Message) -> None:
+        # A bubbling message reaches the hook once per node it passes through.
+        if isinstance(message, ProcessTable.SignalResult) and all(m is not message for m in sink):
+            sink.append(message)
+
+    return hook
+
+
+async def test_default_sort_is_gpu_memory_largest_first() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert pids(app) == [2314, 51234, 4410, 1893]
+        assert displayed_pids(app) == ["2314", "51234", "4410", "1893"]
+        assert "4 of 4 processes" in status(app)
+        assert "1 not in this PID namespace" in status(app)
+        assert "sort GPU MEM ▼" in status(app)
+        assert labels(app)["gpu_memory"] == "GPU MEM▼"
+
+
+async def test_sort_keys_move_the_column() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        table = app.query_one(ProcessTable)
+        await pilot.press(">")
+        assert table.sort_column == COLUMN_INDEX["sm"]
+        assert table.sort_reverse
+        assert pids(app) == [2314, 4410, 1893, 51234]  # unknown SM% last
+        assert displayed_pids(app) == ["2314", "4410", "1893", "51234"]
+        await pilot.press("<", "<")
+        assert table.sort_column == COLUMN_INDEX["type"]
+        assert not table.sort_reverse
+        assert pids(app)[:2] == [2314, 51234]  # C, C, then C+G, G
+        assert pids(app)[2:] == [4410, 1893]
+        assert labels(app)["type"] == "TYPE▲"
+        assert labels(app)["gpu_memory"] == "GPU MEM"
+        await pilot.press("<", "<", "<", "<")
+        assert table.sort_column == len(COLUMNS) - 1  # wraps round to COMMAND
+
+
+async def test_reverse() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        await pilot.press("r")
+        assert not app.query_one(ProcessTable).sort_reverse
+        assert pids(app) == [1893, 4410, 51234, 2314]
+        assert "sort GPU MEM ▲" in status(app)
+        await pilot.press("r")
+        assert pids(app) == [2314, 51234, 4410, 1893]
+
+
+async def header_offset(app: App[None], column: str) -> tuple[int, int]:
+    table = app.query_one(DataTable)
+    x = 0
+    for key, spec in table.columns.items():
+        if key.value == column:
+            return (x + 1, 0)
+        x += spec.get_render_width(table)
+    raise AssertionError(column)
+
+
+async def test_header_click_sorts_and_reverses() -> None:
+    app = TableApp()
+    async with app.run_test(size=(140, 20)) as pilot:
+        table = app.query_one(ProcessTable)
+        await pilot.click(DataTable, offset=await header_offset(app, "pid"))
+        await pilot.pause()
+        assert table.sort_column == COLUMN_INDEX["pid"]
+        assert pids(app) == [1893, 2314, 4410, 51234]
+        await pilot.click(DataTable, offset=await header_offset(app, "pid"))
+        await pilot.pause()
+        assert pids(app) == [51234, 4410, 2314, 1893]
+        await pilot.click(DataTable, offset=await header_offset(app, "user"))
+        await pilot.pause()
+        assert table.sort_column == COLUMN_INDEX["user"]
+        assert pids(app) == [2314, 4410, 1893, 51234]  # alice bob root, then no user
+
+
+async def test_filter_typing_enter_and_escape() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        table = app.query_one(ProcessTable)
+        field = app.query_one("#process-filter", Input)
+        bar = app.query_one("#process-filter-bar")
+        assert not bar.display
+        await pilot.press("/")
+        assert bar.display
+        assert field.has_focus
+        await pilot.press(*"python")
+        await pilot.pause()
+        assert table.filter_text == "python"
+        assert pids(app) == [2314, 51234]
+        assert "2 of 4 processes" in status(app)
+        assert "filter “python”" in status(app)
+        await pilot.press("enter")
+        assert app.query_one(DataTable).has_focus
+        assert bar.display  # the filter stays visible while it applies
+        assert pids(app) == [2314, 51234]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert table.filter_text == ""
+        assert not bar.display
+        assert pids(app) == [2314, 51234, 4410, 1893]
+
+
+async def test_filter_matches_pid_gpu_and_user_and_escape_in_input() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        await pilot.press("/", *"4410")
+        await pilot.pause()
+        assert pids(app) == [4410]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert pids(app) == [2314, 51234, 4410, 1893]
+        assert app.query_one(DataTable).has_focus
+        await pilot.press("/", *"other ns")
+        await pilot.pause()
+        assert pids(app) == [51234]
+        await pilot.press("escape", "/", *"root")
+        await pilot.pause()
+        assert pids(app) == [1893]
+
+
+async def test_escape_passes_through_without_a_filter() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        assert "escape" not in app.screen.active_bindings
+        await pilot.press("/")
+        assert "escape" in app.screen.active_bindings
+
+
+async def test_toggle_type() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        table = app.query_one(ProcessTable)
+        await pilot.press("t")
+        assert table.type_filter.value == "compute"
+        assert pids(app) == [2314, 51234, 4410]
+        assert "type compute" in status(app)
+        await pilot.press("t")
+        assert pids(app) == [4410, 1893]
+        await pilot.press("t")
+        assert table.type_filter.value == "all"
+        assert len(pids(app)) == 4
+
+
+async def test_enter_shows_details_of_the_highlighted_process() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessDetails)
+        fields = dict(app.screen.fields)
+        assert fields["PID (driver)"] == "4410"
+        assert fields["PID here"] == "44"
+        assert fields["Command"] == "blender -b scene.blend"
+        assert fields["Running for"] == "10:00"
+        assert fields["GPU"] == "1"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ProcessDetails)
+
+
+async def test_signal_confirmed_goes_to_the_fake_kill() -> None:
+    kill = FakeKill()
+    results: list[ProcessTable.SignalResult] = []
+    app = TableApp(kill=kill)
+    async with app.run_test(message_hook=results_hook(results)) as pilot:
+        await pilot.press("k")
+        await pilot.pause()
+        assert isinstance(app.screen, SignalDialog)
+        assert app.screen.pid == 2314
+        assert app.screen.sig is signal.SIGTERM
+        await pilot.press("y")
+        await pilot.pause()
+        assert kill.calls == [(2314, signal.SIGTERM)]
+        assert [(r.pid, r.sig, r.error) for r in results] == [(2314, signal.SIGTERM, None)]
+
+
+async def test_kill_and_int_and_the_local_pid() -> None:
+    kill = FakeKill()
+    app = TableApp(kill=kill)
+    async with app.run_test() as pilot:
+        await pilot.press("K")
+        await pilot.pause()
+        assert isinstance(app.screen, SignalDialog)
+        await pilot.click("#signal-send")
+        await pilot.pause()
+        await pilot.press("down", "down", "i")  # BOB: driver PID 4410, 44 here
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        assert kill.calls == [(2314, signal.SIGKILL), (44, signal.SIGINT)]
+
+
+async def test_signal_cancelled() -> None:
+    kill = FakeKill()
+    app = TableApp(kill=kill)
+    async with app.run_test() as pilot:
+        await pilot.press("k")
+        await pilot.pause()
+        await pilot.press("n")
+        await pilot.pause()
+        assert not isinstance(app.screen, SignalDialog)
+        await pilot.press("k")
+        await pilot.pause()
+        await pilot.press("enter")  # Cancel has the focus
+        await pilot.pause()
+        await pilot.press("k")
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert kill.calls == []
+        assert app.query_one(ProcessTable).highlighted_row is not None
+
+
+async def signal_error(error: OSError) -> tuple[FakeKill, list[ProcessTable.SignalResult]]:
+    kill = FakeKill(error)
+    results: list[ProcessTable.SignalResult] = []
+    notes: list[Notification] = []
+    record_result = results_hook(results)
+
+    def hook(message: Message) -> None:
+        record_result(message)
+        if isinstance(message, Notify):
+            notes.append(message.notification)
+
+    app = TableApp(kill=kill)
+    async with app.run_test(message_hook=hook) as pilot:
+        await pilot.press("k")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+    error_text = results[-1].error
+    assert error_text is not None
+    assert [(n.severity, n.message) for n in notes] == [
+        ("error", f"SIGTERM to PID 2314: {error_text}")
+    ]
+    return kill, results
+
+
+async def test_permission_denied_is_said_plainly() -> None:
+    kill, results = await signal_error(PermissionError(1, "Operation not permitted"))
+    assert kill.calls == [(2314, signal.SIGTERM)]
+    assert results[-1].error == "not permitted to signal PID 2314 (it belongs to alice)"
+
+
+async def test_process_gone_at_kill_time() -> None:
+    _, results = await signal_error(ProcessLookupError(3, "No such process"))
+    assert results[-1].error == "process has exited"
+
+
+async def test_process_gone_from_the_snapshot_while_asking() -> None:
+    kill = FakeKill()
+    results: list[ProcessTable.SignalResult] = []
+    app = TableApp(kill=kill)
+    async with app.run_test(message_hook=results_hook(results)) as pilot:
+        await pilot.press("k")
+        await pilot.pause()
+        app.query_one(ProcessTable).show(snap((XORG,), (BOB, FOREIGN)))
+        await pilot.press("y")
+        await pilot.pause()
+        assert kill.calls == []
+        assert results[-1].error == "process has exited"
+
+
+async def test_foreign_process_is_not_signalled() -> None:
+    kill = FakeKill()
+    results: list[ProcessTable.SignalResult] = []
+    app = TableApp(kill=kill)
+    async with app.run_test(message_hook=results_hook(results)) as pilot:
+        await pilot.press("down", "k")
+        await pilot.pause()
+        assert not isinstance(app.screen, SignalDialog)
+        assert kill.calls == []
+        assert results[-1].pid == 51234
+        assert results[-1].error == "not in this PID namespace"
+
+
+async def test_readonly_hides_and_refuses_the_signal_keys() -> None:
+    kill = FakeKill()
+    app = TableApp(readonly=True, kill=kill)
+    async with app.run_test() as pilot:
+        active = app.screen.active_bindings
+        assert not {"k", "K", "i"} & set(active)
+        assert {"slash", "r", "t"} <= set(active)
+        await pilot.press("k", "K", "i")
+        await pilot.pause()
+        assert not isinstance(app.screen, SignalDialog)
+        assert kill.calls == []
+        assert "read-only" in status(app)
+
+
+async def test_signal_keys_shown_when_not_readonly_and_hidden_when_it_turns_readonly() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        assert {"k", "K", "i"} <= set(app.screen.active_bindings)
+        assert "read-only" not in status(app)
+        app.query_one(ProcessTable).readonly = True
+        await pilot.pause()
+        assert not {"k", "K", "i"} & set(app.screen.active_bindings)
+        assert "read-only" in status(app)
+
+
+async def test_refresh_keeps_the_cursor_on_the_same_process() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(DataTable)
+        await pilot.press("down", "down")
+        highlighted = widget.highlighted_row
+        assert highlighted is not None
+        assert highlighted.process.pid == 4410
+        # BOB grows to the top, ALICE leaves, a new process arrives.
+        bigger = replace(BOB, memory_used=40 * GIB)
+        newcomer = ProcessSample(pid=9999, type="C", memory_used=1 * GIB, user="zoe")
+        widget.show(snap((XORG, newcomer), (bigger, FOREIGN)))
+        await pilot.pause()
+        assert pids(app) == [4410, 51234, 9999, 1893]
+        assert displayed_pids(app) == ["4410", "51234", "9999", "1893"]
+        highlighted = widget.highlighted_row
+        assert highlighted is not None
+        assert highlighted.process.pid == 4410
+        assert table.cursor_coordinate == Coordinate(0, 0)
+        cell = table.get_cell("1:4410", "gpu_memory")
+        assert cell.plain.strip() == "40.0GiB"
+
+
+async def test_refresh_updates_changed_cells_in_place() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(DataTable)
+        untouched = table.get_cell("0:1893", "command")
+        hotter = replace(ALICE, sm_utilization=99.0)
+        widget.show(snap((hotter, XORG), (BOB, FOREIGN)))
+        await pilot.pause()
+        assert table.get_cell("0:2314", "sm").plain.strip() == "99%"
+        assert table.get_cell("0:1893", "command") is untouched
+
+
+async def test_refresh_keeps_the_scroll_position() -> None:
+    many = tuple(
+        ProcessSample(pid=1000 + i, type="C", memory_used=(100 - i) * MIB, user="u")
+        for i in range(60)
+    )
+    app = TableApp(snap(many))
+    async with app.run_test(size=(100, 15)) as pilot:
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(DataTable)
+        for _ in range(30):
+            await pilot.press("down")
+        await pilot.pause()
+        scrolled = table.scroll_y
+        assert scrolled > 0
+        grown = tuple(replace(p, memory_used=(p.memory_used or 0) + MIB) for p in many)
+        widget.show(snap(grown))
+        await pilot.pause()
+        assert table.scroll_y == scrolled
+        highlighted = widget.highlighted_row
+        assert highlighted is not None
+        assert highlighted.process.pid == 1030
+
+
+async def test_show_before_mount_and_empty_snapshot() -> None:
+    class Early(App[None]):
+        def compose(self) -> ComposeResult:
+            table = ProcessTable(clock=lambda: NOW)
+            table.show(BASE)
+            yield table
+
+    app = Early()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert len(pids(app)) == 4
+        app.query_one(ProcessTable).show(Snapshot(timestamp=None))
+        await pilot.pause()
+        assert pids(app) == []
+        assert app.query_one(DataTable).row_count == 0
+        assert app.query_one(ProcessTable).highlighted_row is None
+
+
+async def test_signal_with_no_rows_says_so() -> None:
+    results: list[ProcessTable.SignalResult] = []
+    app = TableApp(snap(()))
+    async with app.run_test(message_hook=results_hook(results)) as pilot:
+        await pilot.press("k")
+        await pilot.pause()
+        assert results[-1].error == "no process selected"
+
+
+async def test_theme_change_restyles_cells() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        table = app.query_one(DataTable)
+        app.theme = "textual-dark"
+        await pilot.pause()
+        before = table.get_cell("1:51234", "user").style
+        app.theme = "textual-light"
+        await pilot.pause()
+        after = table.get_cell("1:51234", "user").style
+        assert before != after
+
+
+async def test_narrow_terminal_drops_host_columns_and_sort_keys_skip_them() -> None:
+    app = TableApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(DataTable)
+        assert widget.columns == [
+            "gpu", "pid", "user", "type", "gpu_memory", "sm", "time", "command"
+        ]  # fmt: skip
+        assert widget.has_class("-narrow")
+        await pilot.press(">", ">")
+        assert widget.sort_column == COLUMN_INDEX["time"]
+        await pilot.press("down")
+        highlighted = widget.highlighted_row
+        assert highlighted is not None
+        await pilot.resize_terminal(140, 24)
+        await pilot.pause()
+        assert widget.columns == [column.key for column in COLUMNS]
+        assert not widget.has_class("-narrow")
+        assert widget.highlighted_row is not None
+        assert widget.highlighted_row.key == highlighted.key
+        assert labels(app)["time"] == "TIME▼"
+        assert table.get_cell("0:2314", "cpu").plain.strip() == "101%"
+        await pilot.press("<")
+        assert widget.sort_column == COLUMN_INDEX["host_memory"]

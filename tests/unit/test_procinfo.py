@@ -1,0 +1,365 @@
+"""Process enrichment: resolution across PID namespaces, psutil caching, CPU % between ticks."""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gputop.model import GpuSample, ProcessSample, Snapshot
+from gputop.sources.procinfo import (
+    FOREIGN_HINT,
+    IDENTITY_REFRESH,
+    ProcessEnricher,
+    find_host_proc_root,
+    foreign_hint,
+    read_nspid,
+    read_start_ticks,
+)
+
+
+def _stat_line(pid: int, comm: str, start_ticks: int) -> str:
+    # Fields 3..21 are filler; field 22 is the start time.
+    filler = " ".join(["S"] + ["0"] * 18)
+    return f"{pid} ({comm}) {filler} {start_ticks} 0 0\n"
+
+
+def make_proc(root: Path, pid: int | str, nspid: tuple[int, ...] | None, start: int = 1000) -> None:
+    """A /proc/<pid> directory with the status and stat lines the enricher reads."""
+    folder = root / str(pid)
+    folder.mkdir(parents=True)
+    lines = ["Name:\tpython3", "State:\tS (sleeping)"]
+    if nspid is not None:
+        lines.append("NSpid:\t" + "\t".join(str(n) for n in nspid))
+    (folder / "status").write_text("\n".join(lines) + "\n")
+    (folder / "stat").write_text(_stat_line(nspid[-1] if nspid else 1, "python3", start))
+
+
+@dataclass
+class FakeMemory:
+    rss: int
+
+
+@dataclass
+class FakeProcess:
+    """Stands in for psutil.Process; counts the calls that matter."""
+
+    pid: int
+    user: str = "alice"
+    argv: list[str] = field(default_factory=lambda: ["python3", "train.py", "--epochs", "3"])
+    cpu_values: list[float] = field(default_factory=lambda: [0.0, 87.5, 42.0, 10.0])
+    rss: int = 3 * 2**30
+    created: float = 1_700_000_000.0
+    proc_name: str = "python3"
+    running: bool = True
+    deny: tuple[str, ...] = ()
+    cpu_calls: int = 0
+
+    @contextlib.contextmanager
+    def oneshot(self) -> Iterator[None]:
+        yield
+
+    def is_running(self) -> bool:
+        return self.running
+
+    def _check(self, what: str) -> None:
+        if what in self.deny:
+            raise psutil.AccessDenied(self.pid)
+
+    def name(self) -> str:
+        self._check("name")
+        return self.proc_name
+
+    def username(self) -> str:
+        self._check("username")
+        return self.user
+
+    def cmdline(self) -> list[str]:
+        self._check("cmdline")
+        return self.argv
+
+    def cpu_percent(self, interval: float | None = None) -> float:
+        value = self.cpu_values[min(self.cpu_calls, len(self.cpu_values) - 1)]
+        self.cpu_calls += 1
+        return value
+
+    def memory_info(self) -> FakeMemory:
+        return FakeMemory(self.rss)
+
+    def create_time(self) -> float:
+        return self.created
+
+
+class Factory:
+    """process_factory double: hands out FakeProcess objects and records each creation."""
+
+    def __init__(self, **overrides: FakeProcess) -> None:
+        self.overrides = {int(pid): process for pid, process in overrides.items()}
+        self.created: list[int] = []
+        self.processes: dict[int, FakeProcess] = {}
+        self.gone: set[int] = set()
+
+    def __call__(self, pid: int) -> FakeProcess:
+        if pid in self.gone:
+            raise psutil.NoSuchProcess(pid)
+        self.created.append(pid)
+        process = self.overrides.pop(pid, None) or FakeProcess(pid)
+        self.processes[pid] = process
+        return process
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def gpu_process(pid: int, name: str | None = "python3") -> ProcessSample:
+    return ProcessSample(pid=pid, type="C", name=name, memory_used=512 * 2**20)
+
+
+@pytest.fixture
+def proc_root(tmp_path: Path) -> Path:
+    root = tmp_path / "proc"
+    root.mkdir()
+    return root
+
+
+def test_a_process_of_this_namespace_gets_user_command_memory_and_start(proc_root: Path) -> None:
+    make_proc(proc_root, 4242, (4242,))
+    factory = Factory()
+    enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=Clock())
+
+    (row,) = enrich((gpu_process(4242),))
+
+    assert row.foreign is False
+    assert row.local_pid is None
+    assert row.user == "alice"
+    assert row.command == "python3 train.py --epochs 3"
+    assert row.host_memory == 3 * 2**30
+    assert row.start_time == 1_700_000_000.0
+    # Driver fields survive untouched.
+    assert (row.pid, row.type, row.name, row.memory_used) == (4242, "C", "python3", 512 * 2**20)
+
+
+def test_cpu_percent_is_measured_between_ticks_on_one_cached_process(proc_root: Path) -> None:
+    make_proc(proc_root, 4242, (4242,))
+    factory = Factory()
+    clock = Clock()
+    enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=clock)
+
+    first = enrich((gpu_process(4242),))[0]
+    clock.now += 1.0
+    second = enrich((gpu_process(4242),))[0]
+    clock.now += 1.0
+    third = enrich((gpu_process(4242),))[0]
+
+    # The first call only sets psutil's baseline: unknown, not 0.
+    assert first.cpu_percent is None
+    assert second.cpu_percent == 87.5
+    assert third.cpu_percent == 42.0
+    assert factory.created == [4242]
+
+
+def test_a_pid_on_several_gpus_is_read_once_per_tick(proc_root: Path) -> None:
+    make_proc(proc_root, 7, (7,))
+    factory = Factory()
+    clock = Clock()
+    enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=clock)
+    enrich((gpu_process(7),))
+    clock.now += 1.0
+
+    rows = enrich((gpu_process(7), gpu_process(7), gpu_process(7)))
+    # A source that calls once per GPU within the same tick must not reset the baseline.
+    again = enrich((gpu_process(7),))
+
+    assert [row.cpu_percent for row in rows] == [87.5, 87.5, 87.5]
+    assert again[0].cpu_percent == 87.5
+    assert factory.processes[7].cpu_calls == 2
+
+
+def test_pids_that_leave_are_forgotten_and_a_reused_pid_gets_a_new_process(
+    proc_root: Path,
+) -> None:
+    make_proc(proc_root, 10, (10,))
+    make_proc(proc_root, 11, (11,))
+    factory = Factory()
+    clock = Clock()
+    enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=clock)
+
+    enrich((gpu_process(10), gpu_process(11)))
+    clock.now += 1
+    enrich((gpu_process(11),))  # 10 left the GPU
+    factory.processes[11].running = False  # 11 exited and its PID now names a new process
+    clock.now += 1
+    enrich((gpu_process(10), gpu_process(11)))
+
+    assert factory.created == [10, 11, 10, 11]
+
+
+def test_a_pid_that_does_not_resolve_is_kept_and_marked_foreign(proc_root: Path) -> None:
+    make_proc(proc_root, 1, (1,))
+    factory = Factory()
+    enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=Clock())
+
+    rows = enrich((gpu_process(642928), gpu_process(1)))
+
+    assert [row.pid for row in rows] == [642928, 1]
+    assert rows[0].foreign is True
+    assert rows[0].user is None and rows[0].command is None
+    assert rows[0].memory_used == 512 * 2**20  # what the driver said stays
+    assert rows[1].foreign is False
+    assert factory.created == [1]
+
+
+def test_the_hint_names_host_pid_options_only_when_a_process_is_foreign() -> None:
+    local = ProcessSample(pid=1)
+    foreign = ProcessSample(pid=2, foreign=True)
+    snapshot = Snapshot(
+        timestamp=datetime(2024, 1, 1),
+        gpus=(GpuSample(index=0, processes=(local,)), GpuSample(index=1, processes=(foreign,))),
+    )
+
+    assert foreign_hint([local]) is None
+    assert foreign_hint(Snapshot(timestamp=None)) is None
+    hint = foreign_hint(snapshot)
+    assert hint == FOREIGN_HINT
+    assert "--pid=host" in hint and "hostPID: true" in hint
+
+
+def test_a_host_procfs_maps_host_pids_to_pids_here(tmp_path: Path, proc_root: Path) -> None:
+    host = tmp_path / "host-proc"
+    # We are PID 7 here and 5000 on the host: one namespace below the host's.
+    make_proc(host, "self", (5000, 7))
+    make_proc(host, 4242, (4242, 17), start=555)  # in our namespace, PID 17 here
+    make_proc(host, 4343, (4343, 17), start=999)  # a sibling container's PID 17
+    make_proc(host, 4444, (4444,), start=777)  # a host process, above our namespace
+    make_proc(proc_root, 17, (17,), start=555)
+    factory = Factory()
+
+    enrich = ProcessEnricher(
+        proc_root=proc_root, host_proc_root=host, process_factory=factory, clock=Clock()
+    )
+    ours, sibling, above, gone = enrich(
+        (gpu_process(4242), gpu_process(4343), gpu_process(4444), gpu_process(4545))
+    )
+
+    assert enrich.maps_host_pids
+    assert (ours.foreign, ours.local_pid, ours.pid, ours.user) == (False, 17, 4242, "alice")
+    assert sibling.foreign and sibling.local_pid is None
+    assert above.foreign
+    assert gone.foreign
+    assert factory.created == [17]
+
+
+def test_a_procfs_of_our_own_namespace_is_not_taken_for_the_hosts(
+    tmp_path: Path, proc_root: Path
+) -> None:
+    same = tmp_path / "same"
+    make_proc(same, "self", (7,))
+    make_proc(proc_root, 7, (7,))
+
+    enrich = ProcessEnricher(
+        proc_root=proc_root, host_proc_root=same, process_factory=Factory(), clock=Clock()
+    )
+
+    assert not enrich.maps_host_pids
+    assert enrich((gpu_process(7),))[0].foreign is False
+    assert find_host_proc_root([same, tmp_path / "missing"]) is None
+
+
+def test_find_host_proc_root_accepts_an_ancestor_procfs(tmp_path: Path) -> None:
+    host = tmp_path / "host"
+    make_proc(host, "self", (5000, 7))
+    assert find_host_proc_root([tmp_path / "missing", host]) == host
+
+
+def test_a_process_that_exits_keeps_its_driver_row(proc_root: Path) -> None:
+    make_proc(proc_root, 9, (9,))
+    factory = Factory()
+    factory.gone.add(9)
+    enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=Clock())
+
+    (row,) = enrich((gpu_process(9),))
+
+    assert row.foreign is False
+    assert row.user is None and row.cpu_percent is None
+    assert row.memory_used == 512 * 2**20
+
+
+def test_denied_fields_are_none_and_the_rest_still_read(proc_root: Path) -> None:
+    make_proc(proc_root, 9, (9,))
+    factory = Factory(**{"9": FakeProcess(9, deny=("cmdline",))})
+    enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=Clock())
+
+    (row,) = enrich((gpu_process(9),))
+
+    assert row.command is None
+    assert row.user == "alice"
+
+
+def test_a_name_the_driver_could_not_give_comes_from_the_process(proc_root: Path) -> None:
+    make_proc(proc_root, 9, (9,))
+    make_proc(proc_root, 10, (10,))
+    factory = Factory(**{"9": FakeProcess(9, proc_name="torchrun")})
+    enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=Clock())
+
+    unnamed, named = enrich((gpu_process(9, name=None), gpu_process(10, name="/usr/bin/x")))
+
+    assert unnamed.name == "torchrun"
+    assert named.name == "/usr/bin/x"
+
+
+def test_proc_file_parsing(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    stat.write_text(_stat_line(31, "weird) (name", 123456))
+    status = tmp_path / "31" / "status"
+    status.parent.mkdir()
+    status.write_text("Name:\tx\nPid:\t31\n")  # a kernel before 4.1: no NSpid line
+
+    assert read_start_ticks(stat) == 123456
+    assert read_start_ticks(tmp_path / "missing") is None
+    assert read_nspid(status) == (31,)
+    assert read_nspid(tmp_path / "nope" / "status") is None
+
+
+def test_with_the_real_psutil_on_this_process() -> None:
+    enrich = ProcessEnricher()
+    me = os.getpid()
+
+    (row,) = enrich((ProcessSample(pid=me),))
+
+    assert row.foreign is False
+    assert row.user == getpass.getuser()
+    assert row.command and ("python" in row.command.lower() or "pytest" in row.command)
+    assert row.host_memory is not None and row.host_memory > 1_000_000
+    assert row.start_time == pytest.approx(psutil.Process(me).create_time(), abs=1)
+
+
+def test_memory_is_read_every_tick_and_the_command_line_now_and_then(proc_root: Path) -> None:
+    make_proc(proc_root, 5, (5,))
+    factory = Factory()
+    clock = Clock()
+    enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=clock)
+    enrich((gpu_process(5),))
+    fake = factory.processes[5]
+    fake.argv = ["ray::Worker"]  # setproctitle
+    fake.rss = 5 * 2**30
+
+    clock.now += 1.0
+    soon = enrich((gpu_process(5),))[0]
+    clock.now += IDENTITY_REFRESH
+    later = enrich((gpu_process(5),))[0]
+
+    assert soon.host_memory == 5 * 2**30
+    assert soon.command == "python3 train.py --epochs 3"
+    assert later.command == "ray::Worker"

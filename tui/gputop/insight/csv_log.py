@@ -1,0 +1,176 @@
+"""`gputop --log FILE.csv`: one CSV row per GPU per tick, like ``nvidia-smi --query-gpu``.
+
+The header is written once: appending to a log gputop wrote before continues it, and a file
+with other columns is refused rather than mixed. Each tick is flushed, so a crash or a
+``tail -f`` loses or misses at most the tick being written. Values the GPU does not report
+are empty cells, never 0.
+
+Columns (units in the names; memory in MiB as nvidia-smi prints it):
+timestamp (ISO 8601, the snapshot's local time, milliseconds), index, uuid, name,
+utilization_gpu (%), utilization_memory (%), memory_used_mib, memory_total_mib,
+power_draw_w, power_limit_w, temperature_c, fan_speed (%), sm_clock_mhz, mem_clock_mhz,
+pstate (P0..P15), throttle_reasons (active reasons joined by ``;``, ``none`` when the GPU
+reports that none is active, empty when it does not report them), processes (count).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from types import TracebackType
+from typing import TextIO
+
+from gputop.errors import GputopError
+from gputop.model import GpuSample, Snapshot
+
+COLUMNS: tuple[str, ...] = (
+    "timestamp",
+    "index",
+    "uuid",
+    "name",
+    "utilization_gpu",
+    "utilization_memory",
+    "memory_used_mib",
+    "memory_total_mib",
+    "power_draw_w",
+    "power_limit_w",
+    "temperature_c",
+    "fan_speed",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "pstate",
+    "throttle_reasons",
+    "processes",
+)
+
+_MIB = 1024 * 1024
+_HEADER = ",".join(COLUMNS)
+
+
+class CsvLogError(GputopError):
+    """The CSV log cannot be opened, continued or written."""
+
+    exit_code = 2
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return ""
+    text = f"{round(float(value), 2):.2f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def _mib(value: int | None) -> str:
+    return "" if value is None else str(value // _MIB)
+
+
+def _text(value: str | None) -> str:
+    return value or ""
+
+
+def _reasons(reasons: tuple[str, ...] | None) -> str:
+    if reasons is None:
+        return ""
+    return ";".join(reasons) if reasons else "none"
+
+
+def gpu_row(snapshot: Snapshot, gpu: GpuSample) -> list[str]:
+    """The cells of one GPU's row, in ``COLUMNS`` order."""
+    stamp = snapshot.timestamp
+    return [
+        "" if stamp is None else stamp.isoformat(timespec="milliseconds"),
+        str(gpu.index),
+        _text(gpu.uuid),
+        _text(gpu.name),
+        _number(gpu.utilization.gpu),
+        _number(gpu.utilization.memory),
+        _mib(gpu.memory.used),
+        _mib(gpu.memory.total),
+        _number(gpu.power.draw),
+        _number(gpu.power.limit),
+        _number(gpu.temperature.gpu),
+        _number(gpu.fan_speed),
+        _number(gpu.clocks.sm),
+        _number(gpu.clocks.memory),
+        _text(gpu.performance_state),
+        _reasons(gpu.throttle_reasons),
+        str(len(gpu.processes)),
+    ]
+
+
+class CsvLogger:
+    """Appends one row per GPU per :meth:`write`; a context manager that closes the file.
+
+    Raises:
+        CsvLogError: the file cannot be opened or written, or it already holds a CSV with
+            other columns.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        needs_header, needs_newline = self._inspect()
+        try:
+            self._file: TextIO = open(  # noqa: SIM115 - closed by close()
+                self.path, "a", newline="", encoding="utf-8"
+            )
+        except OSError as error:
+            raise CsvLogError(f"{self.path}: cannot open: {error.strerror or error}") from None
+        self._writer = csv.writer(self._file, lineterminator="\n")
+        if needs_newline:
+            # A run killed mid-row left a partial line; start ours on a fresh one.
+            self._file.write("\n")
+        if needs_header:
+            self._writer.writerow(COLUMNS)
+            self._flush()
+
+    def _inspect(self) -> tuple[bool, bool]:
+        """(write a header?, end a partial last line first?) for the existing file."""
+        try:
+            with open(self.path, "rb") as existing:
+                first = existing.readline()
+                existing.seek(0, 2)
+                size = existing.tell()
+                existing.seek(max(size - 1, 0))
+                last = existing.read(1)
+        except FileNotFoundError:
+            return True, False
+        except OSError as error:
+            raise CsvLogError(f"{self.path}: cannot read: {error.strerror or error}") from None
+        if size == 0:
+            return True, False
+        header = first.decode("utf-8", "replace").strip().lstrip("\ufeff")
+        if header != _HEADER:
+            raise CsvLogError(
+                f"{self.path}: exists with other columns than gputop's CSV log; choose another file"
+            )
+        return False, last != b"\n"
+
+    def write(self, snapshot: Snapshot) -> None:
+        """Append the snapshot's rows (one per GPU) and flush them to the file."""
+        try:
+            self._writer.writerows(gpu_row(snapshot, gpu) for gpu in snapshot.gpus)
+        except OSError as error:
+            raise CsvLogError(f"{self.path}: cannot write: {error.strerror or error}") from None
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            self._file.flush()
+        except OSError as error:
+            raise CsvLogError(f"{self.path}: cannot write: {error.strerror or error}") from None
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> CsvLogger:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,577 @@
+"""Why is a GPU idle? Short findings, each with its evidence, from a window of snapshots.
+
+A rented GPU that waits for its CPU or its disk burns money; this module says so in one line
+(``waiting: 1 process holds 30.0GiB but utilization averaged 12% over the last 30s (likely
+input-bound; python train.py at 98% CPU)``) and stays quiet about a GPU that is simply busy.
+
+Two entry points:
+
+* :func:`gpu_state` classifies one sample (busy / waiting / idle / throttled / unknown); the
+  recording report adds up time per state.
+* :func:`diagnose` looks at the recent history of one GPU and returns :class:`Finding` values.
+
+Utilization the driver does not report (``None``, e.g. under MIG) never counts as 0: a rule
+that needs it stays silent instead.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from gputop.insight.textfmt import fmt_clock, fmt_duration, seconds_between
+from gputop.model import GpuSample, ProcessSample, Snapshot
+from gputop.model.units import fmt_bytes, fmt_celsius, fmt_mhz, fmt_watts, ratio
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosisThresholds:
+    """Every number the rules compare against; the defaults suit a 1 s sampling interval."""
+
+    window_s: float = 30.0
+    """Seconds of recent history that the averaging rules (waiting, idle, ECC) look at."""
+    min_span_s: float = 10.0
+    """The averaging rules stay silent until the window covers at least this many seconds:
+    one sample at 0% is not evidence of anything."""
+    low_utilization_pct: float = 30.0
+    """A GPU holding work below this utilization is waiting rather than busy."""
+    idle_utilization_pct: float = 5.0
+    """At or above this utilization something runs, even when no process is listed."""
+    held_memory_bytes: int = 1024**3
+    """Memory in use that counts as work loaded when no process is listed (containers often
+    cannot see the processes, but the memory they hold still shows)."""
+    memory_full_fraction: float = 0.95
+    cpu_busy_pct: float = 80.0
+    """A GPU process at or above this CPU % is saturating its CPU side."""
+    cpu_quiet_pct: float = 10.0
+    """GPU processes all below this CPU % are doing nothing on the CPU either."""
+    stale_after_s: float = 10.0
+    """No new snapshot for longer than this (compared with ``now``) makes the data stale."""
+
+
+DEFAULT_THRESHOLDS = DiagnosisThresholds()
+
+
+class Severity(enum.IntEnum):
+    """How much a finding matters; ordered, so findings sort worst first."""
+
+    INFO = 1
+    WARNING = 2
+    CRITICAL = 3
+
+
+class FindingKind(str, enum.Enum):
+    """What a finding is about; the value is the word the text starts with."""
+
+    WAITING = "waiting"
+    IDLE = "idle"
+    THERMAL = "thermal"
+    POWER = "power"
+    SLOWDOWN = "slowdown"
+    MEMORY_FULL = "memory"
+    ECC = "ecc"
+    STALE = "stale"
+    LOST = "lost"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One plain statement about a GPU, with the evidence in ``text``."""
+
+    kind: FindingKind
+    severity: Severity
+    text: str
+    since: datetime | None = None
+    """When the condition began, as far as the history given shows; None when unknown."""
+
+
+class GpuState(str, enum.Enum):
+    """What a GPU was doing in one sample."""
+
+    BUSY = "busy"
+    """Utilization at or above ``low_utilization_pct``."""
+    WAITING = "waiting"
+    """Work is loaded (a compute process, or memory held) but utilization is low."""
+    IDLE = "idle"
+    """Nothing loaded and utilization near 0 (or not reported)."""
+    THROTTLED = "throttled"
+    """Clocks held down by heat, a power cap or a hardware slowdown (wins over the others)."""
+    UNKNOWN = "unknown"
+    """Lost, missing, or not enough reported to tell (e.g. MIG with processes)."""
+
+
+# -- throttle reasons ---------------------------------------------------------------------
+# nvidia-smi names them clocks_event_reason_<name> (the parser keeps <name>); NVML-based
+# sources may spell them differently, so match on the words that matter.
+
+
+def _normal(reason: str) -> str:
+    return reason.strip().lower().replace(" ", "_").replace("-", "_")
+
+
+def thermal_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
+    """The active reasons that mean heat: ``sw_thermal_slowdown``, ``hw_thermal_slowdown``."""
+    return tuple(r for r in reasons or () if "therm" in _normal(r))
+
+
+def power_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
+    """The active reasons that mean power: ``sw_power_cap``, ``hw_power_brake_slowdown``."""
+    return tuple(r for r in reasons or () if "power" in _normal(r))
+
+
+def slowdown_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
+    """A hardware slowdown not explained by heat or power (``hw_slowdown``)."""
+    return tuple(
+        r
+        for r in reasons or ()
+        if "slowdown" in _normal(r) and "therm" not in _normal(r) and "power" not in _normal(r)
+    )
+
+
+def limiting_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
+    """Active reasons that hold clocks below what the work asks for.
+
+    ``gpu_idle``, ``applications_clocks_setting``, ``display_clocks_setting`` and
+    ``sync_boost`` are left out: they describe a choice or an idle GPU, not a limit.
+    """
+    if not reasons:
+        return ()  # the common case, on every sample of a long history
+    return tuple(
+        r
+        for r in reasons or ()
+        if any(word in _normal(r) for word in ("therm", "power", "slowdown"))
+    )
+
+
+# -- one sample ---------------------------------------------------------------------------
+
+
+def compute_processes(gpu: GpuSample) -> tuple[ProcessSample, ...]:
+    """Processes that can do work on the GPU; graphics-only ones (a desktop) do not count."""
+    return tuple(p for p in gpu.processes if p.type is None or "C" in p.type.upper())
+
+
+def holds_work(gpu: GpuSample, thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS) -> bool | None:
+    """Whether work is loaded on the GPU: a compute process, memory held, or kernels running.
+
+    None when nothing reported lets us tell (no process list, no memory, no utilization).
+    """
+    if any(p.type is None or "C" in p.type.upper() for p in gpu.processes):
+        return True
+    util = gpu.utilization.gpu
+    if util is not None and util >= thresholds.idle_utilization_pct:
+        return True
+    if not gpu.processes:
+        used = gpu.memory.used
+        if used is not None and used >= thresholds.held_memory_bytes:
+            return True
+        if used is None and util is None:
+            return None
+    return False
+
+
+def gpu_state(
+    gpu: GpuSample | None, thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS
+) -> GpuState:
+    """Classify one sample of a GPU (None: the GPU is missing from that snapshot)."""
+    if gpu is None or gpu.lost:
+        return GpuState.UNKNOWN
+    if limiting_reasons(gpu.throttle_reasons):
+        return GpuState.THROTTLED
+    util = gpu.utilization.gpu
+    if util is not None and util >= thresholds.low_utilization_pct:
+        return GpuState.BUSY
+    held = holds_work(gpu, thresholds)
+    if held is None:
+        return GpuState.UNKNOWN
+    if not held:
+        return GpuState.IDLE
+    # Work loaded, utilization unknown (MIG): could be anything.
+    return GpuState.UNKNOWN if util is None else GpuState.WAITING
+
+
+def gpu_states(
+    snapshots: Iterable[Snapshot],
+    gpu_index: int,
+    thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS,
+) -> list[GpuState]:
+    """:func:`gpu_state` of GPU ``gpu_index`` in each snapshot, in order."""
+    return [gpu_state(snapshot.gpu(gpu_index), thresholds) for snapshot in snapshots]
+
+
+# -- a window of samples ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Point:
+    at: datetime | None
+    gpu: GpuSample
+
+
+def _recent(snapshots: Sequence[Snapshot], gpu_index: int, window_s: float) -> list[_Point]:
+    """Samples of the GPU within ``window_s`` of the latest snapshot, oldest first.
+
+    Walks back from the end, so a long history costs only what the window holds.
+    """
+    latest_at = snapshots[-1].timestamp
+    points: list[_Point] = []
+    for position in range(len(snapshots) - 1, -1, -1):
+        snapshot = snapshots[position]
+        gpu = snapshot.gpu(gpu_index)
+        if points and (
+            latest_at is None
+            or snapshot.timestamp is None
+            or seconds_between(snapshot.timestamp, latest_at) > window_s
+        ):
+            break
+        if gpu is None:
+            if points:
+                break  # the GPU vanished: what came before is another run
+            continue
+        points.append(_Point(snapshot.timestamp, gpu))
+    points.reverse()
+    return points
+
+
+def _since(
+    snapshots: Sequence[Snapshot], gpu_index: int, holds: Callable[[GpuSample], bool]
+) -> datetime | None:
+    """The timestamp of the first sample of the trailing run where ``holds`` is true."""
+    since: datetime | None = None
+    for position in range(len(snapshots) - 1, -1, -1):
+        gpu = snapshots[position].gpu(gpu_index)
+        if gpu is None or not holds(gpu):
+            break
+        since = snapshots[position].timestamp or since
+    return since
+
+
+def _span(points: Sequence[_Point]) -> float | None:
+    first, last = points[0].at, points[-1].at
+    if first is None or last is None:
+        return None
+    return seconds_between(first, last)
+
+
+def _since_text(since: datetime | None, latest: datetime | None) -> str:
+    if since is None or (latest is not None and since >= latest):
+        return ""
+    return f" since {fmt_clock(since, latest)}"
+
+
+def _label(process: ProcessSample) -> str:
+    """``python train.py`` from a command line, else the process name, else its PID."""
+    if process.command:
+        words = process.command.split()
+        words[0] = os.path.basename(words[0])
+        label = " ".join(words[:2])
+    elif process.name:
+        label = os.path.basename(process.name)
+    else:
+        label = f"pid {process.pid}"
+    return label if len(label) <= 40 else label[:39] + "…"
+
+
+def _cpu_hint(processes: Sequence[ProcessSample], thresholds: DiagnosisThresholds) -> str:
+    measured = sorted(
+        (p for p in processes if p.cpu_percent is not None),
+        key=lambda p: p.cpu_percent or 0.0,
+        reverse=True,
+    )
+    evidence = "; ".join(f"{_label(p)} at {p.cpu_percent:.0f}% CPU" for p in measured[:2])
+    if not measured:
+        return "likely input-bound: the GPU waits for the CPU or for data"
+    top = measured[0].cpu_percent or 0.0
+    if top < thresholds.cpu_quiet_pct:
+        return f"likely stalled on I/O, or left idle; {evidence}"
+    return f"likely input-bound; {evidence}"
+
+
+def _waiting(
+    points: Sequence[_Point], span: float, since: datetime | None, th: DiagnosisThresholds
+) -> Finding | None:
+    utils = [p.gpu.utilization.gpu for p in points if p.gpu.utilization.gpu is not None]
+    if not utils:
+        return None  # MIG and friends: unknown is not 0
+    mean = sum(utils) / len(utils)
+    if mean >= th.low_utilization_pct:
+        return None
+    gpu = points[-1].gpu
+    processes = compute_processes(gpu)
+    sizes = [p.memory_used for p in processes if p.memory_used is not None]
+    held = sum(sizes) if sizes else gpu.memory.used
+    amount = fmt_bytes(held) if held is not None else "memory"
+    if len(processes) == 1:
+        who = f"1 process holds {amount}"
+    elif processes:
+        who = f"{len(processes)} processes hold {amount}"
+    else:
+        who = f"{amount} is held (no process listed)"
+    text = (
+        f"waiting: {who} but utilization averaged {mean:.0f}% over the last "
+        f"{fmt_duration(span)} ({_cpu_hint(processes, th)})"
+    )
+    return Finding(FindingKind.WAITING, Severity.WARNING, text, since)
+
+
+def _clock_evidence(gpu: GpuSample) -> tuple[bool | None, str]:
+    """(are the clocks at idle, what shows it)."""
+    parts = [gpu.performance_state] if gpu.performance_state else []
+    if gpu.clocks.sm is not None:
+        parts.append(f"SM {fmt_mhz(gpu.clocks.sm)}")
+    evidence = ", ".join(parts)
+    if any(_normal(r) == "gpu_idle" for r in gpu.throttle_reasons or ()):
+        return True, evidence
+    state = gpu.performance_state
+    if state and state.upper().startswith("P") and state[1:].isdigit():
+        return int(state[1:]) >= 8, evidence
+    sm, top = gpu.clocks.sm, gpu.max_clocks.sm
+    if sm is not None and top:
+        return sm <= 0.3 * top, evidence
+    return None, evidence
+
+
+def _idle(points: Sequence[_Point], since: datetime | None) -> Finding:
+    gpu = points[-1].gpu
+    latest = points[-1].at
+    start = since if since is not None else points[0].at
+    duration = seconds_between(start, latest) if start and latest else None
+    at_idle, evidence = _clock_evidence(gpu)
+    text = f"idle: no process for {fmt_duration(duration)}"
+    if at_idle is True:
+        text += f", clocks at idle ({evidence})" if evidence else ", clocks at idle"
+    elif at_idle is False:
+        text += f", yet clocks stay up ({evidence})"
+    return Finding(FindingKind.IDLE, Severity.INFO, text, since)
+
+
+def _activity(
+    snapshots: Sequence[Snapshot],
+    gpu_index: int,
+    points: Sequence[_Point],
+    th: DiagnosisThresholds,
+) -> Finding | None:
+    span = _span(points)
+    if span is None or span < th.min_span_s:
+        return None
+    held = holds_work(points[-1].gpu, th)
+    if held:
+        since = _since(snapshots, gpu_index, lambda g: gpu_state(g, th) is GpuState.WAITING)
+        return _waiting(points, span, since or points[0].at, th)
+    if held is False and all(holds_work(p.gpu, th) is False for p in points):
+        return _idle(points, _since(snapshots, gpu_index, lambda g: holds_work(g, th) is False))
+    return None
+
+
+def _throttling(
+    snapshots: Sequence[Snapshot], gpu_index: int, gpu: GpuSample, latest: datetime | None
+) -> list[Finding]:
+    findings: list[Finding] = []
+    thermal = thermal_reasons(gpu.throttle_reasons)
+    if thermal:
+        since = _since(snapshots, gpu_index, lambda g: bool(thermal_reasons(g.throttle_reasons)))
+        temp = gpu.temperature
+        evidence = ", ".join(thermal)
+        if temp.gpu is not None:
+            evidence += f"; GPU at {fmt_celsius(temp.gpu)}"
+            if temp.slowdown is not None:
+                evidence += f", slows down at {fmt_celsius(temp.slowdown)}"
+        findings.append(
+            Finding(
+                FindingKind.THERMAL,
+                Severity.WARNING,
+                f"thermal throttling{_since_text(since, latest)} ({evidence})",
+                since,
+            )
+        )
+    power = power_reasons(gpu.throttle_reasons)
+    if power:
+        since = _since(snapshots, gpu_index, lambda g: bool(power_reasons(g.throttle_reasons)))
+        brake = any("brake" in _normal(r) for r in power)
+        if brake:
+            text = (
+                f"power brake{_since_text(since, latest)} ({', '.join(power)}: the board's "
+                "power supply asked the GPU to slow down)"
+            )
+        else:
+            draw = gpu.power
+            evidence = ", ".join(power)
+            if draw.draw is not None and draw.limit is not None:
+                evidence = f"drawing {fmt_watts(draw.draw)} of a {fmt_watts(draw.limit)} limit"
+            text = f"power capped{_since_text(since, latest)} ({evidence})"
+        severity = Severity.WARNING if brake else Severity.INFO
+        findings.append(Finding(FindingKind.POWER, severity, text, since))
+    slowdown = slowdown_reasons(gpu.throttle_reasons)
+    if slowdown and not thermal and not power:
+        since = _since(snapshots, gpu_index, lambda g: bool(slowdown_reasons(g.throttle_reasons)))
+        findings.append(
+            Finding(
+                FindingKind.SLOWDOWN,
+                Severity.WARNING,
+                f"hardware slowdown{_since_text(since, latest)} ({', '.join(slowdown)}: "
+                "high temperature or a power supply problem)",
+                since,
+            )
+        )
+    return findings
+
+
+def _memory_full(
+    snapshots: Sequence[Snapshot],
+    gpu_index: int,
+    gpu: GpuSample,
+    latest: datetime | None,
+    th: DiagnosisThresholds,
+) -> Finding | None:
+    def full(sample: GpuSample) -> bool:
+        fraction = ratio(sample.memory.used, sample.memory.total)
+        return fraction is not None and fraction >= th.memory_full_fraction
+
+    if not full(gpu):
+        return None
+    fraction = ratio(gpu.memory.used, gpu.memory.total) or 0.0
+    since = _since(snapshots, gpu_index, full)
+    text = (
+        f"memory {fraction * 100:.0f}% full{_since_text(since, latest)} "
+        f"({fmt_bytes(gpu.memory.used)} of {fmt_bytes(gpu.memory.total)})"
+    )
+    return Finding(FindingKind.MEMORY_FULL, Severity.WARNING, text, since)
+
+
+def _ecc_counts(gpu: GpuSample) -> tuple[int | None, int | None]:
+    errors = gpu.ecc_errors
+    corrected = errors.volatile_corrected
+    uncorrected = errors.volatile_uncorrected
+    # Old drivers report only the aggregate counters.
+    if corrected is None:
+        corrected = errors.aggregate_corrected
+    if uncorrected is None:
+        uncorrected = errors.aggregate_uncorrected
+    return corrected, uncorrected
+
+
+def _ecc_rising(points: Sequence[_Point]) -> Finding | None:
+    if len(points) < 2:
+        return None
+    base = _ecc_counts(points[0].gpu)
+    last = _ecc_counts(points[-1].gpu)
+    deltas = [
+        (b - a) if a is not None and b is not None else 0 for a, b in zip(base, last, strict=True)
+    ]
+    corrected, uncorrected = deltas
+    if corrected <= 0 and uncorrected <= 0:
+        return None
+    since: datetime | None = None
+    for point in points:
+        counts = _ecc_counts(point.gpu)
+        if any(
+            a is not None and b is not None and b > a for a, b in zip(base, counts, strict=True)
+        ):
+            since = point.at
+            break
+    parts = []
+    if uncorrected > 0:
+        parts.append(f"+{uncorrected} uncorrected")
+    if corrected > 0:
+        parts.append(f"+{corrected} corrected")
+    span = _span(points)
+    text = f"ECC errors rising: {', '.join(parts)} over the last {fmt_duration(span)}"
+    severity = Severity.CRITICAL if uncorrected > 0 else Severity.WARNING
+    return Finding(FindingKind.ECC, severity, text, since)
+
+
+def _stale(latest: Snapshot, now: datetime | None, th: DiagnosisThresholds) -> Finding | None:
+    if now is None or latest.timestamp is None:
+        return None
+    age = seconds_between(latest.timestamp, now)
+    if age <= th.stale_after_s:
+        return None
+    return Finding(
+        FindingKind.STALE,
+        Severity.WARNING,
+        f"stale: no data for {fmt_duration(age)}",
+        latest.timestamp,
+    )
+
+
+def diagnose(
+    snapshots: Sequence[Snapshot],
+    gpu_index: int,
+    *,
+    now: datetime | None = None,
+    thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS,
+) -> tuple[Finding, ...]:
+    """Findings about GPU ``gpu_index`` from ``snapshots`` (oldest first), worst first.
+
+    Args:
+        snapshots: recent history in time order; any length (only the last
+            ``thresholds.window_s`` seconds, and the runs of conditions still active, are read).
+        gpu_index: the GPU's NVML index.
+        now: the current time, to tell stale data; None skips that rule (replay).
+        thresholds: the numbers the rules compare against.
+
+    A healthy busy GPU gets no finding at all.
+    """
+    if not snapshots:
+        return ()
+    latest_snapshot = snapshots[-1]
+    latest = latest_snapshot.timestamp
+    findings: list[Finding] = []
+    stale = _stale(latest_snapshot, now, thresholds)
+    if stale is not None:
+        findings.append(stale)
+    gpu = latest_snapshot.gpu(gpu_index)
+    if gpu is None:
+        seen = next(
+            (s.timestamp for s in reversed(snapshots) if s.gpu(gpu_index) is not None), None
+        )
+        if any(s.gpu(gpu_index) is not None for s in snapshots):
+            findings.append(
+                Finding(
+                    FindingKind.LOST,
+                    Severity.CRITICAL,
+                    f"missing: GPU {gpu_index} is not in the latest snapshot"
+                    + (f" (last seen {fmt_clock(seen, latest)})" if seen else ""),
+                    seen,
+                )
+            )
+        return _ordered(findings)
+    if gpu.lost:
+        since = _since(snapshots, gpu_index, lambda g: g.lost)
+        findings.append(
+            Finding(
+                FindingKind.LOST,
+                Severity.CRITICAL,
+                f"lost: the GPU stopped answering{_since_text(since, latest)}",
+                since,
+            )
+        )
+        return _ordered(findings)
+    if gpu.stale:
+        since = _since(snapshots, gpu_index, lambda g: g.stale)
+        findings.append(
+            Finding(
+                FindingKind.STALE,
+                Severity.WARNING,
+                f"stale: sampling this GPU did not finish in time{_since_text(since, latest)} "
+                "(a hung driver call?); values are from an earlier tick",
+                since,
+            )
+        )
+    points = _recent(snapshots, gpu_index, thresholds.window_s)
+    findings.extend(_throttling(snapshots, gpu_index, gpu, latest))
+    for finding in (
+        _activity(snapshots, gpu_index, points, thresholds),
+        _memory_full(snapshots, gpu_index, gpu, latest, thresholds),
+        _ecc_rising(points),
+    ):
+        if finding is not None:
+            findings.append(finding)
+    return _ordered(findings)
+
+
+def _ordered(findings: list[Finding]) -> tuple[Finding, ...]:
+    return tuple(sorted(findings, key=lambda f: -f.severity))

@@ -1,0 +1,200 @@
+"""The one place NVML calls are made and their errors turned into reasons.
+
+Every field is read on its own through :meth:`DeviceCalls.call`, so one unsupported counter never
+hides the others. What each error means:
+
+* NotSupported, FunctionNotFound, an entry point missing from pynvml or an argument-version
+  mismatch: the value is ``Reason.NOT_SUPPORTED`` and the call is never made again for this
+  device (each costs time on every tick and the answer will not change).
+* NoPermission: ``Reason.NO_PERMISSION``, also remembered: permissions do not change while we run.
+* GpuIsLost: raises :class:`GpuLost`; the whole GPU is then reported lost.
+* anything else: ``Reason.ERROR`` for this tick only; the call is tried again next tick.
+
+Values that never change (names, thresholds, limits' bounds) can be asked for ``static``: they
+are read once and served from the cache afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from gputop.model import Reason
+from gputop.sources.nvml_api import NvmlApi
+
+T = TypeVar("T")
+
+Paths = tuple[str, ...]
+
+
+class GpuLost(Exception):
+    """NVML said the GPU is gone (fell off the bus, or the handle stopped answering)."""
+
+
+class CallMemo:
+    """What one device's calls taught us, kept across ticks.
+
+    Attributes:
+        refused: call key -> reason, for calls that will not succeed on this device.
+        static: call key -> value, for values read once.
+    """
+
+    __slots__ = ("refused", "static")
+
+    def __init__(self) -> None:
+        self.refused: dict[str, Reason] = {}
+        self.static: dict[str, Any] = {}
+
+    def clear(self) -> None:
+        """Forget everything (the device changed mode, e.g. MIG was switched)."""
+        self.refused.clear()
+        self.static.clear()
+
+
+class ErrorCodes:
+    """NVML return codes grouped by what they mean to gputop, read from the module once."""
+
+    __slots__ = ("error_type", "lost", "mismatch_type", "not_found", "permission", "unsupported")
+
+    def __init__(self, nvml: NvmlApi) -> None:
+        self.error_type = nvml.NVMLError
+        self.mismatch_type = nvml.NVMLLibraryMismatchError
+        self.unsupported = frozenset(
+            {
+                nvml.NVML_ERROR_NOT_SUPPORTED,
+                nvml.NVML_ERROR_FUNCTION_NOT_FOUND,
+                nvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
+                nvml.NVML_ERROR_DEPRECATED,
+            }
+        )
+        self.permission = nvml.NVML_ERROR_NO_PERMISSION
+        self.lost = nvml.NVML_ERROR_GPU_IS_LOST
+        self.not_found = nvml.NVML_ERROR_NOT_FOUND
+
+    def reason(self, code: int) -> Reason:
+        """The Reason for an NVML return code other than GPU-is-lost."""
+        if code in self.unsupported:
+            return Reason.NOT_SUPPORTED
+        if code == self.permission:
+            return Reason.NO_PERMISSION
+        return Reason.ERROR
+
+
+class CallFailed:
+    """Why an :meth:`DeviceCalls.attempt` gave no value: the reason and NVML's code."""
+
+    __slots__ = ("code", "reason")
+
+    def __init__(self, reason: Reason, code: int | None) -> None:
+        self.reason = reason
+        self.code = code
+
+    def __repr__(self) -> str:
+        return f"CallFailed({self.reason.name}, {self.code})"
+
+
+_MEMOIZED = frozenset({Reason.NOT_SUPPORTED, Reason.NO_PERMISSION})
+
+
+class DeviceCalls:
+    """One tick's NVML calls for one device (a GPU or a MIG device).
+
+    Attributes:
+        missing: (field path, reason) for every value this tick could not read, in call order.
+    """
+
+    __slots__ = ("_codes", "_memo", "missing")
+
+    def __init__(self, codes: ErrorCodes, memo: CallMemo) -> None:
+        self._codes = codes
+        self._memo = memo
+        self.missing: list[tuple[str, Reason]] = []
+
+    def call(
+        self,
+        key: str,
+        paths: Paths,
+        fn: Callable[..., T] | None,
+        *args: Any,
+        static: bool = False,
+    ) -> T | None:
+        """Call ``fn(*args)``; on failure note the reason for each of ``paths`` and return None.
+
+        Args:
+            key: names this call on this device (the memo key): the function and any
+                argument that selects what it reads, e.g. ``"clock:1"``.
+            paths: the model fields this call fills, noted as missing when it fails.
+            fn: the pynvml function, or None where this pynvml lacks it.
+            static: the value never changes: read it once and cache it.
+
+        Raises:
+            GpuLost: NVML says the GPU is lost.
+        """
+        result = self.attempt(key, fn, *args, static=static)
+        if isinstance(result, CallFailed):
+            self.note(paths, result.reason)
+            return None
+        return result
+
+    def attempt(
+        self,
+        key: str,
+        fn: Callable[..., T] | None,
+        *args: Any,
+        static: bool = False,
+    ) -> T | CallFailed:
+        """Like :meth:`call` but notes nothing: for fallbacks and calls with special codes."""
+        memo = self._memo
+        refused = memo.refused.get(key)
+        if refused is not None:
+            return CallFailed(refused, None)
+        if static and key in memo.static:
+            value: T = memo.static[key]
+            return value
+        if fn is None:
+            memo.refused[key] = Reason.NOT_SUPPORTED
+            return CallFailed(Reason.NOT_SUPPORTED, None)
+        codes = self._codes
+        try:
+            value = fn(*args)
+        except codes.error_type as error:
+            code: int = getattr(error, "value", -1)
+            if code == codes.lost:
+                raise GpuLost(str(error)) from error
+            reason = codes.reason(code)
+            if reason in _MEMOIZED:
+                memo.refused[key] = reason
+            return CallFailed(reason, code)
+        except codes.mismatch_type:
+            # pynvml's unversioned wrappers raise this when the library lacks the entry point.
+            memo.refused[key] = Reason.NOT_SUPPORTED
+            return CallFailed(Reason.NOT_SUPPORTED, None)
+        if static:
+            memo.static[key] = value
+        return value
+
+    def refuse(self, key: str, paths: Paths, code: int) -> None:
+        """Record a per-value return code (field values, GPM metrics) as if a call failed."""
+        if code == self._codes.lost:
+            raise GpuLost(f"NVML return code {code}")
+        reason = self._codes.reason(code)
+        if reason in _MEMOIZED:
+            self._memo.refused[key] = reason
+        self.note(paths, reason)
+
+    def is_refused(self, key: str) -> bool:
+        """True when ``key`` is known not to work on this device."""
+        return key in self._memo.refused
+
+    def note(self, paths: Paths, reason: Reason) -> None:
+        """Record that each of ``paths`` is missing for ``reason``."""
+        self.missing.extend((path, reason) for path in paths)
+
+    def relabel(self, paths: Paths, reason: Reason) -> None:
+        """Change the reason already noted for ``paths`` (e.g. to UNDER_MIG)."""
+        wanted = set(paths)
+        self.missing = [(p, reason if p in wanted else r) for p, r in self.missing]
+
+    def unavailable(self) -> tuple[tuple[str, Reason], ...]:
+        """The missing values as the model stores them."""
+        return tuple(self.missing)

@@ -1,0 +1,37 @@
+"""Frame-buffer and BAR1 memory of a GPU or MIG device, with the v2 -> v1 fallback."""
+
+from __future__ import annotations
+
+from gputop.model import Memory, Reason
+from gputop.sources.nvml_api import Handle, NvmlApi
+from gputop.sources.nvml_calls import CallFailed, DeviceCalls
+
+
+def read_memory(calls: DeviceCalls, nvml: NvmlApi, handle: Handle, prefix: str) -> Memory:
+    """``nvmlDeviceGetMemoryInfo_v2`` (which splits out reserved memory), else v1.
+
+    With v1 (drivers before r510) ``used`` includes what the driver reserves and ``reserved``
+    is unknown.
+    """
+    v2 = calls.attempt("memory_v2", nvml.nvmlDeviceGetMemoryInfo, handle, nvml.nvmlMemory_v2)
+    if not isinstance(v2, CallFailed):
+        return Memory(total=v2.total, used=v2.used, free=v2.free, reserved=v2.reserved)
+    reserved = (f"{prefix}.reserved",)
+    basic = (f"{prefix}.total", f"{prefix}.used", f"{prefix}.free")
+    if v2.reason is not Reason.NOT_SUPPORTED:
+        calls.note((*basic, *reserved), v2.reason)
+        return Memory()
+    v1 = calls.call("memory_v1", basic, nvml.nvmlDeviceGetMemoryInfo, handle)
+    calls.note(reserved, Reason.NOT_SUPPORTED)
+    if v1 is None:
+        return Memory()
+    return Memory(total=v1.total, used=v1.used, free=v1.free)
+
+
+def read_bar1(calls: DeviceCalls, nvml: NvmlApi, handle: Handle, prefix: str) -> Memory:
+    """The BAR1 aperture (CPU-mapped GPU memory)."""
+    paths = (f"{prefix}.total", f"{prefix}.used", f"{prefix}.free")
+    bar1 = calls.call("bar1", paths, nvml.nvmlDeviceGetBAR1MemoryInfo, handle)
+    if bar1 is None:
+        return Memory()
+    return Memory(total=bar1.bar1Total, used=bar1.bar1Used, free=bar1.bar1Free)

@@ -1,0 +1,293 @@
+"""The replay player: a recording turned into a seekable, pausable, speed-scaled source.
+
+The player owns only the timeline position and the playback settings; it knows nothing of
+history or of Textual. The pipeline asks it where to go (``advance``, ``step``, ``seek``) and
+reads the crossed documents from the recording. All calls come from the poller thread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, time
+from typing import Protocol
+
+from gputop.errors import BadCapture
+from gputop.model import Snapshot
+
+SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
+"""The speeds ``[`` and ``]`` move through; 1.0 plays at the recording's own pace."""
+
+MIN_TICK = 0.25
+"""Seconds between screen updates at most speeds: faster play skips documents instead."""
+
+MAX_GAP = 60.0
+"""A gap between documents longer than this (a recorder restarted) plays as one interval."""
+
+
+class Timeline(Protocol):
+    """What the player needs of a recording (``gputop.sources.recording.Recording``)."""
+
+    warnings: list[str]
+
+    def __len__(self) -> int: ...
+
+    def snapshot(self, index: int) -> Snapshot: ...
+
+    def timestamp(self, index: int) -> datetime | None: ...
+
+    def index_at(self, moment: datetime) -> int: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayStatus:
+    """Where playback is, for the replay bar; travels inside each tick."""
+
+    position: int
+    """0-based index of the shown document."""
+    length: int
+    timestamp: datetime | None
+    speed: float
+    paused: bool
+    note: str | None = None
+    """The outcome of the last seek when it was not exact, or why playback stopped."""
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def still(self) -> bool:
+        """A single-document capture: nothing to play."""
+        return self.length <= 1
+
+    @property
+    def at_end(self) -> bool:
+        """The last document is shown."""
+        return self.position >= self.length - 1
+
+
+def speed_label(speed: float) -> str:
+    """``0.25x``, ``1x``, ``16x``."""
+    return f"{speed:g}x"
+
+
+class ReplayPlayer:
+    """Position and playback state over a :class:`Timeline`."""
+
+    def __init__(
+        self,
+        timeline: Timeline,
+        *,
+        interval: float = 1.0,
+        speed: float = 1.0,
+        paused: bool = False,
+    ) -> None:
+        """Start at the first document.
+
+        Args:
+            timeline: the recording.
+            interval: seconds assumed between documents that carry no usable timestamps.
+            speed: initial speed (snapped to the nearest of ``SPEEDS``).
+            paused: start paused.
+        """
+        self._timeline = timeline
+        self._length = len(timeline)
+        self._interval = interval
+        self._speed_index = _nearest_speed(speed)
+        self._position = 0
+        self._paused = paused or self._length <= 1
+        self._note: str | None = None
+
+    @property
+    def timeline(self) -> Timeline:
+        """The recording played."""
+        return self._timeline
+
+    @property
+    def position(self) -> int:
+        """Index of the current document."""
+        return self._position
+
+    @property
+    def length(self) -> int:
+        """How many documents the recording holds."""
+        return self._length
+
+    @property
+    def speed(self) -> float:
+        """Playback speed, 1.0 being the recording's pace."""
+        return SPEEDS[self._speed_index]
+
+    @property
+    def paused(self) -> bool:
+        """True while playback is stopped."""
+        return self._paused
+
+    def status(self) -> ReplayStatus:
+        """The current position and settings as a value."""
+        return ReplayStatus(
+            position=self._position,
+            length=self._length,
+            timestamp=self._timeline.timestamp(self._position),
+            speed=self.speed,
+            paused=self._paused,
+            note=self._note,
+            warnings=tuple(self._timeline.warnings),
+        )
+
+    def snapshot(self) -> Snapshot:
+        """The current document, parsed."""
+        return self._timeline.snapshot(self._position)
+
+    def gap(self, index: int) -> float:
+        """Recorded seconds from document ``index`` to the next one."""
+        if index + 1 >= self._length:
+            return self._interval
+        first = self._timeline.timestamp(index)
+        second = self._timeline.timestamp(index + 1)
+        if first is None or second is None:
+            return self._interval
+        seconds = (second - first).total_seconds()
+        # nvidia-smi stamps whole seconds, and `-l` can print two documents in one second:
+        # a zero or negative gap is still one document later, so it costs a sliver of time.
+        if seconds <= 0:
+            return 0.001
+        return min(seconds, MAX_GAP)
+
+    def next_delay(self) -> float | None:
+        """Seconds until ``advance`` should be called; None while paused or at the end."""
+        if self._paused or self._position >= self._length - 1:
+            return None
+        return max(MIN_TICK, self.gap(self._position) / self.speed)
+
+    def advance(self) -> list[int]:
+        """Play forward by one tick's worth; returns the indices moved onto, in order.
+
+        At 1x that is one document per recorded gap; when the recorded gaps are shorter
+        than a tick allows, several documents are crossed so playback keeps its pace.
+        Reaching the end pauses.
+        """
+        if self._paused or self._position >= self._length - 1:
+            return []
+        self._note = None
+        budget = max(MIN_TICK * self.speed, self.gap(self._position))
+        crossed: list[int] = []
+        covered = 0.0
+        while self._position < self._length - 1 and covered < budget:
+            covered += self.gap(self._position)
+            self._position += 1
+            crossed.append(self._position)
+        if self._position >= self._length - 1:
+            self._paused = True
+            self._note = "end of recording"
+        return crossed
+
+    def toggle_pause(self) -> bool:
+        """Pause or resume; resuming at the end starts over. Returns True when it moved."""
+        if self._length <= 1:
+            return False
+        if self._position >= self._length - 1:
+            self._position = 0
+            self._paused = False
+            self._note = None
+            return True
+        self._paused = not self._paused
+        self._note = None
+        return False
+
+    def set_paused(self, paused: bool) -> None:
+        """Pause (True) or play (False) without moving."""
+        self._paused = paused or self._length <= 1
+
+    def step(self, delta: int) -> int:
+        """Pause and move ``delta`` documents (clamped); returns the new position."""
+        target = max(0, min(self._position + delta, self._length - 1))
+        return self.seek(target, pause=True)
+
+    def seek(self, index: int, *, pause: bool | None = None) -> int:
+        """Go to document ``index`` (negative counts from the end, clamped to the recording)."""
+        if index < 0:
+            index += self._length
+        self._position = max(0, min(index, self._length - 1))
+        self._note = None
+        if pause is not None:
+            self._paused = pause or self._length <= 1
+        return self._position
+
+    def seek_time(self, moment: datetime) -> tuple[int, bool]:
+        """Go to the last document taken at or before ``moment``; True when its time matches."""
+        index = self._timeline.index_at(moment)
+        self.seek(index)
+        found = self._timeline.timestamp(index)
+        exact = found is not None and found == moment
+        if not exact:
+            shown = "no timestamp" if found is None else found.strftime("%Y-%m-%d %H:%M:%S")
+            where = "closest before" if found is not None and found <= moment else "nearest"
+            self._note = f"no document at {moment:%H:%M:%S}; showing the {where} ({shown})"
+        return index, exact
+
+    def change_speed(self, steps: int) -> float:
+        """Move ``steps`` along ``SPEEDS`` (clamped); returns the new speed."""
+        self._speed_index = max(0, min(self._speed_index + steps, len(SPEEDS) - 1))
+        return self.speed
+
+    def window(self, size: int) -> Sequence[Snapshot]:
+        """Up to ``size`` documents ending at the current one, oldest first.
+
+        Malformed documents inside the window are left out rather than ending playback.
+        """
+        start = max(0, self._position - size + 1)
+        found: list[Snapshot] = []
+        for index in range(start, self._position + 1):
+            try:
+                found.append(self._timeline.snapshot(index))
+            except BadCapture:
+                continue
+        return found
+
+    def close(self) -> None:
+        """Close the recording."""
+        self._timeline.close()
+
+
+def _nearest_speed(speed: float) -> int:
+    if not math.isfinite(speed) or speed <= 0:
+        return SPEEDS.index(1.0)
+    return min(range(len(SPEEDS)), key=lambda i: abs(math.log(SPEEDS[i] / speed)))
+
+
+def parse_target(text: str, *, length: int, reference: datetime | None) -> int | datetime:
+    """What a user typed into "go to": a document index or a time.
+
+    Accepted: ``42`` (0-based index), ``-1`` (from the end), ``21:34:12`` or ``21:34`` (on
+    the date of ``reference``, the shown document's), ``2024-09-18 21:34:12`` (ISO, ``T``
+    allowed).
+
+    Raises:
+        ValueError: with a message fit to show the user.
+    """
+    text = text.strip()
+    if not text:
+        raise ValueError("type an index or a time")
+    try:
+        index = int(text)
+    except ValueError:
+        pass
+    else:
+        if not -length <= index < length:
+            raise ValueError(f"index out of range: 0..{length - 1} (or -1 for the last)")
+        return index if index >= 0 else index + length
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    try:
+        clock = time.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"not an index or a time: {text!r} (try 12, -1, 21:34:12 or 2024-09-18 21:34:12)"
+        ) from None
+    if reference is None:
+        raise ValueError("this recording has no timestamps: give an index")
+    return datetime.combine(reference.date(), clock)

@@ -1,0 +1,123 @@
+"""The gputop Textual app: owns the tick loop's lifetime and hands each tick to the screen."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from gputop.pipeline import Command, Tick, TickLoop
+from gputop.ui.messages import TickArrived
+from gputop.ui.screens.main import MainScreen
+from gputop.ui.settings import UiSettings
+
+
+class GputopApp(App[int]):
+    """Live or replayed GPU monitor.
+
+    The app never polls: a ``TickLoop`` (a poller thread in real runs, a hand-driven loop in
+    tests) produces immutable ticks, which arrive as ``TickArrived`` messages; user commands
+    go back to the loop with ``submit``.
+    """
+
+    CSS_PATH = Path(__file__).parent / "app.tcss"
+    TITLE = "gputop"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    def __init__(self, loop: TickLoop, settings: UiSettings | None = None) -> None:
+        """Create the app around ``loop``; nothing runs until the app is mounted."""
+        super().__init__()
+        self.settings = settings or UiSettings()
+        self.loop = loop
+        self.last_tick: Tick | None = None
+        """The newest tick shown."""
+        self.ticks_shown = 0
+        """Ticks rendered (a lagging UI renders fewer than the loop produced)."""
+        if not self.settings.animate:
+            self.animation_level = "none"
+
+    def on_mount(self) -> None:
+        """Apply the theme, show the main screen, start the loop."""
+        self.theme = self.settings.textual_theme
+        self.push_screen(self.main_screen)
+        self.loop.start(self._deliver)
+
+    @property
+    def main_screen(self) -> MainScreen:
+        """The one main screen (created on first use)."""
+        screen = getattr(self, "_main_screen", None)
+        if screen is None:
+            screen = MainScreen(self.settings)
+            self._main_screen = screen
+        return screen
+
+    def _deliver(self, tick: Tick) -> None:
+        """Called by the loop, usually on the poller thread: post, never touch widgets."""
+        self.post_message(TickArrived(tick))
+
+    def on_tick_arrived(self, message: TickArrived) -> None:
+        """Show the newest tick on the main screen (even while a dialog covers it)."""
+        self.last_tick = message.tick
+        self.ticks_shown += 1
+        self.main_screen.show_tick(message.tick)
+
+    def submit(self, command: Command) -> None:
+        """Send a user command to the loop; its answer arrives as a tick."""
+        self.loop.submit(command)
+
+    def action_help(self) -> None:
+        """Open the key help."""
+        from gputop.ui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        """Stop the loop, then exit with status 0."""
+        self.loop.stop(0.5)
+        self.exit(0)
+
+    def on_unmount(self) -> None:
+        """Make sure the poller stops whichever way the app ends."""
+        self.loop.stop(0.5)
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """The palette: Textual's own entries plus gputop's actions."""
+        yield from super().get_system_commands(screen)
+        main = self.main_screen
+        yield SystemCommand("Help", "Show every key", self.action_help)
+        yield SystemCommand(
+            "Toggle MIG tree", "Show or hide the MIG layout", main.action_toggle_mig
+        )
+        yield SystemCommand(
+            "Filter processes", "Filter the process table by text", main.action_filter
+        )
+        yield SystemCommand("Pause / resume", "Stop or restart updates", main.action_toggle_pause)
+        if self.last_tick is not None and self.last_tick.replay is not None:
+            yield SystemCommand("Go to…", "Jump to a document index or time", main.action_goto)
+            yield SystemCommand("Faster", "Replay faster", lambda: main.action_speed(1))
+            yield SystemCommand("Slower", "Replay slower", lambda: main.action_speed(-1))
+        else:
+            yield SystemCommand(
+                "Poll faster", "Shorten the interval", lambda: main.action_interval(-1)
+            )
+            yield SystemCommand(
+                "Poll slower", "Lengthen the interval", lambda: main.action_interval(1)
+            )
+        dark = self.theme == "textual-dark"
+        yield SystemCommand(
+            "Light theme" if dark else "Dark theme",
+            "Switch between the dark and light themes",
+            self.action_toggle_dark_light,
+        )
+
+    def action_toggle_dark_light(self) -> None:
+        """Swap the dark and light themes."""
+        self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"

@@ -1,0 +1,291 @@
+"""What a GPU panel says, as plain values: thresholds, gauge texts, fixed-scale sparklines.
+
+No Textual here: the panel widget only styles and lays out what these functions return, so
+every rule (when a temperature turns red, how a missing value reads) is unit-testable.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gputop.model import GpuSample, Reason
+from gputop.model.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watts, ratio
+
+BARS = "▁▂▃▄▅▆▇█"
+"""Eight levels; the lowest is drawn even for 0 so an idle GPU still shows a baseline."""
+
+GAP_CELL = " "
+"""A sample that was not reported (or the GPU was absent) leaves a hole in the line."""
+
+
+class Level(enum.Enum):
+    """How alarming a value is; the panel maps each to a style."""
+
+    OK = "ok"
+    WARN = "warn"
+    CRIT = "crit"
+    NA = "na"
+
+
+TEMP_WARN_MARGIN = 10.0
+"""Degrees below the slowdown threshold where a temperature turns to a warning."""
+TEMP_CRIT_MARGIN = 3.0
+FALLBACK_TEMP_WARN = 80.0
+"""Used when the GPU does not report a slowdown threshold."""
+FALLBACK_TEMP_CRIT = 90.0
+FALLBACK_TEMP_SCALE = 100.0
+MEM_WARN = 0.85
+MEM_CRIT = 0.95
+POWER_WARN = 0.90
+POWER_CRIT = 0.98
+"""At or above this fraction of the enforced limit the GPU is at its power cap."""
+
+POWER_CAP_REASONS = frozenset({"sw_power_cap", "hw_power_brake_slowdown"})
+"""Throttle reasons that mean the power limit is what holds the clocks back."""
+
+BENIGN_THROTTLE = frozenset(
+    {"gpu_idle", "applications_clocks_setting", "display_clocks_setting", "sync_boost"}
+)
+"""Clock-event reasons that are normal operation, not a problem."""
+SEVERE_THROTTLE = frozenset(
+    {"hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown"}
+)
+"""Reasons that mean the GPU is overheating or its power supply is failing it."""
+
+FIELD_LABELS: dict[str, str] = {
+    "utilization.gpu": "util",
+    "utilization.memory": "mem util",
+    "memory.used": "memory",
+    "memory.total": "memory total",
+    "power.draw": "power",
+    "power.limit": "power limit",
+    "temperature.gpu": "temp",
+    "temperature.slowdown": "slowdown temp",
+    "fan_speed": "fan",
+    "performance_state": "P-state",
+    "clocks.sm": "sm clock",
+    "clocks.memory": "mem clock",
+    "utilization.encoder": "enc",
+    "utilization.decoder": "dec",
+    "throttle_reasons": "throttle",
+}
+"""Short names for the fields whose absence the detail line explains."""
+
+
+def temperature_level(gpu: GpuSample) -> Level:
+    """Warn near the slowdown threshold, critical within a few degrees of it."""
+    temp = gpu.temperature.gpu
+    if temp is None or gpu.lost:
+        return Level.NA
+    slowdown = gpu.temperature.slowdown
+    if slowdown is None:
+        warn, crit = FALLBACK_TEMP_WARN, FALLBACK_TEMP_CRIT
+    else:
+        warn, crit = slowdown - TEMP_WARN_MARGIN, slowdown - TEMP_CRIT_MARGIN
+    if temp >= crit:
+        return Level.CRIT
+    return Level.WARN if temp >= warn else Level.OK
+
+
+def memory_level(gpu: GpuSample) -> Level:
+    """Warn when memory is nearly full, critical when it is about to run out."""
+    fraction = ratio(gpu.memory.used, gpu.memory.total)
+    if fraction is None or gpu.lost:
+        return Level.NA
+    if fraction >= MEM_CRIT:
+        return Level.CRIT
+    return Level.WARN if fraction >= MEM_WARN else Level.OK
+
+
+def power_level(gpu: GpuSample) -> Level:
+    """Critical at the power cap (by draw, or the driver says power throttles the clocks)."""
+    if gpu.power.draw is None or gpu.lost:
+        return Level.NA
+    if gpu.throttle_reasons and POWER_CAP_REASONS.intersection(gpu.throttle_reasons):
+        return Level.CRIT
+    fraction = ratio(gpu.power.draw, gpu.power.limit)
+    if fraction is None:
+        return Level.OK
+    if fraction >= POWER_CRIT:
+        return Level.CRIT
+    return Level.WARN if fraction >= POWER_WARN else Level.OK
+
+
+def utilization_level(gpu: GpuSample) -> Level:
+    """A busy GPU is the point, so utilization is never alarming; only n/a stands out."""
+    return Level.NA if gpu.utilization.gpu is None or gpu.lost else Level.OK
+
+
+def throttle_level(reasons: Sequence[str]) -> Level:
+    """Critical for thermal or hardware slowdowns, a warning for a power cap, else fine."""
+    if SEVERE_THROTTLE.intersection(reasons):
+        return Level.CRIT
+    if any(reason not in BENIGN_THROTTLE for reason in reasons):
+        return Level.WARN
+    return Level.OK
+
+
+@dataclass(frozen=True, slots=True)
+class Gauge:
+    """One metric of a panel: its label, value text, level and sparkline scale."""
+
+    label: str
+    value: str
+    level: Level
+    scale: float | None
+    """The value that fills a sparkline cell; None when unknown (no sparkline drawn)."""
+
+
+def gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
+    """Utilization, memory, power and temperature of ``gpu``, in that order."""
+    lost = gpu.lost
+    util = Gauge(
+        "GPU", NA if lost else fmt_percent(gpu.utilization.gpu), utilization_level(gpu), 100.0
+    )
+    total = gpu.memory.total
+    used = NA if lost else fmt_bytes(gpu.memory.used)
+    memory = Gauge("MEM", f"{used}/{fmt_bytes(total)}", memory_level(gpu), _positive(total))
+    limit = gpu.power.limit
+    draw = NA if lost else fmt_watts(gpu.power.draw)
+    power = Gauge("PWR", f"{draw}/{fmt_watts(limit)}", power_level(gpu), _positive(limit))
+    slowdown = gpu.temperature.slowdown
+    temp = NA if lost else fmt_celsius(gpu.temperature.gpu)
+    temp_text = temp if slowdown is None else f"{temp}/{fmt_celsius(slowdown)}"
+    temperature = Gauge(
+        "TEMP", temp_text, temperature_level(gpu), _positive(slowdown) or FALLBACK_TEMP_SCALE
+    )
+    return util, memory, power, temperature
+
+
+def compact_gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
+    """The same four gauges with shorter texts, for one-line-per-GPU layouts."""
+    util, memory, power, temperature = gauges(gpu)
+    lost = gpu.lost
+    used, total = gpu.memory.used, gpu.memory.total
+    if lost or used is None:
+        mem_text = NA
+    elif total is None:
+        mem_text = fmt_bytes(used)
+    else:
+        mem_text = f"{_gib(used)}/{_gib(total)}G"
+    draw, limit = gpu.power.draw, gpu.power.limit
+    if lost or draw is None:
+        pwr_text = NA
+    elif limit is None:
+        pwr_text = fmt_watts(draw)
+    else:
+        pwr_text = f"{draw:.0f}/{limit:.0f}W"
+    return (
+        Gauge("", util.value, util.level, util.scale),
+        Gauge("", mem_text, memory.level, memory.scale),
+        Gauge("", pwr_text, power.level, power.scale),
+        Gauge(
+            "",
+            NA if lost else fmt_celsius(gpu.temperature.gpu),
+            temperature.level,
+            temperature.scale,
+        ),
+    )
+
+
+def _gib(value: int) -> str:
+    gib = value / 1024**3
+    return f"{gib:.0f}" if gib >= 100 else f"{gib:.1f}"
+
+
+def _positive(value: float | None) -> float | None:
+    return value if value is not None and value > 0 else None
+
+
+def sparkline(values: Sequence[float], width: int, scale: float | None) -> str:
+    """The newest ``width`` samples as bar cells on a fixed 0..scale axis.
+
+    NaN samples are gaps; when there are fewer samples than cells the line is left-padded,
+    so the newest sample is always the rightmost cell.
+    """
+    if width <= 0:
+        return ""
+    if scale is None or scale <= 0:
+        return " " * width
+    recent = values[-width:] if len(values) > width else values
+    top = len(BARS) - 1
+    cells = [" "] * (width - len(recent))
+    for value in recent:
+        if math.isnan(value):
+            cells.append(GAP_CELL)
+        else:
+            level = int(value / scale * len(BARS))
+            cells.append(BARS[min(max(level, 0), top)])
+    return "".join(cells)
+
+
+def short_name(name: str | None) -> str:
+    """A product name without the vendor words that every GPU here shares."""
+    if not name:
+        return NA
+    for prefix in ("NVIDIA ", "GeForce ", "Tesla ", "Quadro "):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    return name
+
+
+def missing_reasons(gpu: GpuSample, paths: Sequence[str]) -> list[str]:
+    """``"power: not supported"`` for each of ``paths`` the GPU left out, in order."""
+    found: list[str] = []
+    for path in paths:
+        reason = gpu.reason(path)
+        if reason is not None and reason is not Reason.GPU_LOST:
+            found.append(f"{FIELD_LABELS.get(path, path)}: {reason.value}")
+    return found
+
+
+def detail_parts(gpu: GpuSample) -> list[tuple[str, Level]]:
+    """The detail line as (text, level) parts: fan, P-state, clocks, codecs, throttling, n/a."""
+    if gpu.lost:
+        return [("GPU lost: the driver cannot reach it; its values are n/a until it returns", Level.CRIT)]
+    parts: list[tuple[str, Level]] = []
+    parts.append(_field("fan", fmt_percent(gpu.fan_speed), gpu, "fan_speed"))
+    parts.append(_field("", gpu.performance_state or NA, gpu, "performance_state", empty="P-state"))
+    sm, mem = gpu.clocks.sm, gpu.clocks.memory
+    if sm is None and mem is None:
+        parts.append(_field("clocks", NA, gpu, "clocks.sm"))
+    else:
+        parts.append((f"sm {_mhz(sm)} mem {_mhz(mem)} MHz", Level.OK))
+    enc, dec = gpu.utilization.encoder, gpu.utilization.decoder
+    parts.append((f"enc {fmt_percent(enc)} dec {fmt_percent(dec)}", Level.OK))
+    reasons = gpu.throttle_reasons
+    if reasons is None:
+        parts.append(_field("throttle", NA, gpu, "throttle_reasons"))
+    elif reasons:
+        parts.append(
+            (
+                "throttle: " + ", ".join(r.replace("_", " ") for r in reasons),
+                throttle_level(reasons),
+            )
+        )
+    if gpu.mig_mode:
+        parts.append((f"MIG on: {len(gpu.mig_devices)} devices", Level.OK))
+    missing = missing_reasons(
+        gpu, ("utilization.gpu", "memory.used", "power.draw", "power.limit", "temperature.gpu")
+    )
+    if missing:
+        parts.append(("n/a " + "; ".join(missing), Level.NA))
+    if gpu.stale:
+        parts.append(("stale: this tick's sampling did not finish", Level.WARN))
+    return parts
+
+
+def _mhz(value: int | None) -> str:
+    return NA if value is None else str(value)
+
+
+def _field(label: str, text: str, gpu: GpuSample, path: str, empty: str = "") -> tuple[str, Level]:
+    if text != NA:
+        return (f"{label} {text}".strip(), Level.OK)
+    reason = gpu.reason(path)
+    name = label or empty
+    suffix = f" ({reason.value})" if reason is not None else ""
+    return (f"{name} {NA}{suffix}".strip(), Level.NA)

@@ -1,0 +1,67 @@
+"""Start the TUI: open the source, build the pipeline and the app, run it, return a status."""
+
+from __future__ import annotations
+
+from gputop.errors import BadArguments
+from gputop.options import Options
+from gputop.pipeline import Pipeline, PollLoop, Recorder
+from gputop.sources.base import Source
+from gputop.sources.gpu_select import GpuSelection
+from gputop.sources.replay import ReplayPlayer
+from gputop.ui.settings import UiSettings
+
+
+def run_tui(
+    options: Options, source: Source | None = None, recorder: Recorder | None = None
+) -> int:
+    """Run the TUI until the user quits; returns the process exit status.
+
+    With ``options.replay`` the recording is opened here (and closed on exit); otherwise
+    ``source`` is polled live (its owner closes it) and each snapshot is also handed to
+    ``recorder`` when one is given.
+
+    Raises:
+        BadCapture: the recording cannot be read.
+        BadArguments: ``--gpu`` matches nothing, or there is neither a replay nor a source.
+    """
+    selection = GpuSelection.parse(options.gpu) if options.gpu else None
+    if options.replay is not None:
+        from gputop.sources.recording import Recording
+
+        recording = Recording.open(options.replay)
+        try:
+            if selection is not None:
+                selection.apply(recording.snapshot(0), strict=True)
+        except BaseException:
+            recording.close()
+            raise
+        player = ReplayPlayer(recording, interval=options.interval)
+        pipeline = Pipeline(player, interval=options.interval, selection=selection)
+        label = options.replay.name
+        owned = True
+    elif source is not None:
+        pipeline = Pipeline(
+            source, interval=options.interval, selection=selection, recorder=recorder
+        )
+        label = "live"
+        owned = False
+    else:
+        raise BadArguments("nothing to show: give --replay FILE, or run where NVML works")
+    settings = UiSettings(
+        theme=options.theme or "dark",
+        readonly=options.readonly or options.replay is not None,
+        source_label=label,
+    )
+    from gputop.ui.app import GputopApp
+
+    loop = PollLoop(pipeline)
+    app = GputopApp(loop, settings)
+    try:
+        app.run()
+    finally:
+        stopped = loop.stop(1.0)
+        # A source stuck in a driver call cannot be closed under its feet; the process is
+        # about to exit and the OS reclaims it.
+        if owned and stopped:
+            pipeline.close()
+    return app.return_code if app.return_code is not None else 0

@@ -1,0 +1,1 @@
+"""The app's screens: main, help, and the replay go-to dialog."""

@@ -1,0 +1,300 @@
+"""The main screen: header, GPU panels, processes (and MIG tree), replay bar, footer.
+
+Layout is chosen from the terminal size and the number of GPUs and expressed as classes on
+the screen (``-compact``: one line per GPU; ``-wide``: two columns of panels), so the
+``.tcss`` decides how things look and Python only decides which case applies.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from gputop.pipeline import (
+    ChangeSpeed,
+    Command,
+    Seek,
+    SeekTime,
+    SetInterval,
+    Step,
+    Tick,
+    TogglePause,
+)
+from gputop.ui.settings import UiSettings
+from gputop.ui.widgets.gpu_grid import GpuGrid
+from gputop.ui.widgets.gpu_panel import GpuPanel
+from gputop.ui.widgets.mig_tree import MigTree
+from gputop.ui.widgets.process_table import ProcessTable
+from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
+
+FULL_PANEL_ROWS = 5
+"""A full panel: three lines and its border."""
+MIN_LOWER_ROWS = 8
+"""Rows the process table keeps at least before panels go compact."""
+WIDE_COLUMNS = 160
+"""From this width panels sit in two columns."""
+MIN_FULL_WIDTH = 70
+"""Below this width panels are always one line each."""
+INTERVAL_STEPS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+"""What ``+`` and ``-`` step through for the live interval."""
+
+REPLAY_ACTIONS = frozenset({"step", "speed", "goto", "seek"})
+LIVE_ACTIONS = frozenset({"interval"})
+PRIORITY_ACTIONS = frozenset({"toggle_pause", "resume", "step", "speed", "seek"})
+"""Bound with priority (so the process table does not take the arrows and Home/End), and
+therefore switched off while a text input has focus."""
+
+
+_STEP = Binding.Group("Step", compact=True)
+_SPEED = Binding.Group("Speed", compact=True)
+
+
+def choose_layout(width: int, height: int, gpus: int, replaying: bool) -> tuple[bool, bool]:
+    """(compact, wide) for a terminal of ``width`` x ``height`` showing ``gpus`` panels."""
+    wide = width >= WIDE_COLUMNS and gpus >= 2
+    rows = math.ceil(max(gpus, 1) / (2 if wide else 1))
+    chrome = 2 + (1 if replaying else 0)
+    fits = rows * FULL_PANEL_ROWS + chrome + MIN_LOWER_ROWS <= height
+    compact = width < MIN_FULL_WIDTH or not fits
+    return compact, wide and not compact
+
+
+class MainScreen(Screen[None]):
+    """Everything about the current tick."""
+
+    CSS_PATH = Path(__file__).parent / "main.tcss"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("m", "toggle_mig", "MIG"),
+        Binding("slash", "filter", "Filter", show=False),
+        Binding("space", "toggle_pause", "Pause", priority=True),
+        Binding("space", "resume", "Resume", priority=True),
+        Binding("left", "step(-1)", "Step back", key_display="←", priority=True, group=_STEP),
+        Binding("right", "step(1)", "Step forward", key_display="→", priority=True, group=_STEP),
+        Binding(
+            "left_square_bracket",
+            "speed(-1)",
+            "Slower",
+            key_display="[",
+            priority=True,
+            group=_SPEED,
+        ),
+        Binding(
+            "right_square_bracket",
+            "speed(1)",
+            "Faster",
+            key_display="]",
+            priority=True,
+            group=_SPEED,
+        ),
+        Binding("g", "goto", "Go to"),
+        Binding("home", "seek(0)", "Start", show=False, priority=True),
+        Binding("end", "seek(-1)", "End", show=False, priority=True),
+        Binding("plus", "interval(-1)", "Poll faster", show=False),
+        Binding("minus", "interval(1)", "Poll slower", show=False),
+    ]
+
+    def __init__(self, settings: UiSettings) -> None:
+        """Create the screen; it shows nothing until the first tick."""
+        super().__init__()
+        self.settings = settings
+        self.tick: Tick | None = None
+        """The tick shown."""
+        self.compact = False
+        self.wide = False
+        self._mig_dirty = True
+        self._binding_state: tuple[bool, bool, bool] | None = None
+        self._warned = False
+
+    def compose(self) -> ComposeResult:
+        """Header, panels, processes beside the (hidden) MIG tree, replay bar, footer."""
+        yield StatusHeader(
+            id="header", show_host=self.settings.show_host, show_clock=self.settings.show_clock
+        )
+        yield GpuGrid(id="gpus")
+        with Horizontal(id="lower"):
+            yield ProcessTable(readonly=self.settings.readonly, id="processes")
+            yield MigTree(id="mig")
+        yield ReplayBar(id="replay-bar")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Follow theme changes (the header and detail lines hold styled text)."""
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    # -- showing ticks ------------------------------------------------------------------
+
+    @property
+    def replaying(self) -> bool:
+        """The tick shown comes from a recording."""
+        return self.tick is not None and self.tick.replay is not None
+
+    def show_tick(self, tick: Tick) -> None:
+        """Display ``tick``: only widgets whose input changed do any work."""
+        previous = self.tick
+        self.tick = tick
+        if not self.is_mounted:
+            return
+        replaying = tick.replay is not None
+        self.set_class(replaying, "-replay")
+        if replaying and not self.query_one(ProcessTable).readonly:
+            # Recorded PIDs name nothing on this machine: never offer to signal them.
+            self.query_one(ProcessTable).readonly = True
+        self.query_one(StatusHeader).show(tick, self.settings.source_label)
+        if tick.replay is not None:
+            self.query_one(ReplayBar).show(tick.replay)
+        grid = self.query_one(GpuGrid)
+        count = len(grid.entries_for(tick))
+        self._apply_layout(self.size.width, self.size.height, count)
+        grid.show(tick, compact=self.compact)
+        if previous is None or previous.snapshot is not tick.snapshot:
+            self.query_one(ProcessTable).show(tick.snapshot)
+            self._mig_dirty = True
+        if self.has_class("-mig") and self._mig_dirty:
+            self.query_one(MigTree).show(tick.snapshot)
+            self._mig_dirty = False
+        for note in tick.notes:
+            self.notify(note, severity="warning")
+        if tick.replay is not None and tick.replay.warnings and not self._warned:
+            self._warned = True
+            self.notify("\n".join(tick.replay.warnings), title="Recording", severity="warning")
+        state = (replaying, self._paused(tick), tick.replay is not None and tick.replay.still)
+        if state != self._binding_state:
+            self._binding_state = state
+            self.refresh_bindings()
+
+    def on_screen_resume(self) -> None:
+        """Back from a dialog: show the newest tick (it kept arriving underneath)."""
+        if self.tick is not None:
+            self.show_tick(self.tick)
+
+    def _apply_layout(self, width: int, height: int, gpus: int) -> None:
+        compact, wide = choose_layout(width, height, gpus, self.replaying)
+        if (compact, wide) != (self.compact, self.wide):
+            self.compact, self.wide = compact, wide
+            self.set_class(compact, "-compact")
+            self.set_class(wide, "-wide")
+
+    def on_resize(self, event: Resize) -> None:
+        """Choose the layout again for the new size."""
+        if self.tick is not None:
+            count = len(self.query_one(GpuGrid).entries_for(self.tick))
+            self._apply_layout(event.size.width, event.size.height, count)
+            self.query_one(GpuGrid).show(self.tick, compact=self.compact)
+
+    def _theme_changed(self, _theme: object) -> None:
+        if self.tick is not None:
+            grid = self.query_one(GpuGrid)
+            grid.on_resize()
+
+    # -- actions ----------------------------------------------------------------------
+
+    @staticmethod
+    def _paused(tick: Tick | None) -> bool:
+        if tick is None:
+            return False
+        return tick.replay.paused if tick.replay is not None else tick.paused
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Replay keys only in replays, interval keys only live, none while typing."""
+        if action in PRIORITY_ACTIONS and isinstance(self.app.focused, Input):
+            return False
+        replaying = self.replaying
+        if action in REPLAY_ACTIONS:
+            return replaying
+        if action in LIVE_ACTIONS:
+            return not replaying
+        if action in ("toggle_pause", "resume"):
+            tick = self.tick
+            if tick is not None and tick.replay is not None and tick.replay.still:
+                return None if action == "toggle_pause" else False
+            paused = self._paused(tick)
+            return paused if action == "resume" else not paused
+        return True
+
+    def action_toggle_mig(self) -> None:
+        """Show or hide the MIG tree beside the processes."""
+        self.toggle_class("-mig")
+        if self.has_class("-mig") and self.tick is not None:
+            self.query_one(MigTree).show(self.tick.snapshot)
+            self._mig_dirty = False
+
+    def action_filter(self) -> None:
+        """Filter the process table (its own ``/``, reachable from anywhere)."""
+        self.query_one(ProcessTable).action_open_filter()
+
+    def _submit(self, command: Command) -> None:
+        submit = getattr(self.app, "submit", None)
+        if submit is not None:
+            submit(command)
+
+    def action_toggle_pause(self) -> None:
+        """Pause (live polling or replay playback)."""
+        self._submit(TogglePause())
+
+    def action_resume(self) -> None:
+        """Resume after a pause."""
+        self._submit(TogglePause())
+
+    def action_step(self, delta: int) -> None:
+        """Replay: pause and move ``delta`` documents."""
+        self._submit(Step(delta))
+
+    def action_speed(self, steps: int) -> None:
+        """Replay: faster or slower."""
+        self._submit(ChangeSpeed(steps))
+
+    def action_seek(self, index: int) -> None:
+        """Replay: go to a document (``-1`` is the last)."""
+        self._submit(Seek(index))
+
+    def action_interval(self, steps: int) -> None:
+        """Live: poll more or less often."""
+        current = self.tick.interval if self.tick is not None else 1.0
+        later = [s for s in INTERVAL_STEPS if s > current + 1e-9]
+        earlier = [s for s in INTERVAL_STEPS if s < current - 1e-9]
+        if steps > 0 and later:
+            target = later[0]
+        elif steps < 0 and earlier:
+            target = earlier[-1]
+        else:
+            return
+        self._submit(SetInterval(target))
+        self.notify(f"polling every {target:g}s", timeout=2)
+
+    def action_goto(self) -> None:
+        """Replay: ask for an index or a time and go there."""
+        tick = self.tick
+        if tick is None or tick.replay is None:
+            return
+        from gputop.ui.screens.goto import GotoDialog
+
+        def answered(target: int | datetime | None) -> None:
+            if isinstance(target, int):
+                self._submit(Seek(target))
+            elif target is not None:
+                self._submit(SeekTime(target))
+
+        self.app.push_screen(GotoDialog(tick.replay), answered)
+
+    def on_gpu_panel_history_requested(self, message: GpuPanel.HistoryRequested) -> None:
+        """Enter on a panel: that GPU's history over the recent window."""
+        tick = self.tick
+        if tick is None:
+            return
+        try:
+            module = importlib.import_module("gputop.ui.history_screen")
+        except ImportError:
+            self.notify("The history screen is not available in this build.", severity="warning")
+            return
+        self.app.push_screen(module.HistoryScreen(message.gpu_index, tick.window))

@@ -1,0 +1,1 @@
+"""Widgets that render what they are handed: snapshots and history views."""

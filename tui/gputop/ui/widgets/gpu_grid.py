@@ -1,0 +1,152 @@
+"""The GPU panels of the main screen, kept in line with each tick's GPUs.
+
+Panels are keyed by GPU (UUID, else index): a tick with the same GPUs only updates them; a
+GPU that vanished from the latest snapshot but is still in the recent window stays, marked
+gone, so a GPU falling off the bus is visible instead of silently disappearing. In compact
+mode (one line per GPU) a column header sits above the panels and the detail line of the
+focused GPU below them.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Container
+from textual.events import DescendantFocus
+from textual.widget import Widget
+from textual.widgets import Static
+
+from gputop.history import gpu_key
+from gputop.model import GpuSample
+from gputop.pipeline import Tick
+from gputop.ui.panel_lines import (
+    GAUGE_METRICS,
+    Line,
+    PanelState,
+    compact_header,
+    compact_name_width,
+    detail_line,
+)
+from gputop.ui.widgets.gpu_panel import ROLES, GpuPanel
+
+Entry = tuple[str, GpuSample, bool]
+"""(history key, sample, gone)."""
+
+
+def panel_entries(tick: Tick) -> list[Entry]:
+    """Every GPU of the latest snapshot, plus recently seen ones now missing, by index."""
+    entries: dict[str, Entry] = {}
+    for gpu in tick.snapshot.gpus:
+        entries[gpu_key(gpu)] = (gpu_key(gpu), gpu, False)
+    for snapshot in reversed(tick.window):
+        for gpu in snapshot.gpus:
+            key = gpu_key(gpu)
+            if key not in entries:
+                entries[key] = (key, gpu, True)
+    return sorted(entries.values(), key=lambda entry: (entry[1].index, entry[0]))
+
+
+class GpuGrid(Widget):
+    """Column header (compact), the panels, and the focused GPU's detail line (compact)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"gpu-panel--{role}" for role in ROLES}
+    """The same roles as a panel's, for the header and detail lines."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        """An empty grid; ``show`` adds panels."""
+        super().__init__(id=id)
+        self._keys: list[str] = []
+        self._panels: list[GpuPanel] = []
+        self._entries: list[Entry] = []
+        self._tick: Tick | None = None
+        self._compact = False
+        self._name_width = 12
+        self._header_line: Line | None = None
+        self._detail_line: Line | None = None
+        self._selected: str | None = None
+
+    def compose(self) -> ComposeResult:
+        """Header, panel container, detail line."""
+        yield Static(id="gpu-columns")
+        yield Container(id="gpu-panels")
+        yield Static(id="gpu-detail")
+
+    @property
+    def panels(self) -> list[GpuPanel]:
+        """The panels, in display order."""
+        return list(self._panels)
+
+    @property
+    def count(self) -> int:
+        """How many panels the last tick needed."""
+        return len(self._entries)
+
+    def entries_for(self, tick: Tick) -> list[Entry]:
+        """What ``show(tick)`` would display (the screen sizes its layout from this)."""
+        return panel_entries(tick)
+
+    def show(self, tick: Tick, *, compact: bool) -> None:
+        """Bring the panels in line with ``tick``."""
+        self._tick = tick
+        entries = panel_entries(tick)
+        self._entries = entries
+        keys = [key for key, _, _ in entries]
+        container = self.query_one("#gpu-panels", Container)
+        if keys != self._keys:
+            self._keys = keys
+            container.remove_children()
+            self._panels = [GpuPanel(key) for key in keys]
+            container.mount_all(self._panels)
+        width = container.content_size.width
+        self._compact = compact
+        self._name_width = compact_name_width([gpu for _, gpu, _ in entries], width or 80)
+        history = tick.history
+        for panel, (key, gpu, gone) in zip(self._panels, entries, strict=True):
+            series = {metric: history.series(key, metric) for metric in GAUGE_METRICS}
+            panel.show(gpu, series, gone=gone, compact=compact, name_width=self._name_width)
+        self._update_compact_lines()
+
+    def _update_compact_lines(self) -> None:
+        if not self._compact:
+            return
+        width = self.content_size.width
+        header = compact_header(width, self._name_width)
+        if header != self._header_line:
+            self._header_line = header
+            self.query_one("#gpu-columns", Static).update(self._text(header))
+        entry = self._selected_entry()
+        detail: Line = ()
+        if entry is not None:
+            _, gpu, gone = entry
+            state = PanelState(gpu, {}, gone)
+            detail = ((f"{gpu.index:>2} ", "label"), *detail_line(state, max(0, width - 3)))
+        if detail != self._detail_line:
+            self._detail_line = detail
+            self.query_one("#gpu-detail", Static).update(self._text(detail))
+
+    def _selected_entry(self) -> Entry | None:
+        for entry in self._entries:
+            if entry[0] == self._selected:
+                return entry
+        return self._entries[0] if self._entries else None
+
+    def _text(self, line: Line) -> Text:
+        text = Text(no_wrap=True, overflow="crop", end="")
+        for part, role in line:
+            text.append(part, self.get_component_rich_style(f"gpu-panel--{role}", partial=True))
+        return text
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        """The detail line follows the focused panel."""
+        if isinstance(event.widget, GpuPanel):
+            self._selected = event.widget.key
+            self._update_compact_lines()
+
+    def on_resize(self) -> None:
+        """Widths changed: the header and detail line are laid out again."""
+        self._header_line = None
+        self._detail_line = None
+        if self._tick is not None:
+            self.show(self._tick, compact=self._compact)

@@ -1,0 +1,138 @@
+"""One GPU: current numbers, fixed-scale sparklines, and a detail line.
+
+The panel is a single widget that draws its lines itself (no child widgets per number), and
+it repaints only when the text it would draw changed: most of a monitoring minute's ticks
+change a few cells of a few panels, and an unchanged panel costs nothing to the terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widget import Widget
+
+from gputop.history import Metric, Series
+from gputop.model import GpuSample
+from gputop.ui.panel_lines import (
+    Line,
+    PanelState,
+    badge,
+    compact_line,
+    full_lines,
+    title,
+)
+
+ROLES = ("label", "name", "value", "warn", "crit", "na", "spark", "dim")
+"""Every role a panel part may have; each is styled by ``gpu-panel--<role>``."""
+
+
+class GpuPanel(Widget, can_focus=True):
+    """One GPU's panel; ``show`` hands it a new sample and its history series."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"gpu-panel--{role}" for role in ROLES}
+    """``--label`` titles, ``--name`` product name (compact), ``--value`` normal numbers,
+    ``--warn``/``--crit`` numbers past a threshold, ``--na`` values not reported, ``--spark``
+    sparklines, ``--dim`` separators and the detail line."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_history", "History", key_display="⏎"),
+    ]
+
+    class HistoryRequested(Message):
+        """The user asked for the history screen of a GPU."""
+
+        def __init__(self, gpu_index: int) -> None:
+            """Ask for the history of GPU ``gpu_index``."""
+            super().__init__()
+            self.gpu_index = gpu_index
+
+    def __init__(self, key: str, *, id: str | None = None) -> None:
+        """A panel for the GPU filed under history ``key``; empty until ``show``."""
+        super().__init__(id=id)
+        self.key = key
+        self._state: PanelState | None = None
+        self._compact = False
+        self._name_width = 12
+        self._lines: tuple[Line, ...] = ()
+        self._lines_width = -1
+        self.paints = 0
+        """How many times the panel was re-rendered (benchmarks and tests read it)."""
+
+    @property
+    def gpu(self) -> GpuSample | None:
+        """The sample shown (the last known one when the GPU is gone)."""
+        return None if self._state is None else self._state.gpu
+
+    @property
+    def gone(self) -> bool:
+        """The GPU is not in the latest snapshot."""
+        return self._state is not None and self._state.gone
+
+    def show(
+        self,
+        gpu: GpuSample,
+        series: Mapping[Metric, Series],
+        *,
+        gone: bool = False,
+        compact: bool = False,
+        name_width: int = 12,
+    ) -> None:
+        """Display ``gpu``; repaints only when what would be drawn changed."""
+        self._state = PanelState(gpu, series, gone)
+        layout_changed = compact != self._compact or name_width != self._name_width
+        self._compact = compact
+        self._name_width = name_width
+        self.set_class(gone, "-gone")
+        self.set_class(gpu.lost and not gone, "-lost")
+        self.set_class(gpu.stale, "-stale")
+        new_title, new_badge = title(self._state), badge(self._state)
+        if self.border_title != new_title:
+            self.border_title = new_title
+        if self.border_subtitle != new_badge:
+            self.border_subtitle = new_badge
+        width = self.content_size.width
+        if width <= 0:
+            self._lines_width = -1
+            self.refresh()
+            return
+        lines = self._build(width)
+        if layout_changed or lines != self._lines:
+            self._lines = lines
+            self._lines_width = width
+            self.refresh()
+
+    def _build(self, width: int) -> tuple[Line, ...]:
+        if self._state is None:
+            return ()
+        if self._compact:
+            return compact_line(self._state, width, self._name_width)
+        return full_lines(self._state, width)
+
+    def render(self) -> Text:
+        """Draw the lines, rebuilding them if the width changed since they were built."""
+        width = self.content_size.width
+        if width != self._lines_width:
+            self._lines = self._build(width)
+            self._lines_width = width
+        self.paints += 1
+        styles = {role: self._style(role) for role in ROLES}
+        text = Text(no_wrap=True, overflow="crop", end="")
+        for number, line in enumerate(self._lines):
+            if number:
+                text.append("\n")
+            for part, role in line:
+                text.append(part, styles[role])
+        return text
+
+    def _style(self, role: str) -> Style:
+        return self.get_component_rich_style(f"gpu-panel--{role}", partial=True)
+
+    def action_open_history(self) -> None:
+        """Ask the screen for this GPU's history."""
+        if self._state is not None:
+            self.post_message(self.HistoryRequested(self._state.gpu.index))

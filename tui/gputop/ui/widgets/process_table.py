@@ -1,0 +1,471 @@
+"""The process table: keyed, diffed, sortable, filterable, and able to signal processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import ClassVar
+
+from rich.console import JustifyMethod
+from rich.style import Style
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import DataTable, Input, Static
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey
+
+from gputop.model import Snapshot
+from gputop.model.units import NA
+from gputop.ui.process_rows import (
+    COLUMN_INDEX,
+    COLUMNS,
+    Kill,
+    ProcessRow,
+    TypeFilter,
+    build_rows,
+    describe,
+    detail_fields,
+    send_signal,
+    signal_refusal,
+    sort_rows,
+    target_pid,
+    visible_rows,
+)
+from gputop.ui.widgets.process_details import ProcessDetails
+from gputop.ui.widgets.signal_dialog import SignalDialog
+
+_ARROWS = {False: "▲", True: "▼"}
+
+NARROW_WIDTH = 100
+"""Below this many columns the table drops its host-side columns to leave room for commands."""
+
+_NARROW_HIDDEN = frozenset({"cpu", "host_memory"})
+
+
+def _justify(right: bool) -> JustifyMethod:
+    return "right" if right else "left"
+
+
+def _pad(text: str) -> str:
+    # The DataTable runs with no cell padding; one leading space per cell separates columns
+    # with one space instead of two, which leaves an 80-column terminal room for commands.
+    return f" {text}"
+
+
+def _foreground(style: Style) -> Style:
+    """A component's text colour and emphasis without its background, which would paint over
+    the cursor and zebra stripes."""
+    return Style(color=style.color, bold=style.bold, italic=style.italic)
+
+
+class ProcessTable(Widget):
+    """The processes of the latest snapshot, one row per (GPU index, PID).
+
+    ``show`` diffs the new rows against the table (add, update changed cells, remove) and
+    re-sorts, so the cursor stays on the same process and the scroll position holds across
+    refreshes. Keys: ``<`` ``>`` sort column, ``r`` reverse, ``/`` filter, ``t`` process type,
+    Enter details, ``k`` ``K`` ``i`` SIGTERM/SIGKILL/SIGINT (absent when read-only).
+    """
+
+    DEFAULT_CSS = """
+    ProcessTable {
+        height: 1fr;
+        layout: vertical;
+    }
+    ProcessTable > #process-status {
+        height: 1;
+        padding: 0 1;
+        color: $text-muted;
+    }
+    ProcessTable > DataTable {
+        height: 1fr;
+    }
+    ProcessTable > #process-filter-bar {
+        display: none;
+        height: 1;
+        padding: 0 1;
+    }
+    ProcessTable.-filtering > #process-filter-bar {
+        display: block;
+    }
+    ProcessTable #process-filter-label {
+        width: auto;
+        color: $text-muted;
+    }
+    ProcessTable > .process-table--foreign {
+        color: $text-muted;
+        text-style: italic;
+    }
+    ProcessTable > .process-table--missing {
+        color: $text-muted;
+    }
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "process-table--foreign",
+        "process-table--missing",
+    }
+    """``--foreign``: rows of another PID namespace; ``--missing``: n/a cells."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "open_filter", "Filter"),
+        Binding("less_than_sign", "sort_by(-1)", "Sort ◀", key_display="<"),
+        Binding("greater_than_sign", "sort_by(1)", "Sort ▶", key_display=">"),
+        Binding("r", "reverse_sort", "Reverse"),
+        Binding("t", "toggle_type", "Type"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("k", "signal('TERM')", "TERM"),
+        Binding("K", "signal('KILL')", "KILL"),
+        Binding("i", "signal('INT')", "INT"),
+    ]
+
+    readonly: reactive[bool] = reactive(False, bindings=True)
+    """No signals: set in replay (always) and with ``--readonly``."""
+
+    class SignalResult(Message):
+        """A signal was sent, or could not be; ``error`` says why not in plain words."""
+
+        def __init__(self, pid: int | None, sig: signal.Signals, error: str | None) -> None:
+            super().__init__()
+            self.pid = pid
+            self.sig = sig
+            self.error = error
+
+    def __init__(
+        self,
+        readonly: bool = False,
+        *,
+        kill: Kill = os.kill,
+        clock: Callable[[], float] = time.time,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+        disabled: bool = False,
+    ) -> None:
+        """Create the table.
+
+        Args:
+            readonly: hide and refuse the signal keys.
+            kill: sends a signal; tests pass a fake so no real process is signalled.
+            clock: epoch seconds now, for the TIME column.
+            name: as for any widget.
+            id: as for any widget.
+            classes: as for any widget.
+            disabled: as for any widget.
+        """
+        super().__init__(name=name, id=id, classes=classes, disabled=disabled)
+        self.set_reactive(ProcessTable.readonly, readonly)
+        self._kill = kill
+        self._clock = clock
+        self._snapshot: Snapshot | None = None
+        self._rows: list[ProcessRow] = []
+        self._shown: dict[str, tuple[tuple[str, ...], bool]] = {}
+        self._by_key: dict[str, ProcessRow] = {}
+        self._columns: tuple[int, ...] = tuple(range(len(COLUMNS)))
+        self.sort_column = COLUMN_INDEX["gpu_memory"]
+        """Index into ``COLUMNS`` of the column rows are sorted by."""
+        self.sort_reverse = COLUMNS[self.sort_column].descending
+        """Largest (or last) first."""
+        self.filter_text = ""
+        """Words every shown row must contain (user, command, PID, GPU)."""
+        self.type_filter = TypeFilter.ALL
+        """Which process types are shown."""
+
+    def compose(self) -> ComposeResult:
+        """A status line, the table, and the filter input (shown while filtering)."""
+        yield Static(id="process-status")
+        yield DataTable[Text](
+            id="process-data", cursor_type="row", zebra_stripes=True, cell_padding=0
+        )
+        with Horizontal(id="process-filter-bar"):
+            yield Static("filter ", id="process-filter-label")
+            yield Input(
+                placeholder="user, command, PID or GPU  (Enter keeps, Esc clears)",
+                id="process-filter",
+                compact=True,
+            )
+
+    def watch_readonly(self) -> None:
+        """Say so in the status line (the footer follows through ``bindings=True``)."""
+        if self.is_mounted:
+            self._update_status(self._table.row_count)
+
+    def on_mount(self) -> None:
+        """Add the columns, then whatever was shown before mounting."""
+        self._rebuild()
+        self.app.theme_changed_signal.subscribe(self, self._restyle)
+
+    def on_resize(self) -> None:
+        """Drop (or bring back) the host-side columns as the widget narrows (or widens)."""
+        narrow = self.size.width < NARROW_WIDTH
+        self.set_class(narrow, "-narrow")
+        columns = tuple(
+            index
+            for index, column in enumerate(COLUMNS)
+            if not (narrow and column.key in _NARROW_HIDDEN)
+        )
+        if columns != self._columns:
+            self._columns = columns
+            self._rebuild()
+
+    @property
+    def columns(self) -> list[str]:
+        """Keys of the columns on screen, in order."""
+        return [COLUMNS[index].key for index in self._columns]
+
+    def _rebuild(self) -> None:
+        cursor_key = self._cursor_key()
+        table = self._table
+        table.clear(columns=True)
+        self._shown.clear()
+        for index in self._columns:
+            table.add_column(self._label(index), key=COLUMNS[index].key)
+        self._apply(cursor_key=cursor_key)
+
+    def _restyle(self, _theme: object) -> None:
+        # Cells carry colours resolved from the theme they were made under.
+        self._apply(restyle=True)
+
+    @property
+    def _table(self) -> DataTable[Text]:
+        return self.query_one("#process-data", DataTable)
+
+    @property
+    def rows(self) -> list[ProcessRow]:
+        """The rows shown, in display order."""
+        table = self._table
+        return [self._by_key[str(row.key.value)] for row in table.ordered_rows]
+
+    @property
+    def highlighted_row(self) -> ProcessRow | None:
+        """The row under the cursor, if any."""
+        key = self._cursor_key()
+        return None if key is None else self._by_key.get(key)
+
+    def show(self, snapshot: Snapshot) -> None:
+        """Display the processes of ``snapshot``."""
+        self._snapshot = snapshot
+        self._rows = build_rows(snapshot, self._clock())
+        if self.is_mounted:
+            self._apply()
+
+    # Sorting, filtering and the diff.
+
+    def _label(self, index: int) -> Text:
+        column = COLUMNS[index]
+        # Every label keeps room for the arrow so that sorting never changes column widths.
+        arrow = _ARROWS[self.sort_reverse] if index == self.sort_column else " "
+        return Text(_pad(f"{column.label}{arrow}"), justify=_justify(column.right))
+
+    def _cursor_key(self) -> str | None:
+        table = self._table
+        if table.row_count == 0:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        except CellDoesNotExist:
+            return None
+        return None if key.value is None else str(key.value)
+
+    def _cells(self, row: ProcessRow) -> dict[int, Text]:
+        foreign = _foreground(self.get_component_rich_style("process-table--foreign"))
+        missing = _foreground(self.get_component_rich_style("process-table--missing"))
+        cells = {}
+        for index in self._columns:
+            column, text = COLUMNS[index], row.cells[index]
+            style = foreign if row.foreign else missing if text == NA else Style()
+            cells[index] = Text(_pad(text), style=style, justify=_justify(column.right))
+        return cells
+
+    def _apply(self, restyle: bool = False, cursor_key: str | None = None) -> None:
+        """Bring the table in line with the rows, filter and sort order.
+
+        Args:
+            restyle: redo every cell, not only changed ones.
+            cursor_key: the row to keep the cursor on, when the table no longer knows it.
+        """
+        table = self._table
+        ordered = sort_rows(
+            visible_rows(self._rows, self.filter_text, self.type_filter),
+            self.sort_column,
+            self.sort_reverse,
+        )
+        cursor_key = cursor_key or self._cursor_key()
+        wanted = {row.key_text: row for row in ordered}
+        for key in [key for key in self._shown if key not in wanted]:
+            table.remove_row(key)
+            del self._shown[key]
+        for row in ordered:
+            state = (row.cells, row.foreign)
+            before = self._shown.get(row.key_text)
+            if before is None:
+                table.add_row(*self._cells(row).values(), key=row.key_text)
+            elif restyle or before != state:
+                cells = self._cells(row)
+                for index, cell in cells.items():
+                    if restyle or before[1] != row.foreign or before[0][index] != row.cells[index]:
+                        key = COLUMNS[index].key
+                        table.update_cell(row.key_text, key, cell, update_width=True)
+            self._shown[row.key_text] = state
+        self._by_key = wanted
+        # DataTable.sort hands the key function cells, not row keys; (GPU label, PID) is unique
+        # per row because the label starts with the GPU index.
+        rank = {
+            (_pad(row.cell("gpu")), _pad(row.cell("pid"))): place
+            for place, row in enumerate(ordered)
+        }
+        table.sort("gpu", "pid", key=lambda cells: rank[(cells[0].plain, cells[1].plain)])
+        if cursor_key in wanted:
+            place = table.get_row_index(cursor_key)
+            if place != table.cursor_row:
+                table.move_cursor(row=place)
+        self._update_status(len(ordered))
+
+    def _update_status(self, shown: int) -> None:
+        column = COLUMNS[self.sort_column]
+        parts = [
+            f"{shown} of {len(self._rows)} processes",
+            f"sort {column.label} {_ARROWS[self.sort_reverse]}",
+            f"type {self.type_filter.value}",
+        ]
+        if self.filter_text:
+            parts.append(f"filter “{self.filter_text}”")
+        foreign = sum(row.foreign for row in self._rows)
+        if foreign:
+            parts.append(f"{foreign} not in this PID namespace")
+        if self.readonly:
+            parts.append("read-only")
+        self.query_one("#process-status", Static).update(Text("  ·  ".join(parts)))
+
+    def _relabel(self) -> None:
+        table = self._table
+        for index in self._columns:
+            table.columns[ColumnKey(COLUMNS[index].key)].label = self._label(index)
+        # _apply ends with DataTable.sort, which repaints the header with the new labels.
+        self._apply()
+
+    def sort_by(self, index: int, reverse: bool | None = None) -> None:
+        """Sort by column ``index``; ``reverse`` defaults to that column's natural order."""
+        self.sort_column = index % len(COLUMNS)
+        self.sort_reverse = COLUMNS[self.sort_column].descending if reverse is None else reverse
+        self._relabel()
+
+    def action_sort_by(self, step: int) -> None:
+        """Sort by the next column on screen to the right (``step`` 1) or left (-1)."""
+        index = self.sort_column
+        for _ in COLUMNS:
+            index = (index + step) % len(COLUMNS)
+            if index in self._columns:
+                break
+        self.sort_by(index)
+
+    def action_reverse_sort(self) -> None:
+        """Flip the sort order."""
+        self.sort_by(self.sort_column, not self.sort_reverse)
+
+    @on(DataTable.HeaderSelected)
+    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        index = COLUMN_INDEX[str(event.column_key.value)]
+        if index == self.sort_column:
+            self.action_reverse_sort()
+        else:
+            self.sort_by(index)
+
+    def action_toggle_type(self) -> None:
+        """Cycle all → compute → graphics."""
+        self.type_filter = self.type_filter.next()
+        self._apply()
+
+    def action_open_filter(self) -> None:
+        """Show the filter input and type into it."""
+        self.add_class("-filtering")
+        self.query_one("#process-filter", Input).focus()
+
+    def action_clear_filter(self) -> None:
+        """Drop the filter, hide its input and go back to the table."""
+        self.query_one("#process-filter", Input).value = ""
+        self.filter_text = ""
+        self.remove_class("-filtering")
+        self._table.focus()
+        self._apply()
+
+    @on(Input.Changed, "#process-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if event.value != self.filter_text:
+            self.filter_text = event.value
+            self._apply()
+
+    @on(Input.Submitted, "#process-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if not self.filter_text:
+            self.remove_class("-filtering")
+        self._table.focus()
+
+    # Details and signals.
+
+    @on(DataTable.RowSelected, "#process-data")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        row = self._by_key.get(str(event.row_key.value))
+        if row is not None:
+            title = f"PID {row.process.pid} on GPU {row.cell('gpu')}"
+            self.app.push_screen(ProcessDetails(title, detail_fields(row, self._clock())))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide the signal keys when read-only; let Esc through when there is no filter."""
+        if action == "signal":
+            return not self.readonly
+        if action == "clear_filter":
+            return bool(self.filter_text) or self.has_class("-filtering")
+        return True
+
+    def action_signal(self, name: str) -> None:
+        """Ask, then send SIG``name`` to the highlighted process."""
+        sig = signal.Signals[f"SIG{name}"]
+        if self.readonly:
+            return
+        row = self.highlighted_row
+        if row is None:
+            self._report(None, sig, "no process selected")
+            return
+        refusal = signal_refusal(row.process)
+        if refusal is not None:
+            self._report(row.process.pid, sig, refusal)
+            return
+        pid = target_pid(row.process)
+        dialog = SignalDialog(pid, sig, describe(row))
+        self.app.push_screen(dialog, partial(self._answered, row, pid, sig))
+
+    def _answered(self, row: ProcessRow, pid: int, sig: signal.Signals, send: bool | None) -> None:
+        if not send:
+            return
+        # The dialog may have been open over several ticks: a process gone from the latest
+        # snapshot has exited, and its PID may already name another process.
+        if row.key_text not in {current.key_text for current in self._rows}:
+            self._report(pid, sig, "process has exited")
+            return
+        self._report(pid, sig, send_signal(self._kill, row.process, sig))
+
+    def _report(self, pid: int | None, sig: signal.Signals, error: str | None) -> None:
+        self.post_message(self.SignalResult(pid, sig, error))
+        target = "" if pid is None else f" to PID {pid}"
+        if error is None:
+            self.notify(f"Sent {sig.name}{target}", title="Signal", markup=False)
+        else:
+            self.notify(
+                f"{sig.name}{target}: {error}",
+                title="Signal not sent",
+                severity="error",
+                markup=False,
+            )

@@ -1,0 +1,171 @@
+"""One-line bars: the header (host, driver, CUDA, mode) and the replay timeline bar.
+
+Both draw left and right halves into their width and repaint only when the text changed.
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.widget import Widget
+
+from gputop.model.units import NA
+from gputop.pipeline import Tick
+from gputop.sources.replay import ReplayStatus, speed_label
+
+Segment = tuple[str, str]
+"""(text, role); role names a ``bar--<role>`` component style."""
+
+BAR_ROLES = ("title", "text", "dim", "accent", "warn", "error", "track", "done")
+
+
+class Bar(Widget):
+    """A line of left-aligned and right-aligned segments."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"bar--{role}" for role in BAR_ROLES}
+    """``--title`` the app name, ``--text``/``--dim`` ordinary parts, ``--accent`` the mode,
+    ``--warn``/``--error`` problems, ``--track``/``--done`` the replay progress track."""
+
+    DEFAULT_CSS = """
+    Bar { height: 1; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        """An empty bar."""
+        super().__init__(id=id)
+        self._left: tuple[Segment, ...] = ()
+        self._right: tuple[Segment, ...] = ()
+
+    def set_segments(self, left: tuple[Segment, ...], right: tuple[Segment, ...]) -> None:
+        """Replace the content; repaints only if it differs."""
+        if (left, right) != (self._left, self._right):
+            self._left, self._right = left, right
+            self.refresh()
+
+    @property
+    def plain(self) -> str:
+        """The text without styles (tests read it)."""
+        return "".join(t for t, _ in self._left) + " " + "".join(t for t, _ in self._right)
+
+    def fill(self, room: int) -> tuple[Segment, ...]:
+        """Segments that stretch into ``room`` spare cells (none by default)."""
+        return ()
+
+    def render(self) -> Text:
+        """Left segments, stretch, right segments; the left side is cut when it must be."""
+        width = self.content_size.width
+        right_len = sum(len(t) for t, _ in self._right)
+        left_len = sum(len(t) for t, _ in self._left)
+        room = max(0, width - right_len - left_len)
+        styles: dict[str, Style] = {}
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        middle = self.fill(room)
+        used = sum(len(t) for t, _ in middle)
+        for part, role in (*self._left, *middle, (" " * max(0, room - used), "text"), *self._right):
+            style = styles.get(role)
+            if style is None:
+                style = styles[role] = self.get_component_rich_style(f"bar--{role}", partial=True)
+            text.append(part, style)
+        if text.cell_len > width:
+            text.truncate(width, overflow="ellipsis")
+        return text
+
+
+class StatusHeader(Bar):
+    """gputop · host · driver · CUDA · GPUs ........ mode · interval · time."""
+
+    def __init__(
+        self, *, show_host: bool = True, show_clock: bool = True, id: str | None = None
+    ) -> None:
+        """Create the header; tests turn host and clock off so screenshots stay the same."""
+        super().__init__(id=id)
+        self.show_host = show_host
+        self.show_clock = show_clock
+
+    def show(self, tick: Tick, source_label: str) -> None:
+        """Describe ``tick``'s snapshot and how it was obtained."""
+        snapshot = tick.snapshot
+        left: list[Segment] = [(" gputop", "title")]
+        if self.show_host:
+            host = snapshot.host or (platform.node() if tick.live else None)
+            if host:
+                left += [("  ", "dim"), (host, "text")]
+        left += [
+            ("  driver ", "dim"),
+            (snapshot.driver_version or NA, "text"),
+            ("  CUDA ", "dim"),
+            (snapshot.cuda_version or NA, "text"),
+            ("  GPUs ", "dim"),
+            (str(len(snapshot.gpus)), "text"),
+        ]
+        if tick.error:
+            left += [("  ⚠ ", "error"), (tick.error, "error")]
+        right: list[Segment] = []
+        if tick.live:
+            right.append(("live", "accent"))
+            if tick.paused:
+                right += [(" · ", "dim"), ("paused", "warn")]
+            else:
+                right += [(" · every ", "dim"), (f"{tick.interval:g}s", "text")]
+            if self.show_clock and snapshot.timestamp is not None:
+                right += [(" · ", "dim"), (f"{snapshot.timestamp:%H:%M:%S}", "text")]
+        else:
+            right += [("replay", "accent"), (" · ", "dim"), (source_label, "text")]
+        right.append((" ", "text"))
+        self.set_segments(tuple(left), tuple(right))
+
+
+def replay_state(status: ReplayStatus) -> Segment:
+    """The state word of the replay bar."""
+    if status.still:
+        return ("■ still", "accent")
+    if status.at_end:
+        return ("■ end", "warn")
+    if status.paused:
+        return ("‖ paused", "warn")
+    return ("▶ playing", "accent")
+
+
+class ReplayBar(Bar):
+    """▶/⏸ · timestamp · position i/n · speed ····track···· note."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        """An empty bar; ``show`` fills it."""
+        super().__init__(id=id)
+        self._status: ReplayStatus | None = None
+
+    def show(self, status: ReplayStatus) -> None:
+        """Describe the replay position."""
+        self._status = status
+        stamp = NA if status.timestamp is None else f"{status.timestamp:%Y-%m-%d %H:%M:%S}"
+        left: list[Segment] = [
+            (" ", "text"),
+            replay_state(status),
+            ("  ", "dim"),
+            (stamp, "text"),
+            ("  ", "dim"),
+            (f"{status.position + 1}/{status.length}", "text"),
+            ("  speed ", "dim"),
+            (speed_label(status.speed), "text"),
+            ("  ", "dim"),
+        ]
+        right: list[Segment] = []
+        if status.note:
+            right += [("  ", "dim"), (status.note, "warn")]
+        if status.warnings:
+            count = len(status.warnings)
+            right += [("  ⚠ ", "warn"), (f"{count} warning{'s' if count > 1 else ''}", "warn")]
+        right.append((" ", "text"))
+        self.set_segments(tuple(left), tuple(right))
+
+    def fill(self, room: int) -> tuple[Segment, ...]:
+        """A progress track: done part, a marker at the position, the rest."""
+        status = self._status
+        if status is None or room < 8 or status.length <= 1:
+            return ()
+        cells = room - 1
+        done = round(status.position / (status.length - 1) * (cells - 1))
+        return (("━" * done, "done"), ("●", "done"), ("─" * (cells - 1 - done), "track"))
