@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -41,7 +42,17 @@ DEFAULT_DEADLINE = 2.0
 Enrich = Callable[[tuple[ProcessSample, ...]], tuple[ProcessSample, ...]]
 """Adds host facts (user, command, CPU, PID namespace) to driver-reported processes."""
 
-_REPLAY_HINT = f"--replay works anywhere, e.g. `{BUNDLED_CAPTURE_HINT}`"
+_PACKAGED_CAPTURE = Path(__file__).resolve().parent.parent / "data" / Path(BUNDLED_CAPTURE).name
+"""The same capture installed with the package, for when gputop runs outside the repository."""
+
+
+def _replay_command() -> str:
+    if Path(BUNDLED_CAPTURE).is_file() or not _PACKAGED_CAPTURE.is_file():
+        return BUNDLED_CAPTURE_HINT
+    return f"gputop --replay {_PACKAGED_CAPTURE}"
+
+
+_REPLAY_HINT = f"--replay works anywhere, e.g. `{_replay_command()}`"
 
 
 def _with_hint(text: str) -> str:
