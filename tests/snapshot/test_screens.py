@@ -87,16 +87,15 @@ def test_datacenter_cards_with_many_values_not_reported(snap_compare: SnapCompar
 
 def test_process_filter_applied(snap_compare: SnapCompare) -> None:
     app = live(capture("gtx1070x6-v9.xml"))
-    assert snap_compare(
-        app, press=["slash", *"ethminer", "enter"], terminal_size=(120, 40)
-    )
+    assert snap_compare(app, press=["slash", *"ethminer", "enter"], terminal_size=(120, 40))
 
 
 def test_process_sort_applied(snap_compare: SnapCompare) -> None:
     app = live(capture("rtx3090x4-procs-v12.xml"))
     # From GPU MEM: two columns right (SM%, CPU% -> PID order is by CPU%), then back to PID.
     assert snap_compare(
-        app, press=["less_than_sign", "less_than_sign", "less_than_sign", "r"],
+        app,
+        press=["less_than_sign", "less_than_sign", "less_than_sign", "r"],
         terminal_size=(120, 40),
     )
 
@@ -110,7 +109,9 @@ def container_view(base: Snapshot) -> Snapshot:
             if number == 0:
                 processes.append(
                     dataclasses.replace(
-                        process, user="me", command=f"python train.py --gpu {gpu.index}",
+                        process,
+                        user="me",
+                        command=f"python train.py --gpu {gpu.index}",
                         local_pid=100 + gpu.index,
                     )
                 )
@@ -195,9 +196,9 @@ def test_focused_gpu_shows_its_detail_in_compact_mode(snap_compare: SnapCompare)
     app = live(eight_gpus(capture("rtx3090x4-procs-v12.xml")))
 
     async def focus_gpu_5(pilot: Pilot[object]) -> None:
-        while len(pilot.app.query("GpuPanel")) < 8:
+        while len(pilot.app.screen.query("GpuPanel")) < 8:
             await pilot.pause()
-        pilot.app.query("GpuPanel")[5].focus()
+        pilot.app.screen.query("GpuPanel")[5].focus()
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=focus_gpu_5)
@@ -205,8 +206,7 @@ def test_focused_gpu_shows_its_detail_in_compact_mode(snap_compare: SnapCompare)
 
 def test_settings_used_here_hide_host_and_clock() -> None:
     # The pictures above are only reproducible because of these.
-    assert FIXED_SETTINGS == UiSettings(
-        theme="dark", show_host=False, show_clock=False, animate=False
-    )
+    expected = UiSettings(theme="dark", show_host=False, show_clock=False, animate=False)
+    assert expected == FIXED_SETTINGS
     assert GpuSample(index=0).lost is False
     assert ProcessSample(pid=1).foreign is False

@@ -196,6 +196,12 @@ def table_app(snapshot: Snapshot, readonly: bool = False) -> WidgetApp:
     return WidgetApp(ProcessTable(readonly=readonly, clock=lambda: NOW), snapshot)
 
 
+@pytest.fixture(autouse=True)
+def colour(monkeypatch: pytest.MonkeyPatch) -> None:
+    """App.__init__ reads NO_COLOR: a user's setting must not change the pictures."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+
+
 @pytest.fixture
 def utc() -> Iterator[None]:
     """The details show a local start time: pin the zone so the picture is the same anywhere."""

@@ -367,6 +367,21 @@ async def test_process_gone_from_the_snapshot_while_asking() -> None:
         assert results[-1].error == "process has exited"
 
 
+async def test_pid_reused_by_a_new_process_while_asking() -> None:
+    kill = FakeKill()
+    results: list[ProcessTable.SignalResult] = []
+    app = TableApp(kill=kill)
+    async with app.run_test(message_hook=results_hook(results)) as pilot:
+        await pilot.press("k")
+        await pilot.pause()
+        newborn = replace(ALICE, start_time=NOW - 1, command="something else")
+        app.query_one(ProcessTable).show(snap((newborn, XORG), (BOB, FOREIGN)))
+        await pilot.press("y")
+        await pilot.pause()
+        assert kill.calls == []
+        assert results[-1].error == "process has exited"
+
+
 async def test_foreign_process_is_not_signalled() -> None:
     kill = FakeKill()
     results: list[ProcessTable.SignalResult] = []

@@ -8,7 +8,7 @@ import time
 from datetime import datetime, timedelta
 
 from gputop.errors import GputopError
-from gputop.history import HistoryStore, Metric
+from gputop.history import Metric
 from gputop.model import GpuSample, Snapshot, Utilization
 from gputop.pipeline import (
     ChangeSpeed,

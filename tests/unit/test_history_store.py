@@ -11,7 +11,9 @@ from gputop.model import GpuSample, Memory, Power, Snapshot, Utilization
 T0 = datetime(2024, 9, 18, 21, 34, 12)
 
 
-def gpu(index: int, util: float | None, *, uuid: str | None = None, lost: bool = False) -> GpuSample:
+def gpu(
+    index: int, util: float | None, *, uuid: str | None = None, lost: bool = False
+) -> GpuSample:
     return GpuSample(
         index=index,
         uuid=uuid if uuid is not None else f"GPU-{index}",
@@ -39,7 +41,7 @@ def test_appends_one_sample_per_gpu_and_metric() -> None:
     assert values(view.series("GPU-1", Metric.GPU_UTIL)) == [20.0, 40.0]
     assert values(view.series("GPU-0", Metric.MEM_USED)) == [float(1 << 30)] * 2
     assert view.length == 2
-    assert store.keys() == ["GPU-0", "GPU-1"]
+    assert store.gpu_keys() == ["GPU-0", "GPU-1"]
 
 
 def test_missing_values_lost_and_absent_gpus_are_gaps() -> None:
@@ -94,8 +96,8 @@ def test_the_number_of_gpus_remembered_is_bounded() -> None:
     store = HistoryStore(capacity=4, max_keys=3)
     for index in range(5):
         store.append(snap(index, gpu(index, 1.0)))
-    assert len(store.keys()) == 3
-    assert "GPU-4" in store.keys() and "GPU-0" not in store.keys()
+    assert len(store.gpu_keys()) == 3
+    assert "GPU-4" in store.gpu_keys() and "GPU-0" not in store.gpu_keys()
 
 
 def test_keys_fall_back_to_the_index_and_lost_gpus_read_as_none() -> None:
@@ -112,7 +114,7 @@ def test_an_hour_at_one_second_for_eight_gpus_stays_small() -> None:
     for second in range(store.capacity + 10):
         store.append(snap(second, *gpus))
     ring_bytes = sum(
-        len(store.copy_series(key, metric)) * 4 for key in store.keys() for metric in Metric
+        len(store.copy_series(key, metric)) * 4 for key in store.gpu_keys() for metric in Metric
     )
     assert len(store) == store.capacity
     assert ring_bytes <= 2 * 1024 * 1024

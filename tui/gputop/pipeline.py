@@ -424,10 +424,24 @@ class PollLoop:
     """
 
     def __init__(
-        self, pipeline: Pipeline, *, clock: Clock | None = None, name: str = "gputop-poller"
+        self,
+        pipeline: Pipeline,
+        *,
+        clock: Clock | None = None,
+        name: str = "gputop-poller",
+        started: bool = False,
     ) -> None:
-        """Prepare (not start) the loop."""
+        """Prepare (not start) the loop.
+
+        Args:
+            pipeline: what to run.
+            clock: for scheduling (tests may inject one).
+            name: the thread's name.
+            started: the caller already took the first tick (``pipeline.start()``) to show
+                it at once; the loop goes on from there.
+        """
         self._pipeline = pipeline
+        self._started = started
         self._on_tick: Callable[[Tick], None] = _ignore
         self._clock: Clock = clock or SystemClock()
         self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
@@ -480,7 +494,8 @@ class PollLoop:
 
     def _loop(self) -> None:
         pipeline = self._pipeline
-        self._emit(pipeline.start())
+        if not self._started:
+            self._emit(pipeline.start())
         due = self._due_after(self._clock.monotonic())
         while not self._stopping.is_set():
             if due is None:

@@ -87,7 +87,7 @@ class HistoryStore:
     def __len__(self) -> int:
         return len(self._times)
 
-    def keys(self) -> list[str]:
+    def gpu_keys(self) -> list[str]:
         """GPU keys with history, in first-seen order."""
         return list(self._rings)
 

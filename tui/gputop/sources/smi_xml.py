@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from xml.parsers import expat
 
 from gputop.errors import BadCapture
 from gputop.model import (
@@ -39,9 +41,32 @@ MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 """A 16-GPU document with every supported clock listed is a few MB; more is not nvidia-smi."""
 
 _ROOT_TAG = b"<nvidia_smi_log"
-# Long lists of supported clock pairs are most of the bytes of many captures and nothing we
-# show; cutting them before parsing more than doubles throughput.
-_SKIPPED_BLOCKS = ((b"<supported_clocks>", b"</supported_clocks>"),)
+# Children of <gpu> that nothing reads, in the order nvidia-smi writes them. Cutting them
+# out before parsing spares expat and the tree builder most of the document: long lists of
+# supported clock pairs alone are most of the bytes of many captures. They are looked for in
+# order within each <gpu>, so each costs a short search, and one that is absent (older
+# schemas) or out of order is simply parsed.
+_UNREAD_BLOCKS = tuple(
+    (f"<{tag}>".encode(), f"</{tag}>".encode())
+    for tag in (
+        "inforom_version",
+        "gpu_operation_mode",
+        "gpu_virtualization_mode",
+        "pci_gpu_link_info",
+        "clocks_event_reasons_counters",
+        "encoder_stats",
+        "fbc_stats",
+        "retired_pages",
+        "supported_gpu_target_temp",
+        "module_power_readings",
+        "applications_clocks",
+        "default_applications_clocks",
+        "clock_policy",
+        "fabric",
+        "supported_clocks",
+        "accounted_processes",
+    )
+)
 # Indentation between tags becomes a text or tail string on every element; dropping it
 # before parsing makes expat and the tree builder about a third faster. nvidia-smi indents
 # with tabs and never puts a tab or line break inside a value, so after the prolog (whose
@@ -114,31 +139,61 @@ def parse_document(data: bytes) -> Snapshot:
     return _snapshot(root)
 
 
+class _PrologDone(Exception):
+    """Raised from expat's handler at the root element: the DTD, if any, is behind."""
+
+
+def _root_reached(*_: object) -> None:
+    raise _PrologDone
+
+
+def _entity_declared(*_: object) -> None:
+    raise BadCapture("refusing XML that declares entities (possible entity-expansion bomb)")
+
+
 def _refuse_entities(data: bytes) -> None:
-    # Old drivers inline their DTD (element declarations only); entity declarations are what
-    # expansion bombs need, and nvidia-smi never writes one. The whole document is searched:
-    # a prolog cut at the first "<nvidia_smi_log" is fooled by a comment holding that text.
-    if b"<!ENTITY" in data:
-        raise BadCapture("refusing XML that declares entities (possible entity-expansion bomb)")
+    """Refuse a document whose DTD declares entities.
+
+    Old drivers inline their DTD (element declarations only); entity declarations are what
+    expansion bombs need, and nvidia-smi never writes one. Expat itself reads the prolog and
+    reports every declaration, so no comment or string can hide one, and it stops at the
+    root element: a few microseconds, where searching the whole document for "<!ENTITY"
+    costs 4% of parsing.
+    """
+    parser = expat.ParserCreate()
+    parser.EntityDeclHandler = _entity_declared
+    parser.UnparsedEntityDeclHandler = _entity_declared
+    parser.StartElementHandler = _root_reached
+    try:
+        parser.Parse(data, True)
+    except _PrologDone:
+        return
+    except (expat.ExpatError, LookupError, ValueError):
+        return  # not well-formed (or an unknown encoding): ElementTree says how
 
 
 def _strip_unused(data: bytes) -> bytes:
-    for start_tag, end_tag in _SKIPPED_BLOCKS:
-        if start_tag not in data:
-            continue
-        parts: list[bytes] = []
-        pos = 0
-        while True:
-            start = data.find(start_tag, pos)
+    """The document without the blocks nothing reads and without indentation."""
+    kept: list[bytes] = []
+    keep_from = 0
+    position = 0
+    while True:
+        gpu_end = data.find(b"</gpu>", position)
+        if gpu_end < 0:
+            break
+        for start_tag, end_tag in _UNREAD_BLOCKS:
+            start = data.find(start_tag, position, gpu_end)
             if start < 0:
-                break
-            end = data.find(end_tag, start)
+                continue
+            end = data.find(end_tag, start, gpu_end)
             if end < 0:
-                break
-            parts.append(data[pos:start])
-            pos = end + len(end_tag)
-        parts.append(data[pos:])
-        data = b"".join(parts)
+                continue
+            kept.append(data[keep_from:start])
+            keep_from = position = end + len(end_tag)
+        position = gpu_end + len(b"</gpu>")
+    if kept:
+        kept.append(data[keep_from:])
+        data = b"".join(kept)
     root_at = data.find(_ROOT_TAG)
     body = data[root_at:].translate(None, _LAYOUT)
     if b">  " in body[:4096]:
@@ -190,14 +245,11 @@ _MONTHS = {
 
 def _leading_number(text: str) -> float | None:
     """The number a value starts with (``17.97 W`` is 17.97), or None; never inf or NaN."""
-    words = text.split(None, 1)
-    if not words:
-        return None
     try:
         # float() of the first word is several times cheaper than a regex match.
-        value = float(words[0])
+        value = float(text.partition(" ")[0])
     except ValueError:
-        match = _NUMBER.match(text)  # "12%": no space between number and unit
+        match = _NUMBER.match(text)  # " 12 %", "12%": odd spacing
         if match is None:
             return None
         value = float(match.group(1))
@@ -214,8 +266,13 @@ def _children(element: Element) -> dict[str, Element]:
     return {child.tag: child for child in reversed(element)}
 
 
-def _child(parent: Element | None, tag: str) -> Element | None:
-    return None if parent is None else parent.find(tag)
+def _absent(tag: str) -> Element | None:
+    return None
+
+
+def _finder(parent: Element | None) -> Callable[[str], Element | None]:
+    """``parent.find``, or a find that finds nothing when the parent itself is absent."""
+    return _absent if parent is None else parent.find
 
 
 class _Reader:
@@ -342,6 +399,7 @@ def _power(reader: _Reader, gpu: dict[str, Element]) -> Power:
     node = gpu.get("gpu_power_readings")
     if node is None:
         node = gpu.get("power_readings")
+    find = _finder(node)
     return Power(
         draw=reader.first(
             node, ("power_draw", "average_power_draw", "instant_power_draw"), "power.draw"
@@ -349,20 +407,21 @@ def _power(reader: _Reader, gpu: dict[str, Element]) -> Power:
         limit=reader.first(
             node, ("enforced_power_limit", "current_power_limit", "power_limit"), "power.limit"
         ),
-        default_limit=reader.number(_child(node, "default_power_limit"), "power.default_limit"),
-        min_limit=reader.number(_child(node, "min_power_limit"), "power.min_limit"),
-        max_limit=reader.number(_child(node, "max_power_limit"), "power.max_limit"),
+        default_limit=reader.number(find("default_power_limit"), "power.default_limit"),
+        min_limit=reader.number(find("min_power_limit"), "power.min_limit"),
+        max_limit=reader.number(find("max_power_limit"), "power.max_limit"),
     )
 
 
 def _temperature(reader: _Reader, node: Element | None) -> Temperature:
-    memory = _child(node, "memory_temp")
-    max_operating = _child(node, "gpu_temp_max_gpu_threshold")
+    find = _finder(node)
+    memory = find("memory_temp")
+    max_operating = find("gpu_temp_max_gpu_threshold")
     return Temperature(
-        gpu=reader.number(_child(node, "gpu_temp"), "temperature.gpu"),
+        gpu=reader.number(find("gpu_temp"), "temperature.gpu"),
         memory=None if memory is None else reader.number(memory, "temperature.memory"),
-        slowdown=reader.number(_child(node, "gpu_temp_slow_threshold"), "temperature.slowdown"),
-        shutdown=reader.number(_child(node, "gpu_temp_max_threshold"), "temperature.shutdown"),
+        slowdown=reader.number(find("gpu_temp_slow_threshold"), "temperature.slowdown"),
+        shutdown=reader.number(find("gpu_temp_max_threshold"), "temperature.shutdown"),
         max_operating=None
         if max_operating is None
         else reader.number(max_operating, "temperature.max_operating"),
@@ -370,11 +429,12 @@ def _temperature(reader: _Reader, node: Element | None) -> Temperature:
 
 
 def _clocks(reader: _Reader, node: Element | None, prefix: str) -> Clocks:
-    video = _child(node, "video_clock")
+    find = _finder(node)
+    video = find("video_clock")
     return Clocks(
-        graphics=reader.integer(_child(node, "graphics_clock"), f"{prefix}.graphics"),
-        sm=reader.integer(_child(node, "sm_clock"), f"{prefix}.sm"),
-        memory=reader.integer(_child(node, "mem_clock"), f"{prefix}.memory"),
+        graphics=reader.integer(find("graphics_clock"), f"{prefix}.graphics"),
+        sm=reader.integer(find("sm_clock"), f"{prefix}.sm"),
+        memory=reader.integer(find("mem_clock"), f"{prefix}.memory"),
         video=None if video is None else reader.integer(video, f"{prefix}.video"),
     )
 
@@ -411,8 +471,9 @@ def _int_or_none(text: str | None) -> int | None:
 
 
 def _ecc(reader: _Reader, node: Element | None) -> EccErrors:
-    volatile = _ecc_counts(_child(node, "volatile"))
-    aggregate = _ecc_counts(_child(node, "aggregate"))
+    find = _finder(node)
+    volatile = _ecc_counts(find("volatile"))
+    aggregate = _ecc_counts(find("aggregate"))
     errors = EccErrors(volatile[0], volatile[1], aggregate[0], aggregate[1])
     if errors == EccErrors():
         reader.missing.append(("ecc_errors", Reason.NOT_AVAILABLE))
@@ -483,7 +544,7 @@ def _mig_devices(
         gi = _int_or_none(item.findtext("gpu_instance_id"))
         ci = _int_or_none(item.findtext("compute_instance_id"))
         attributes = item.find("device_attributes/shared")
-        sm_count = reader.integer(_child(attributes, "multiprocessor_count"), "sm_count")
+        sm_count = reader.integer(_finder(attributes)("multiprocessor_count"), "sm_count")
         memory = _memory(reader, item.find("fb_memory_usage"), "memory")
         profile = derive_profile(gpu_name, gpu_memory_total, sm_count, memory.total)
         for path in ("utilization.gpu", "utilization.memory"):
@@ -522,12 +583,12 @@ def _gpu(index: int, element: Element) -> GpuSample:
     reader.under_mig = bool(mig_mode)
     name = reader.text(gpu.get("product_name"), "name")
     memory = _memory(reader, gpu.get("fb_memory_usage"), "memory")
-    utilization_node = gpu.get("utilization")
+    find = _finder(gpu.get("utilization"))
     utilization = Utilization(
-        gpu=reader.percent(_child(utilization_node, "gpu_util"), "utilization.gpu"),
-        memory=reader.percent(_child(utilization_node, "memory_util"), "utilization.memory"),
-        encoder=reader.percent(_child(utilization_node, "encoder_util"), "utilization.encoder"),
-        decoder=reader.percent(_child(utilization_node, "decoder_util"), "utilization.decoder"),
+        gpu=reader.percent(find("gpu_util"), "utilization.gpu"),
+        memory=reader.percent(find("memory_util"), "utilization.memory"),
+        encoder=reader.percent(find("encoder_util"), "utilization.encoder"),
+        decoder=reader.percent(find("decoder_util"), "utilization.decoder"),
     )
     reader.under_mig = False
     processes = _processes(gpu.get("processes"))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -31,12 +32,28 @@ class GputopApp(App[int]):
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
-    def __init__(self, loop: TickLoop, settings: UiSettings | None = None) -> None:
-        """Create the app around ``loop``; nothing runs until the app is mounted."""
+    def __init__(
+        self,
+        loop: TickLoop,
+        settings: UiSettings | None = None,
+        *,
+        now: Callable[[], datetime] = datetime.now,
+        first_tick: Tick | None = None,
+    ) -> None:
+        """Create the app around ``loop``; nothing runs until the app is mounted.
+
+        Args:
+            loop: produces the ticks and takes the user's commands.
+            settings: presentation settings.
+            now: wall-clock time (the history screen's "stale" rule); tests fix it.
+            first_tick: a tick already taken, composed into the first frame; the loop
+                then only produces the ticks after it.
+        """
         super().__init__()
         self.settings = settings or UiSettings()
         self.loop = loop
-        self.last_tick: Tick | None = None
+        self.now = now
+        self.last_tick: Tick | None = first_tick
         """The newest tick shown."""
         self.ticks_shown = 0
         """Ticks rendered (a lagging UI renders fewer than the loop produced)."""
@@ -54,7 +71,7 @@ class GputopApp(App[int]):
         """The one main screen (created on first use)."""
         screen = getattr(self, "_main_screen", None)
         if screen is None:
-            screen = MainScreen(self.settings)
+            screen = MainScreen(self.settings, self.last_tick)
             self._main_screen = screen
         return screen
 
@@ -64,9 +81,18 @@ class GputopApp(App[int]):
 
     def on_tick_arrived(self, message: TickArrived) -> None:
         """Show the newest tick on the main screen (even while a dialog covers it)."""
-        self.last_tick = message.tick
+        tick = message.tick
+        previous = self.last_tick
+        self.last_tick = tick
         self.ticks_shown += 1
-        self.main_screen.show_tick(message.tick)
+        self.main_screen.show_tick(tick)
+        if previous is not None and previous.snapshot is tick.snapshot:
+            return
+        screen = self.screen
+        append = getattr(screen, "append", None)
+        if screen is not self.main_screen and callable(append):
+            # The history screen follows new snapshots while it is open.
+            append(tick.snapshot, self.now() if tick.live else None)
 
     def submit(self, command: Command) -> None:
         """Send a user command to the loop; its answer arrives as a tick."""

@@ -21,6 +21,9 @@ GAP_CELL = " "
 """A sample that was not reported (or the GPU was absent) leaves a hole in the line."""
 
 
+LOST_TEXT = "GPU lost: the driver cannot reach it; its values are n/a until it returns"
+
+
 class Level(enum.Enum):
     """How alarming a value is; the panel maps each to a style."""
 
@@ -245,7 +248,7 @@ def missing_reasons(gpu: GpuSample, paths: Sequence[str]) -> list[str]:
 def detail_parts(gpu: GpuSample) -> list[tuple[str, Level]]:
     """The detail line as (text, level) parts: fan, P-state, clocks, codecs, throttling, n/a."""
     if gpu.lost:
-        return [("GPU lost: the driver cannot reach it; its values are n/a until it returns", Level.CRIT)]
+        return [(LOST_TEXT, Level.CRIT)]
     parts: list[tuple[str, Level]] = []
     parts.append(_field("fan", fmt_percent(gpu.fan_speed), gpu, "fan_speed"))
     parts.append(_field("", gpu.performance_state or NA, gpu, "performance_state", empty="P-state"))

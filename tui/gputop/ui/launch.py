@@ -54,8 +54,11 @@ def run_tui(
     )
     from gputop.ui.app import GputopApp
 
-    loop = PollLoop(pipeline)
-    app = GputopApp(loop, settings)
+    # The first tick is taken here, before the app starts, so the first frame the
+    # terminal sees already has every GPU on it (and no second layout pass is needed).
+    first = pipeline.start()
+    loop = PollLoop(pipeline, started=True)
+    app = GputopApp(loop, settings, first_tick=first)
     try:
         app.run()
     finally:

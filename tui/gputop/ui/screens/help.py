@@ -95,9 +95,12 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark", "close", "Close"),
     ]
 
+    sections: list[tuple[str, list[Row]]]
+    """What the screen lists (set when composed)."""
+
     def compose(self) -> ComposeResult:
         """A title, then the sections in two columns."""
-        sections = help_sections()
+        sections = self.sections = help_sections()
         half = (len(sections) + 1) // 2
         with VerticalScroll(id="help-box", classes="dialog"):
             yield Label("gputop keys", classes="dialog-title")

@@ -7,7 +7,6 @@ the screen (``-compact``: one line per GPU; ``-wide``: two columns of panels), s
 
 from __future__ import annotations
 
-import importlib
 import math
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +30,7 @@ from gputop.pipeline import (
     TogglePause,
 )
 from gputop.ui.settings import UiSettings
-from gputop.ui.widgets.gpu_grid import GpuGrid
+from gputop.ui.widgets.gpu_grid import GpuGrid, panel_keys
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.mig_tree import MigTree
 from gputop.ui.widgets.process_table import ProcessTable
@@ -39,8 +38,10 @@ from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
 
 FULL_PANEL_ROWS = 5
 """A full panel: three lines and its border."""
-MIN_LOWER_ROWS = 8
+MIN_LOWER_ROWS = 10
 """Rows the process table keeps at least before panels go compact."""
+MAX_PANEL_SHARE = 0.62
+"""Full panels may take at most this share of the rows below the header."""
 WIDE_COLUMNS = 160
 """From this width panels sit in two columns."""
 MIN_FULL_WIDTH = 70
@@ -64,7 +65,10 @@ def choose_layout(width: int, height: int, gpus: int, replaying: bool) -> tuple[
     wide = width >= WIDE_COLUMNS and gpus >= 2
     rows = math.ceil(max(gpus, 1) / (2 if wide else 1))
     chrome = 2 + (1 if replaying else 0)
-    fits = rows * FULL_PANEL_ROWS + chrome + MIN_LOWER_ROWS <= height
+    panel_rows = rows * FULL_PANEL_ROWS
+    fits = panel_rows + chrome + MIN_LOWER_ROWS <= height and panel_rows <= MAX_PANEL_SHARE * (
+        height - chrome
+    )
     compact = width < MIN_FULL_WIDTH or not fits
     return compact, wide and not compact
 
@@ -104,12 +108,13 @@ class MainScreen(Screen[None]):
         Binding("minus", "interval(1)", "Poll slower", show=False),
     ]
 
-    def __init__(self, settings: UiSettings) -> None:
-        """Create the screen; it shows nothing until the first tick."""
+    def __init__(self, settings: UiSettings, first_tick: Tick | None = None) -> None:
+        """Create the screen, composed for ``first_tick`` when one is already known."""
         super().__init__()
         self.settings = settings
         self.tick: Tick | None = None
         """The tick shown."""
+        self._first_tick = first_tick
         self.compact = False
         self.wide = False
         self._mig_dirty = True
@@ -121,16 +126,28 @@ class MainScreen(Screen[None]):
         yield StatusHeader(
             id="header", show_host=self.settings.show_host, show_clock=self.settings.show_clock
         )
-        yield GpuGrid(id="gpus")
+        first = self._first_tick
+        yield GpuGrid(id="gpus", keys=[] if first is None else panel_keys(first))
         with Horizontal(id="lower"):
             yield ProcessTable(readonly=self.settings.readonly, id="processes")
-            yield MigTree(id="mig")
         yield ReplayBar(id="replay-bar")
         yield Footer()
 
     def on_mount(self) -> None:
-        """Follow theme changes (the header and detail lines hold styled text)."""
+        """Show the first tick (before the first frame), follow theme changes."""
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+        if self._first_tick is not None:
+            self.show_tick(self._first_tick)
+            self._first_tick = None
+
+    def _mig_tree(self) -> MigTree:
+        """The MIG tree, created the first time it is wanted (most machines have no MIG)."""
+        found = self.query(MigTree)
+        if found:
+            return found.first()
+        tree = MigTree(id="mig")
+        self.query_one("#lower", Horizontal).mount(tree)
+        return tree
 
     # -- showing ticks ------------------------------------------------------------------
 
@@ -161,7 +178,7 @@ class MainScreen(Screen[None]):
             self.query_one(ProcessTable).show(tick.snapshot)
             self._mig_dirty = True
         if self.has_class("-mig") and self._mig_dirty:
-            self.query_one(MigTree).show(tick.snapshot)
+            self._mig_tree().show(tick.snapshot)
             self._mig_dirty = False
         for note in tick.notes:
             self.notify(note, severity="warning")
@@ -211,13 +228,17 @@ class MainScreen(Screen[None]):
             return False
         replaying = self.replaying
         if action in REPLAY_ACTIONS:
-            return replaying
+            # A single-document capture is a still: there is nowhere to move.
+            tick = self.tick
+            return replaying and not (
+                tick is not None and tick.replay is not None and tick.replay.still
+            )
         if action in LIVE_ACTIONS:
             return not replaying
         if action in ("toggle_pause", "resume"):
             tick = self.tick
             if tick is not None and tick.replay is not None and tick.replay.still:
-                return None if action == "toggle_pause" else False
+                return False
             paused = self._paused(tick)
             return paused if action == "resume" else not paused
         return True
@@ -226,7 +247,7 @@ class MainScreen(Screen[None]):
         """Show or hide the MIG tree beside the processes."""
         self.toggle_class("-mig")
         if self.has_class("-mig") and self.tick is not None:
-            self.query_one(MigTree).show(self.tick.snapshot)
+            self._mig_tree().show(self.tick.snapshot)
             self._mig_dirty = False
 
     def action_filter(self) -> None:
@@ -292,9 +313,12 @@ class MainScreen(Screen[None]):
         tick = self.tick
         if tick is None:
             return
-        try:
-            module = importlib.import_module("gputop.ui.history_screen")
-        except ImportError:
-            self.notify("The history screen is not available in this build.", severity="warning")
-            return
-        self.app.push_screen(module.HistoryScreen(message.gpu_index, tick.window))
+        # Imported here: the charts pull in plotext, which the main screen does not need.
+        from gputop.ui.history_screen import HistoryScreen
+
+        now = self._now() if tick.live else None
+        self.app.push_screen(HistoryScreen(message.gpu_index, tick.window, now=now))
+
+    def _now(self) -> datetime:
+        now = getattr(self.app, "now", None)
+        return now() if callable(now) else datetime.now()

@@ -48,17 +48,22 @@ def panel_entries(tick: Tick) -> list[Entry]:
     return sorted(entries.values(), key=lambda entry: (entry[1].index, entry[0]))
 
 
+def panel_keys(tick: Tick) -> list[str]:
+    """The keys of the panels ``tick`` needs, in display order."""
+    return [key for key, _, _ in panel_entries(tick)]
+
+
 class GpuGrid(Widget):
     """Column header (compact), the panels, and the focused GPU's detail line (compact)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {f"gpu-panel--{role}" for role in ROLES}
     """The same roles as a panel's, for the header and detail lines."""
 
-    def __init__(self, *, id: str | None = None) -> None:
-        """An empty grid; ``show`` adds panels."""
+    def __init__(self, *, id: str | None = None, keys: list[str] | None = None) -> None:
+        """A grid composed with panels for ``keys`` (``show`` adds or drops panels later)."""
         super().__init__(id=id)
-        self._keys: list[str] = []
-        self._panels: list[GpuPanel] = []
+        self._keys: list[str] = list(keys or [])
+        self._panels: list[GpuPanel] = [GpuPanel(key) for key in self._keys]
         self._entries: list[Entry] = []
         self._tick: Tick | None = None
         self._compact = False
@@ -70,7 +75,7 @@ class GpuGrid(Widget):
     def compose(self) -> ComposeResult:
         """Header, panel container, detail line."""
         yield Static(id="gpu-columns")
-        yield Container(id="gpu-panels")
+        yield Container(*self._panels, id="gpu-panels")
         yield Static(id="gpu-detail")
 
     @property

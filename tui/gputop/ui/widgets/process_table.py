@@ -165,7 +165,6 @@ class ProcessTable(Widget):
         self.set_reactive(ProcessTable.readonly, readonly)
         self._kill = kill
         self._clock = clock
-        self._snapshot: Snapshot | None = None
         self._rows: list[ProcessRow] = []
         self._shown: dict[str, tuple[tuple[str, ...], bool]] = {}
         self._by_key: dict[str, ProcessRow] = {}
@@ -252,7 +251,6 @@ class ProcessTable(Widget):
 
     def show(self, snapshot: Snapshot) -> None:
         """Display the processes of ``snapshot``."""
-        self._snapshot = snapshot
         self._rows = build_rows(snapshot, self._clock())
         if self.is_mounted:
             self._apply()
@@ -451,11 +449,16 @@ class ProcessTable(Widget):
         if not send:
             return
         # The dialog may have been open over several ticks: a process gone from the latest
-        # snapshot has exited, and its PID may already name another process.
-        if row.key_text not in {current.key_text for current in self._rows}:
+        # snapshot (or there with another start time) has exited, and its PID may already
+        # name another process.
+        current = next((r for r in self._rows if r.key_text == row.key_text), None)
+        started = row.process.start_time
+        if current is None or (started is not None and current.process.start_time != started):
             self._report(pid, sig, "process has exited")
             return
-        self._report(pid, sig, send_signal(self._kill, row.process, sig))
+        self._report(
+            target_pid(current.process), sig, send_signal(self._kill, current.process, sig)
+        )
 
     def _report(self, pid: int | None, sig: signal.Signals, error: str | None) -> None:
         self.post_message(self.SignalResult(pid, sig, error))

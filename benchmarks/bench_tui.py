@@ -1,0 +1,256 @@
+"""TUI costs, measured on the real `gputop` process in a terminal; prints figures.
+
+* time to first frame: from process start until the GPUs are on screen (tmux, polled every
+  5 ms with ``capture-pane``; and on a bare pseudo-terminal, timed to the first output byte
+  holding the GPU names);
+* CPU seconds per minute of monitoring at 1 s, RSS, and bytes written to the terminal per
+  second, for 8 GPUs x 7 MIG instances with 200 processes on the fake NVML (values moving
+  every tick), after a warm-up; the same for a replay of a bundled capture;
+* the same bytes/s for a curses tool (``htop -d 10``) on the same terminal, if installed,
+  as a yardstick.
+
+Usage: ``python benchmarks/bench_tui.py [--seconds 60] [--warmup 5]``. Needs tmux.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CAPTURE = REPO / "snapshots" / "rtx3090x4-procs-v12.xml"
+COLUMNS, ROWS = 120, 40
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def child(argv: Sequence[str]) -> int:
+    """Run gputop on a fake NVML that is 8 H100s x 7 MIG instances, 200 processes, moving."""
+    sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
+    from fakes.nvml_fake import FakeNvml
+    from fakes.nvml_install import install
+    from fakes.nvml_scenarios import h100_mig_box, varying
+
+    fake = FakeNvml(varying(h100_mig_box(8, 7, 200), ticks=600))
+    # The fake logs every call for its tests; a bounded log keeps the fake's own memory
+    # out of gputop's RSS.
+    fake.calls = deque(maxlen=16)  # type: ignore[assignment]
+    install(fake)
+    from gputop.cli import main
+
+    return main(list(argv))
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    env.update(TERM="xterm-256color", COLORTERM="truecolor", PYTHONPATH=str(REPO / "tui"))
+    return env
+
+
+def _gputop(args: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "gputop", *args]
+
+
+def _fake_gputop(args: Sequence[str]) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "child", *args]
+
+
+# -- first frame in tmux --------------------------------------------------------------
+
+
+def first_frame_tmux(command: Sequence[str], marker: str, count: int = 1) -> float:
+    """Seconds from starting ``command`` in a 120x40 tmux pane to ``marker`` on screen."""
+    socket = f"gputop-bench-{uuid.uuid4().hex[:8]}"
+    tmux = ["tmux", "-L", socket]
+    quoted = " ".join(f"'{part}'" for part in command)
+    env = " ".join(f"{k}='{v}'" for k, v in _env().items() if k in ("TERM", "COLORTERM"))
+    script = f"cd '{REPO}' && env -u COLUMNS -u LINES {env} {quoted}; sleep 30"
+    # The server and an empty session exist first, so only gputop's start is timed.
+    subprocess.run([*tmux, "new-session", "-d", "-s", "idle", "-x", "10", "-y", "5"], check=True)
+    try:
+        started = time.perf_counter()
+        subprocess.run(
+            [*tmux, "new-session", "-d", "-s", "t", "-x", str(COLUMNS), "-y", str(ROWS), script],
+            check=True,
+        )
+        while time.perf_counter() - started < 20:
+            screen = subprocess.run(
+                [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
+            ).stdout
+            if screen.count(marker) >= count:
+                return time.perf_counter() - started
+            time.sleep(0.005)
+        raise RuntimeError(f"{marker!r} never appeared")
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+# -- a bare pseudo-terminal ------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """What one process did on the pseudo-terminal."""
+
+    first_output_s: float
+    first_frame_s: float
+    cpu_s: float
+    seconds: float
+    bytes_out: int
+    rss_kib: int
+    peak_rss_kib: int
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _rss_kib(pid: int) -> tuple[int, int]:
+    status = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return int(status["VmRSS"].split()[0]), int(status["VmHWM"].split()[0])
+
+
+def run_on_pty(
+    command: Sequence[str], marker: bytes, seconds: float, warmup: float, quit_key: bytes = b"q"
+) -> Run:
+    """Run ``command`` on a 120x40 pty; measure CPU, RSS and output after ``warmup`` s."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=REPO,
+        env=_env(),
+        start_new_session=True,
+    )
+    os.close(slave)
+    seen = bytearray()
+    first_output = first_frame = -1.0
+    counted = 0
+    measuring = False
+    cpu_start = 0.0
+    measure_start = 0.0
+    deadline = started + warmup + seconds + 20
+    try:
+        while time.perf_counter() < deadline:
+            now = time.perf_counter()
+            if not measuring and first_frame >= 0 and now - started >= warmup + first_frame:
+                measuring = True
+                cpu_start = _cpu_seconds(process.pid)
+                measure_start = now
+                counted = 0
+            if measuring and now - measure_start >= seconds:
+                break
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                data = os.read(master, 1 << 16)
+            except OSError:
+                break
+            if first_output < 0:
+                first_output = time.perf_counter() - started
+            if first_frame < 0:
+                seen += data
+                if marker in seen:
+                    first_frame = time.perf_counter() - started
+            if measuring:
+                counted += len(data)
+        elapsed = time.perf_counter() - measure_start
+        cpu = _cpu_seconds(process.pid) - cpu_start
+        rss, peak = _rss_kib(process.pid)
+        os.write(master, quit_key)
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    finally:
+        os.close(master)
+    return Run(first_output, first_frame, cpu, elapsed, counted, rss, peak)
+
+
+def report(name: str, run: Run) -> None:
+    """Print one run's figures."""
+    per_minute = run.cpu_s / run.seconds * 60
+    print(f"{name}:")
+    print(f"  first output byte      {run.first_output_s * 1000:7.0f} ms")
+    print(f"  first frame with GPUs  {run.first_frame_s * 1000:7.0f} ms")
+    print(
+        f"  CPU                    {per_minute:7.2f} s per minute "
+        f"({per_minute / 60 * 100:.2f}% of one core) over {run.seconds:.0f} s"
+    )
+    print(f"  RSS                    {run.rss_kib / 1024:7.1f} MiB (peak {run.peak_rss_kib / 1024:.1f})")
+    print(f"  terminal output        {run.bytes_out / run.seconds:7.0f} bytes/s")
+
+
+def main() -> int:
+    """Measure and print."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--repeat", type=int, default=5, help="first-frame samples")
+    options = parser.parse_args()
+    if shutil.which("tmux") is None:
+        print("tmux is required", file=sys.stderr)
+        return 2
+    print(f"terminal {COLUMNS}x{ROWS}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+
+    replay = _gputop(["--replay", str(CAPTURE)])
+    samples = sorted(
+        first_frame_tmux(replay, "NVIDIA GeForce RTX 3090", 4) for _ in range(options.repeat)
+    )
+    print(
+        f"first frame in tmux, replay of {CAPTURE.name}: median "
+        f"{samples[len(samples) // 2] * 1000:.0f} ms (min {samples[0] * 1000:.0f}, "
+        f"max {samples[-1] * 1000:.0f}; {len(samples)} runs)"
+    )
+    live = _fake_gputop([])
+    samples = sorted(first_frame_tmux(live, "NVIDIA H100", 1) for _ in range(options.repeat))
+    print(
+        f"first frame in tmux, live 8x H100 x 7 MIG, 200 processes (fake NVML): median "
+        f"{samples[len(samples) // 2] * 1000:.0f} ms (min {samples[0] * 1000:.0f}, "
+        f"max {samples[-1] * 1000:.0f})"
+    )
+
+    report(
+        "live, 8x H100 x 7 MIG, 200 processes, 1 s interval (fake NVML, values moving)",
+        run_on_pty(live, b"H100", options.seconds, options.warmup),
+    )
+    report(
+        f"replay of {CAPTURE.name} (a still: nothing changes)",
+        run_on_pty(replay, b"RTX 3090", min(options.seconds, 20.0), options.warmup),
+    )
+    if shutil.which("htop"):
+        report(
+            "yardstick: htop -d 10 (curses, 1 s refresh)",
+            run_on_pty(["htop", "-d", "10"], b"Load", options.seconds, options.warmup, b"q"),
+        )
+    else:
+        print("htop not installed: no curses yardstick")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["child"]:
+        sys.exit(child(sys.argv[2:]))
+    sys.exit(main())

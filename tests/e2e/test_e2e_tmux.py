@@ -1,0 +1,191 @@
+"""The real `gputop` in a real terminal (tmux): what it shows, that keys work, that q exits 0.
+
+Each test runs on its own tmux server socket so nothing leaks into a user's tmux, and reads
+the screen with ``capture-pane -p``. The live test uses the fake NVML from ``tests/fakes``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gputop.sources.smi_writer import snapshot_to_xml
+from gputop.ui.testing import load, varied_stream
+
+REPO = Path(__file__).resolve().parents[2]
+CAPTURES = REPO / "snapshots"
+TIMEOUT = 15.0
+
+if shutil.which("tmux") is None:  # pragma: no cover - CI installs tmux (.ci/run)
+    pytest.fail("tmux is required for the end-to-end tests", pytrace=False)
+
+
+class Terminal:
+    """One gputop process in a detached 120x40 tmux session."""
+
+    def __init__(self, tmp: Path, args: list[str], env: dict[str, str] | None = None) -> None:
+        self.socket = f"gputop-e2e-{uuid.uuid4().hex[:8]}"
+        self.rc_file = tmp / f"{self.socket}.rc"
+        environment = {"TERM": "xterm-256color", "COLORTERM": "truecolor", **(env or {})}
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in environment.items())
+        command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "gputop", *args])
+        # COLUMNS/LINES may be set in this process (curses puts them there); they would
+        # override the pane's real size.
+        script = (
+            f"cd {shlex.quote(str(REPO))} && env -u COLUMNS -u LINES {exports} {command}; "
+            f"echo $? > {self.rc_file}"
+        )
+        self._tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40", script)
+
+    def _tmux(self, *args: str) -> str:
+        result = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False
+        )
+        return result.stdout
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "t")
+
+    def screen_with_escapes(self) -> str:
+        return self._tmux("capture-pane", "-p", "-e", "-t", "t")
+
+    def wait_for(self, *texts: str) -> str:
+        deadline = time.monotonic() + TIMEOUT
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if all(text in screen for text in texts):
+                return screen
+            if self.rc_file.exists():
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"never showed {texts!r}; screen was:\n{screen}")
+
+    def press(self, *keys: str) -> None:
+        for key in keys:
+            self._tmux("send-keys", "-t", "t", key)
+            time.sleep(0.15)
+
+    def exit_code(self) -> int:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            if self.rc_file.exists() and self.rc_file.read_text().strip():
+                return int(self.rc_file.read_text())
+            time.sleep(0.1)
+        raise AssertionError(f"gputop did not exit; screen was:\n{self.screen()}")
+
+    def close(self) -> None:
+        self._tmux("kill-server")
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[list[Terminal]]:
+    opened: list[Terminal] = []
+    yield opened
+    for term in opened:
+        term.close()
+
+
+def start(opened: list[Terminal], tmp: Path, args: list[str], **env: str) -> Terminal:
+    term = Terminal(tmp, args, env)
+    opened.append(term)
+    return term
+
+
+def test_replay_of_a_capture_shows_the_gpus_and_q_exits_zero(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    term = start(terminal, tmp_path, ["--replay", str(CAPTURES / "rtx3090x4-procs-v12.xml")])
+    screen = term.wait_for("RTX 3090", "replay", "still")
+    assert "driver 550.90.07" in screen and "CUDA 12.4" in screen
+    assert screen.count("NVIDIA GeForce RTX 3090") == 4
+    assert "8 of 8 processes" in screen and "read-only" in screen
+    term.press("q")
+    assert term.exit_code() == 0
+
+
+def test_replay_keys_move_through_a_stream(terminal: list[Terminal], tmp_path: Path) -> None:
+    stream = varied_stream(load(CAPTURES / "rtx3090x4-procs-v12.xml"), 30)
+    path = tmp_path / "stream.xml"
+    path.write_bytes(b"".join(snapshot_to_xml(snapshot) for snapshot in stream))
+    term = start(terminal, tmp_path, ["--replay", str(path)])
+    term.wait_for("/30", "playing")
+    term.press("Space", "Home")
+    term.wait_for("1/30", "paused", "21:34:12")
+    term.press("Right", "Right")
+    term.wait_for("3/30", "21:34:14")
+    term.press("]", "]")
+    term.wait_for("speed 4x")
+    term.press("g")
+    term.wait_for("Go to")
+    term.press("1", "5", "Enter")
+    term.wait_for("16/30", "21:34:27")
+    term.press("End")
+    term.wait_for("30/30", "end")
+    term.press("?")
+    term.wait_for("gputop keys", "Step back")
+    term.press("Escape", "q")
+    assert term.exit_code() == 0
+
+
+def test_live_on_the_fake_nvml(terminal: list[Terminal], tmp_path: Path) -> None:
+    env = {
+        "PYTHONPATH": str(REPO / "tests" / "fakes"),
+        "GPUTOP_FAKE_NVML": str(CAPTURES / "rtx3090x4-procs-v12.xml"),
+    }
+    term = start(terminal, tmp_path, ["--interval", "0.5"], **env)
+    screen = term.wait_for("live", "every 0.5s", "RTX 3090")
+    assert screen.count("NVIDIA GeForce RTX 3090") == 4
+    term.press("Space")
+    term.wait_for("paused")
+    term.press("q")
+    assert term.exit_code() == 0
+
+
+def test_live_mig_box_on_the_fake_nvml_shows_the_mig_tree(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    env = {"PYTHONPATH": str(REPO / "tests" / "fakes"), "GPUTOP_FAKE_NVML": "h100-mig-8x7"}
+    term = start(terminal, tmp_path, [], **env)
+    term.wait_for("live", "GPUs 8")
+    term.press("m")
+    term.wait_for("GI ", "CI ")
+    term.press("q")
+    assert term.exit_code() == 0
+
+
+def colors(screen: str, kind: str) -> list[tuple[int, int, int]]:
+    """Every truecolor foreground (38) or background (48) colour in escape sequences."""
+    found = re.findall(rf"(?:^|;|\[){kind};2;(\d+);(\d+);(\d+)", screen)
+    return [(int(r), int(g), int(b)) for r, g, b in found]
+
+
+def test_no_color_shows_only_greys(terminal: list[Terminal], tmp_path: Path) -> None:
+    args = ["--replay", str(CAPTURES / "rtx3090x4-procs-v12.xml")]
+    term = start(terminal, tmp_path, args, NO_COLOR="1")
+    term.wait_for("RTX 3090", "still")
+    screen = term.screen_with_escapes()
+    painted = colors(screen, "38") + colors(screen, "48")
+    assert painted, "no colours at all: the capture lost its escapes"
+    assert all(r == g == b for r, g, b in painted)
+    term.press("q")
+    assert term.exit_code() == 0
+
+
+def test_light_theme_paints_a_light_background(terminal: list[Terminal], tmp_path: Path) -> None:
+    args = ["--replay", str(CAPTURES / "tesla-t4-v11.xml"), "--theme", "light"]
+    term = start(terminal, tmp_path, args)
+    term.wait_for("Tesla T4", "fan n/a")
+    backgrounds = colors(term.screen_with_escapes(), "48")
+    assert backgrounds and sum(sum(c) > 600 for c in backgrounds) > len(backgrounds) / 2
+    term.press("q")
+    assert term.exit_code() == 0

@@ -1,0 +1,348 @@
+"""Every key of the main screen, pressed through Pilot, with its effect asserted."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from pathlib import Path
+
+from textual.widgets import Input, Static
+
+from gputop.model import Snapshot
+from gputop.pipeline import (
+    ChangeSpeed,
+    ManualLoop,
+    Seek,
+    SetInterval,
+    Step,
+    TogglePause,
+)
+from gputop.ui.app import GputopApp
+from gputop.ui.history_screen import HistoryScreen
+from gputop.ui.screens.goto import GotoDialog
+from gputop.ui.screens.help import HelpScreen
+from gputop.ui.screens.main import MainScreen
+from gputop.ui.testing import FIXED_SETTINGS, live_app, load, replay_app, varied_stream
+from gputop.ui.widgets.gpu_panel import GpuPanel
+from gputop.ui.widgets.mig_tree import MigTree
+from gputop.ui.widgets.process_table import ProcessTable
+
+CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
+SIZE = (120, 40)
+
+
+def four_gpus() -> Snapshot:
+    return load(CAPTURES / "rtx3090x4-procs-v12.xml")
+
+
+def stream(count: int = 40) -> list[Snapshot]:
+    return varied_stream(four_gpus(), count)
+
+
+def manual(app: GputopApp) -> ManualLoop:
+    assert isinstance(app.loop, ManualLoop)
+    return app.loop
+
+
+def main(app: GputopApp) -> MainScreen:
+    return app.main_screen
+
+
+def position(app: GputopApp) -> int:
+    tick = app.last_tick
+    assert tick is not None and tick.replay is not None
+    return tick.replay.position
+
+
+async def test_q_quits_with_status_zero_and_stops_the_loop() -> None:
+    app = live_app([four_gpus()])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_value == 0
+    assert manual(app).stopped
+
+
+async def test_question_mark_opens_the_help_and_escape_closes_it() -> None:
+    app = live_app([four_gpus()])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        rows = {row for _, section in app.screen.sections for row in section}
+        assert ("Space", "Pause / Resume") in rows and ("←", "Step back") in rows
+        assert ("/", "Filter") in rows and ("q", "Quit") in rows
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("question_mark", "question_mark")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_m_toggles_the_mig_tree() -> None:
+    app = replay_app(varied_stream(load(CAPTURES / "a100-sxm4-80gb-mig-v12.xml"), 5))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tree = app.screen.query_one(MigTree)
+        assert not tree.display
+        await pilot.press("m")
+        assert tree.display and main(app).has_class("-mig")
+        assert tree.node_for(("gi", 0, 3)) is not None
+        await pilot.press("m")
+        assert not tree.display
+
+
+async def test_slash_opens_the_process_filter_even_from_a_gpu_panel() -> None:
+    app = live_app([load(CAPTURES / "gtx1070x6-v9.xml")])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.screen.query(GpuPanel).first().focus()
+        await pilot.press("slash")
+        table = app.screen.query_one(ProcessTable)
+        assert table.has_class("-filtering")
+        assert isinstance(app.focused, Input)
+        # While typing, Space and the arrows belong to the input, not to pause and step.
+        await pilot.press(*"eth", "space", "m", "left", "right", "enter")
+        assert table.filter_text == "eth m"
+        assert manual(app).commands == []
+        assert not main(app).has_class("-mig")
+        assert len(table.rows) == 6
+
+
+async def test_space_pauses_and_resumes_live_polling() -> None:
+    app = live_app([four_gpus()])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "toggle_pause" in {b.binding.action for b in app.screen.active_bindings.values()}
+        await pilot.press("space")
+        await pilot.pause()
+        assert app.last_tick is not None and app.last_tick.paused
+        active = {b.binding.action for b in app.screen.active_bindings.values() if b.enabled}
+        assert "resume" in active
+        await pilot.press("space")
+        await pilot.pause()
+        assert not app.last_tick.paused
+        assert manual(app).commands == [TogglePause(), TogglePause()]
+
+
+async def test_replay_keys_step_speed_and_jump() -> None:
+    app = replay_app(stream(40), position=10)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("right", "right")
+        await pilot.pause()
+        assert position(app) == 12
+        await pilot.press("left")
+        await pilot.pause()
+        assert position(app) == 11
+        await pilot.press("right_square_bracket", "right_square_bracket", "left_square_bracket")
+        await pilot.pause()
+        assert app.last_tick is not None and app.last_tick.replay is not None
+        assert app.last_tick.replay.speed == 2.0
+        await pilot.press("end")
+        await pilot.pause()
+        assert position(app) == 39
+        await pilot.press("home")
+        await pilot.pause()
+        assert position(app) == 0
+        assert manual(app).commands == [
+            Step(1),
+            Step(1),
+            Step(-1),
+            ChangeSpeed(1),
+            ChangeSpeed(1),
+            ChangeSpeed(-1),
+            Seek(-1),
+            Seek(0),
+        ]
+
+
+async def test_space_plays_a_paused_replay_and_pauses_it_again() -> None:
+    app = replay_app(stream(10), position=3, paused=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("space")
+        await pilot.pause()
+        assert app.last_tick is not None and app.last_tick.replay is not None
+        assert not app.last_tick.replay.paused
+        manual(app).advance(2)
+        await pilot.pause()
+        assert position(app) == 5
+        await pilot.press("space")
+        await pilot.pause()
+        assert app.last_tick.replay.paused
+
+
+async def test_replay_keys_are_inert_while_live_and_live_keys_while_replaying() -> None:
+    app = live_app([four_gpus()])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("left", "right", "left_square_bracket", "right_square_bracket", "g")
+        await pilot.press("home", "end")
+        await pilot.pause()
+        assert manual(app).commands == []
+        assert isinstance(app.screen, MainScreen)
+    replay = replay_app(stream(5))
+    async with replay.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("plus", "minus")
+        await pilot.pause()
+        assert manual(replay).commands == []
+
+
+async def test_plus_and_minus_change_the_live_interval() -> None:
+    app = live_app([four_gpus()])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("minus")
+        await pilot.pause()
+        assert app.last_tick is not None and app.last_tick.interval == 2.0
+        await pilot.press("plus", "plus", "plus", "plus")
+        await pilot.pause()
+        assert app.last_tick.interval == 0.25
+        await pilot.press("plus")
+        await pilot.pause()
+        assert manual(app).commands == [
+            SetInterval(2.0),
+            SetInterval(1.0),
+            SetInterval(0.5),
+            SetInterval(0.25),
+        ]
+
+
+async def test_g_goes_to_an_index_or_a_time_and_rejects_nonsense() -> None:
+    app = replay_app(stream(40), position=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("g")
+        assert isinstance(app.screen, GotoDialog)
+        await pilot.press(*"25", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen) and position(app) == 25
+        await pilot.press("g", *"21:34:20", "enter")
+        await pilot.pause()
+        assert position(app) == 8  # the stream starts at 21:34:12, one document a second
+        await pilot.press("g", *"soon", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, GotoDialog)
+        error = app.screen.query_one("#goto-error", Static)
+        assert "not an index or a time" in str(error.render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen) and position(app) == 8
+
+
+async def test_enter_on_a_gpu_panel_opens_its_history_which_follows_new_ticks() -> None:
+    app = live_app(stream(30), ticks=30)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        panels = list(app.screen.query(GpuPanel))
+        panels[2].focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen) and screen.gpu_index == 2
+        before = len(screen._recent)
+        manual(app).advance()
+        await pilot.pause()
+        assert len(screen._recent) == before + 1
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_tab_reaches_every_gpu_panel() -> None:
+    app = live_app([four_gpus()])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        focused: set[str] = set()
+        for _ in range(8):
+            await pilot.press("tab")
+            if isinstance(app.focused, GpuPanel):
+                focused.add(app.focused.key)
+        assert len(focused) == 4
+
+
+async def test_clicking_a_panel_focuses_it() -> None:
+    app = live_app([four_gpus()])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        panel = list(app.screen.query(GpuPanel))[1]
+        await pilot.click(panel)
+        assert app.focused is panel
+
+
+async def test_command_palette_offers_gputop_actions_that_work() -> None:
+    app = replay_app(stream(5))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        for title in ("Help", "Toggle MIG tree", "Filter processes", "Pause / resume", "Go to…"):
+            assert title in commands
+        commands["Toggle MIG tree"].callback()
+        assert main(app).has_class("-mig")
+        commands["Light theme"].callback()
+        assert app.theme == "textual-light"
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "CommandPalette"
+
+
+async def test_theme_setting_and_no_color() -> None:
+    light = live_app([four_gpus()], settings=dataclasses.replace(FIXED_SETTINGS, theme="light"))
+    async with light.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert light.theme == "textual-light"
+
+
+async def test_no_color_environment_is_respected(monkeypatch: object) -> None:
+    import pytest
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = live_app([four_gpus()])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.no_color
+        assert main(app).query_one(GpuPanel).has_pseudo_class("nocolor")
+
+
+async def test_replays_never_offer_to_signal_processes() -> None:
+    app = replay_app(stream(3))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.screen.query_one(ProcessTable).readonly
+        actions = {b.binding.action for b in app.screen.active_bindings.values() if b.enabled}
+        assert not any(action.startswith("signal") for action in actions)
+
+
+async def test_a_still_capture_offers_no_playback_keys() -> None:
+    app = replay_app([four_gpus()])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("space", "right", "g")
+        await pilot.pause()
+        assert manual(app).commands == []
+        assert isinstance(app.screen, MainScreen)
+        tick = app.last_tick
+        assert tick is not None and tick.replay is not None and tick.replay.still
+
+
+async def test_history_screen_gets_no_clock_in_replays(monkeypatch: object) -> None:
+    seen: list[datetime | None] = []
+    original = HistoryScreen.__init__
+
+    def spy(self: HistoryScreen, gpu_index: int, snapshots: object, **kwargs: object) -> None:
+        seen.append(kwargs.get("now"))  # type: ignore[arg-type]
+        original(self, gpu_index, snapshots, **kwargs)  # type: ignore[arg-type]
+
+    import pytest
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    monkeypatch.setattr(HistoryScreen, "__init__", spy)
+    app = replay_app(stream(5))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.screen.query(GpuPanel).first().focus()
+        await pilot.press("enter")
+        await pilot.pause()
+    assert seen == [None]

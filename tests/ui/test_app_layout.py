@@ -1,0 +1,233 @@
+"""GPU panels: thresholds, sparklines, n/a reasons, layouts by size, and redraw economy."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from array import array
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from gputop.history import EMPTY_VIEW, Metric
+from gputop.model import (
+    GpuSample,
+    Memory,
+    Power,
+    Reason,
+    Snapshot,
+    Temperature,
+    Utilization,
+)
+from gputop.model.units import NA
+from gputop.pipeline import Tick
+from gputop.ui.gauges import (
+    Level,
+    compact_gauges,
+    detail_parts,
+    gauges,
+    memory_level,
+    power_level,
+    short_name,
+    sparkline,
+    temperature_level,
+    throttle_level,
+)
+from gputop.ui.panel_lines import (
+    PanelState,
+    badge,
+    compact_header,
+    compact_line,
+    detail_line,
+    full_lines,
+)
+from gputop.ui.screens.main import choose_layout
+from gputop.ui.testing import eight_gpus, live_app, load, varied_stream
+from gputop.ui.widgets.gpu_grid import GpuGrid, panel_entries
+from gputop.ui.widgets.gpu_panel import GpuPanel
+
+CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
+GIB = 1024**3
+
+
+def card(**changes: object) -> GpuSample:
+    base = GpuSample(
+        index=0,
+        name="NVIDIA A100-SXM4-80GB",
+        uuid="GPU-a",
+        utilization=Utilization(gpu=50.0, encoder=0.0, decoder=0.0),
+        memory=Memory(total=80 * GIB, used=20 * GIB),
+        power=Power(draw=200.0, limit=400.0),
+        temperature=Temperature(gpu=50.0, slowdown=90.0),
+        throttle_reasons=(),
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def width_of(line: tuple[tuple[str, str], ...]) -> int:
+    return sum(len(text) for text, _ in line)
+
+
+def plain(line: tuple[tuple[str, str], ...]) -> str:
+    return "".join(text for text, _ in line)
+
+
+@pytest.mark.parametrize(
+    ("temp", "slowdown", "level"),
+    [(50.0, 90.0, Level.OK), (80.0, 90.0, Level.WARN), (87.0, 90.0, Level.CRIT),
+     (85.0, None, Level.WARN), (None, 90.0, Level.NA)],
+)  # fmt: skip
+def test_temperature_turns_near_the_slowdown_threshold(
+    temp: float | None, slowdown: float | None, level: Level
+) -> None:
+    gpu = card(temperature=Temperature(gpu=temp, slowdown=slowdown))
+    assert temperature_level(gpu) is level
+
+
+def test_memory_and_power_thresholds() -> None:
+    assert memory_level(card(memory=Memory(total=100, used=90))) is Level.WARN
+    assert memory_level(card(memory=Memory(total=100, used=99))) is Level.CRIT
+    assert memory_level(card(memory=Memory(total=None, used=99))) is Level.NA
+    assert power_level(card(power=Power(draw=395.0, limit=400.0))) is Level.CRIT
+    assert power_level(card(power=Power(draw=370.0, limit=400.0))) is Level.WARN
+    assert power_level(card(throttle_reasons=("sw_power_cap",))) is Level.CRIT
+    assert power_level(card(power=Power(draw=10.0, limit=None))) is Level.OK
+    assert throttle_level(("gpu_idle",)) is Level.OK
+    assert throttle_level(("sw_power_cap",)) is Level.WARN
+    assert throttle_level(("hw_thermal_slowdown", "gpu_idle")) is Level.CRIT
+
+
+def test_lost_gpus_read_not_available_everywhere() -> None:
+    lost = card(lost=True)
+    assert all(g.value.startswith(NA) and g.level is Level.NA for g in gauges(lost))
+    assert [g.value for g in compact_gauges(lost)] == [NA, NA, NA, NA]
+    assert detail_parts(lost)[0][1] is Level.CRIT
+
+
+def test_sparkline_uses_a_fixed_scale_gaps_and_left_padding() -> None:
+    assert sparkline([0.0, 50.0, 100.0], 3, 100.0) == "▁▅█"
+    assert sparkline([10.0, 10.0], 4, 100.0) == "  ▁▁"
+    assert sparkline([100.0, math.nan, 400.0], 3, 200.0) == "▅ █"
+    assert sparkline(array("f", [1.0] * 50), 5, 1.0) == "█████"
+    assert sparkline([1.0], 3, None) == "   "
+    assert sparkline([1.0], 0, 1.0) == ""
+
+
+def test_detail_line_names_missing_values_and_their_reasons() -> None:
+    gpu = card(
+        fan_speed=None,
+        power=Power(draw=None, limit=None),
+        throttle_reasons=("hw_thermal_slowdown",),
+        unavailable=(("fan_speed", Reason.NOT_SUPPORTED), ("power.draw", Reason.NO_PERMISSION)),
+    )
+    parts = detail_parts(gpu)
+    text = " · ".join(part for part, _ in parts)
+    assert "fan n/a (not supported)" in text
+    assert "power: no permission" in text
+    assert ("throttle: hw thermal slowdown", Level.CRIT) in parts
+    line = detail_line(PanelState(gpu, {}), 60)
+    assert width_of(line) <= 60 and plain(line).endswith("…")
+
+
+@pytest.mark.parametrize("width", [60, 76, 116, 200])
+def test_full_lines_fill_the_width_exactly_or_less(width: int) -> None:
+    series = {m: array("f", [float(i) for i in range(300)]) for m in Metric}
+    lines = full_lines(PanelState(card(), series), width)
+    assert len(lines) == 3
+    assert all(width_of(line) <= width for line in lines)
+    assert "GPU   50%" in plain(lines[0]) and "20.0GiB/80.0GiB" in plain(lines[0])
+    assert "200W/400W" in plain(lines[1]) and "50C/90C" in plain(lines[1])
+
+
+@pytest.mark.parametrize("width", [60, 80, 118, 160])
+def test_compact_line_lines_up_with_its_header(width: int) -> None:
+    state = PanelState(card(), {m: array("f", [30.0] * 100) for m in Metric})
+    (line,) = compact_line(state, width, 14)
+    header = compact_header(width, 14)
+    assert width_of(line) <= width and width_of(header) <= width
+    assert plain(line).index("50%") + 3 <= plain(header).index("MEMORY") + 1
+    assert short_name("NVIDIA GeForce RTX 3090") == "RTX 3090"
+
+
+def test_badges_say_what_is_wrong_before_the_bus_id() -> None:
+    gpu = card(pci_bus_id="00000000:01:00.0")
+    assert badge(PanelState(gpu, {})).strip() == "00000000:01:00.0"
+    assert badge(PanelState(dataclasses.replace(gpu, lost=True), {})).strip() == "LOST"
+    assert badge(PanelState(gpu, {}, gone=True)).strip() == "GONE"
+    assert badge(PanelState(dataclasses.replace(gpu, stale=True), {})).strip() == "STALE"
+
+
+def test_a_gpu_missing_from_the_latest_snapshot_is_shown_gone() -> None:
+    first = Snapshot(timestamp=None, gpus=(card(index=0, uuid="A"), card(index=1, uuid="B")))
+    latest = Snapshot(timestamp=None, gpus=(card(index=0, uuid="A"),))
+    entries = panel_entries(Tick(seq=1, snapshot=latest, window=(first, latest)))
+    assert [(key, gone) for key, _, gone in entries] == [("A", False), ("B", True)]
+
+
+@pytest.mark.parametrize(
+    ("size", "gpus", "compact", "wide"),
+    [((120, 40), 1, False, False), ((120, 40), 4, False, False), ((120, 40), 8, True, False),
+     ((80, 24), 1, False, False), ((80, 24), 4, True, False), ((200, 56), 8, False, True),
+     ((200, 56), 1, False, False), ((60, 40), 1, True, False), ((120, 40), 6, True, False)],
+)  # fmt: skip
+def test_layout_by_terminal_size_and_gpu_count(
+    size: tuple[int, int], gpus: int, compact: bool, wide: bool
+) -> None:
+    assert choose_layout(size[0], size[1], gpus, replaying=False) == (compact, wide)
+
+
+async def test_resizing_switches_between_full_compact_and_two_columns() -> None:
+    app = live_app([eight_gpus(load(CAPTURES / "rtx3090x4-procs-v12.xml"))])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.main_screen
+        assert screen.has_class("-compact") and not screen.has_class("-wide")
+        panel = screen.query(GpuPanel).first()
+        assert panel.outer_size.height == 1
+        await pilot.resize_terminal(200, 56)
+        await pilot.pause()
+        assert screen.has_class("-wide") and not screen.has_class("-compact")
+        assert panel.outer_size.height == 5
+        columns = {p.region.x for p in screen.query(GpuPanel)}
+        assert len(columns) == 2
+
+
+async def test_unchanged_panels_are_not_repainted() -> None:
+    snapshot = load(CAPTURES / "rtx3090x4-procs-v12.xml")
+    app = live_app([snapshot])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.main_screen
+        panels = screen.query_one(GpuGrid).panels
+        tick = Tick(seq=99, snapshot=snapshot, history=EMPTY_VIEW, window=(snapshot,))
+        screen.show_tick(tick)
+        await pilot.pause()
+        shown = [p.paints for p in panels]
+        screen.show_tick(dataclasses.replace(tick, seq=100))
+        await pilot.pause()
+        repeated = [p.paints for p in panels]
+        gpu0 = dataclasses.replace(
+            snapshot.gpus[0], temperature=Temperature(gpu=93.0, slowdown=95.0)
+        )
+        hotter = dataclasses.replace(snapshot, gpus=(gpu0, *snapshot.gpus[1:]))
+        screen.show_tick(Tick(seq=101, snapshot=hotter, window=(hotter,)))
+        await pilot.pause()
+        changed = [p.paints for p in panels]
+    assert repeated == shown
+    assert changed[0] == shown[0] + 1
+    assert changed[1:] == shown[1:]
+
+
+async def test_header_shows_driver_cuda_and_mode_but_hides_host_and_clock_in_tests() -> None:
+    stream = varied_stream(load(CAPTURES / "rtx3090x4-procs-v12.xml"), 3)
+    stream = [dataclasses.replace(s, host="secret-host") for s in stream]
+    app = live_app(stream)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        header = app.main_screen.query_one("#header")
+        text = header.plain  # type: ignore[attr-defined]
+        assert "driver 550.90.07" in text and "CUDA 12.4" in text and "live" in text
+        assert "every 1s" in text
+        assert "secret-host" not in text
+        assert datetime(2024, 9, 18, 21, 34, 12).strftime("%H:%M:%S") not in text
