@@ -225,7 +225,7 @@ def main() -> int:
         f"max {samples[-1] * 1000:.0f}; {len(samples)} runs)"
     )
     live = _fake_gputop([])
-    samples = sorted(first_frame_tmux(live, "NVIDIA H100", 1) for _ in range(options.repeat))
+    samples = sorted(first_frame_tmux(live, "H100", 8) for _ in range(options.repeat))
     print(
         f"first frame in tmux, live 8x H100 x 7 MIG, 200 processes (fake NVML): median "
         f"{samples[len(samples) // 2] * 1000:.0f} ms (min {samples[0] * 1000:.0f}, "

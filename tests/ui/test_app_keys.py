@@ -82,9 +82,10 @@ async def test_m_toggles_the_mig_tree() -> None:
     app = replay_app(varied_stream(load(CAPTURES / "a100-sxm4-80gb-mig-v12.xml"), 5))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        tree = app.screen.query_one(MigTree)
-        assert not tree.display
+        assert not app.screen.query(MigTree)  # built on first use
         await pilot.press("m")
+        await pilot.pause()
+        tree = app.screen.query_one(MigTree)
         assert tree.display and main(app).has_class("-mig")
         assert tree.node_for(("gi", 0, 3)) is not None
         await pilot.press("m")

@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--record",
         metavar="FILE",
         type=Path,
-        help="append each live snapshot to FILE as nvidia-smi XML (.gz to compress)",
+        help="append each live snapshot to FILE as nvidia-smi XML (.gz to compress); every GPU "
+        "is recorded whatever --gpu says (select again at replay)",
     )
     parser.add_argument(
         "--count", type=_positive, metavar="N", help="headless: take N snapshots and stop"
@@ -87,12 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="print the N least used GPUs as a list for CUDA_VISIBLE_DEVICES",
     )
-    parser.add_argument(
-        "--readonly", action="store_true", help="never send signals to processes"
-    )
+    parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
     parser.add_argument("--theme", choices=["dark", "light"], help="colour theme")
     parser.add_argument(
-        "--log", metavar="FILE.csv", type=Path, help="append one CSV row per GPU per tick"
+        "--log",
+        metavar="FILE.csv",
+        type=Path,
+        help="append one CSV row per GPU per tick (live, or with --replay --count N)",
     )
     return parser
 
@@ -116,6 +118,11 @@ def parse_options(argv: Sequence[str]) -> Options:
     )
     if options.at is not None and options.replay is None:
         raise BadArguments("--at picks a snapshot of a recording: use it with --replay FILE")
+    if options.log is not None and options.replay is not None and not options.headless:
+        raise BadArguments(
+            "--log with --replay converts a recording to CSV: add --count N (and --at) to "
+            "choose the snapshots"
+        )
     if options.record is not None and options.replay is not None:
         raise BadArguments("--record records live data; it cannot be used with --replay")
     return options

@@ -240,8 +240,13 @@ def _select(snapshot: Snapshot, spec: str | None) -> Snapshot:
 
 
 def replay_headless(options: Options) -> int:
-    """`--replay FILE` with `--once`, `--json` or `--count N`: print and exit."""
+    """`--replay FILE` with `--once`, `--json` or `--count N`: print (and `--log`), then exit."""
     assert options.replay is not None
+    log = None
+    if options.log is not None:
+        from gputop.insight.csv_log import CsvLogger
+
+        log = CsvLogger(options.log)
     with Recording.open(options.replay) as recording:
         start = resolve_at(recording, options.at)
         count = options.count or 1
@@ -257,6 +262,8 @@ def replay_headless(options: Options) -> int:
                 recording.warnings.append(f"{options.replay}: skipped {error}")
                 continue
             snapshot = _select(snapshot, options.gpu)
+            if log is not None:
+                log.write(snapshot)
             if options.json:
                 print(snapshot_json(snapshot, indent=None if count > 1 else 2))
             else:
@@ -265,4 +272,6 @@ def replay_headless(options: Options) -> int:
         len(recording)
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)
+    if log is not None:
+        log.close()
     return 0

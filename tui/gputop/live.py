@@ -24,10 +24,10 @@ from typing import TextIO
 from gputop.model import Snapshot
 from gputop.options import Options
 from gputop.pick import format_pick, order_note, pick_gpus
+from gputop.sinks import SnapshotSinks, open_sinks
 from gputop.sources.base import Source
 from gputop.sources.gpu_select import GpuSelection, describe_visible_devices
 from gputop.sources.procinfo import ProcessEnricher, find_host_proc_root, foreign_hint
-from gputop.sources.smi_writer import SmiXmlWriter
 
 
 class LiveFeed:
@@ -43,7 +43,7 @@ class LiveFeed:
         source: Source,
         *,
         selection: GpuSelection | None = None,
-        recorder: SmiXmlWriter | None = None,
+        recorder: SnapshotSinks | None = None,
         first: Snapshot | None = None,
     ) -> None:
         self._source = source
@@ -53,7 +53,7 @@ class LiveFeed:
         self._closed = False
 
     @property
-    def recorder(self) -> SmiXmlWriter | None:
+    def recorder(self) -> SnapshotSinks | None:
         """Where snapshots are being recorded, if anywhere (the TUI may show it)."""
         return self._recorder
 
@@ -117,13 +117,12 @@ def run_live(
     selection = GpuSelection.parse(options.gpu) if options.gpu is not None else None
     source = (open_source or open_live_source)()
     feed = LiveFeed(source)  # whichever feed is current closes the source, once
-    recorder: SmiXmlWriter | None = None
+    recorder: SnapshotSinks | None = None
     try:
         first = source.poll()
         if selection is not None:
             selection.apply(first)  # strict: every item must name something now
-        if options.record is not None:
-            recorder = SmiXmlWriter(options.record)
+        recorder = open_sinks(options)
         if not options.headless:
             from gputop.ui.launch import run_tui
 

@@ -59,10 +59,11 @@ class GputopApp(App[int]):
         """Ticks rendered (a lagging UI renders fewer than the loop produced)."""
         if not self.settings.animate:
             self.animation_level = "none"
+        # Set before mounting: changing the theme later restyles every widget once more.
+        self.theme = self.settings.textual_theme
 
     def on_mount(self) -> None:
-        """Apply the theme, show the main screen, start the loop."""
-        self.theme = self.settings.textual_theme
+        """Show the main screen, start the loop."""
         self.push_screen(self.main_screen)
         self.loop.start(self._deliver)
 

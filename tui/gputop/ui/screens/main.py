@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -32,9 +32,11 @@ from gputop.pipeline import (
 from gputop.ui.settings import UiSettings
 from gputop.ui.widgets.gpu_grid import GpuGrid, panel_keys
 from gputop.ui.widgets.gpu_panel import GpuPanel
-from gputop.ui.widgets.mig_tree import MigTree
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
+
+if TYPE_CHECKING:
+    from gputop.ui.widgets.mig_tree import MigTree
 
 FULL_PANEL_ROWS = 5
 """A full panel: three lines and its border."""
@@ -142,6 +144,8 @@ class MainScreen(Screen[None]):
 
     def _mig_tree(self) -> MigTree:
         """The MIG tree, created the first time it is wanted (most machines have no MIG)."""
+        from gputop.ui.widgets.mig_tree import MigTree
+
         found = self.query(MigTree)
         if found:
             return found.first()

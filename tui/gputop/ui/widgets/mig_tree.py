@@ -21,7 +21,7 @@ from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_text
 from gputop.ui.process_rows import command_text, user_text
 
 NodeKey = tuple[object, ...]
-"""("gpu", i), ("gi", i, gi), ("ci", i, gi, ci), ("proc", i, gi, ci, pid), ("note", ...)."""
+"""("gpu", i), ("gi", i, gi), ("ci", i, gi, ci), ("ci", i, gi, ci, "proc", pid), ("note", ...)."""
 
 _SEP = " · "
 
