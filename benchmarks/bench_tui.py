@@ -23,12 +23,14 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,13 +40,18 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def child(argv: Sequence[str]) -> int:
-    """Run gputop on a fake NVML that is 8 H100s x 7 MIG instances, 200 processes, moving."""
+    """Run gputop on a fake NVML that is 8 H100s x 7 MIG instances, 200 processes, moving.
+
+    ``GPUTOP_BENCH_TICKS`` ticks of moving values (then the last one repeats): enough for the
+    run, and no more, since the fake's own snapshots count in the process's RSS.
+    """
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
     from fakes.nvml_fake import FakeNvml
     from fakes.nvml_install import install
     from fakes.nvml_scenarios import h100_mig_box, varying
 
-    fake = FakeNvml(varying(h100_mig_box(8, 7, 200), ticks=600))
+    ticks = int(os.environ.get("GPUTOP_BENCH_TICKS", "120"))
+    fake = FakeNvml(varying(h100_mig_box(8, 7, 200), ticks=ticks))
     # The fake logs every call for its tests; a bounded log keeps the fake's own memory
     # out of gputop's RSS.
     fake.calls = deque(maxlen=16)  # type: ignore[assignment]
@@ -54,9 +61,28 @@ def child(argv: Sequence[str]) -> int:
     return main(list(argv))
 
 
+_TICKS = {"GPUTOP_BENCH_TICKS": "120"}
+
+
+def write_stream(path: Path, seconds: int) -> Path:
+    """The same 8x7 MIG, 200-process box as an `nvidia-smi -q -x -l 1` recording."""
+    sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
+    from fakes.nvml_scenarios import h100_mig_box, varying
+    from gputop.sources.smi_writer import snapshot_to_xml
+    from gputop.ui.testing import START
+
+    snapshots = varying(h100_mig_box(8, 7, 200), ticks=seconds)
+    with path.open("wb") as out:
+        for number, snapshot in enumerate(snapshots):
+            stamped = replace(snapshot, timestamp=START + timedelta(seconds=number))
+            out.write(snapshot_to_xml(stamped))
+    return path
+
+
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
     env.update(TERM="xterm-256color", COLORTERM="truecolor", PYTHONPATH=str(REPO / "tui"))
+    env.update(_TICKS)
     return env
 
 
@@ -86,14 +112,15 @@ def first_frame_tmux(command: Sequence[str], marker: str, count: int = 1) -> flo
             [*tmux, "new-session", "-d", "-s", "t", "-x", str(COLUMNS), "-y", str(ROWS), script],
             check=True,
         )
-        while time.perf_counter() - started < 20:
+        screen = ""
+        while time.perf_counter() - started < 30:
             screen = subprocess.run(
                 [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
             ).stdout
             if screen.count(marker) >= count:
                 return time.perf_counter() - started
             time.sleep(0.005)
-        raise RuntimeError(f"{marker!r} never appeared")
+        raise RuntimeError(f"{marker!r} x{count} never appeared; the screen was:\n{screen}")
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
 
@@ -199,7 +226,8 @@ def report(name: str, run: Run) -> None:
         f"  CPU                    {per_minute:7.2f} s per minute "
         f"({per_minute / 60 * 100:.2f}% of one core) over {run.seconds:.0f} s"
     )
-    print(f"  RSS                    {run.rss_kib / 1024:7.1f} MiB (peak {run.peak_rss_kib / 1024:.1f})")
+    peak = run.peak_rss_kib / 1024
+    print(f"  RSS                    {run.rss_kib / 1024:7.1f} MiB (peak {peak:.1f})")
     print(f"  terminal output        {run.bytes_out / run.seconds:7.0f} bytes/s")
 
 
@@ -214,6 +242,7 @@ def main() -> int:
         print("tmux is required", file=sys.stderr)
         return 2
     print(f"terminal {COLUMNS}x{ROWS}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    _TICKS["GPUTOP_BENCH_TICKS"] = str(int(options.seconds + options.warmup + 30))
 
     replay = _gputop(["--replay", str(CAPTURE)])
     samples = sorted(
@@ -236,6 +265,14 @@ def main() -> int:
         "live, 8x H100 x 7 MIG, 200 processes, 1 s interval (fake NVML, values moving)",
         run_on_pty(live, b"H100", options.seconds, options.warmup),
     )
+    with tempfile.TemporaryDirectory() as folder:
+        stream = write_stream(Path(folder) / "h100-mig-8x7.xml", int(options.seconds) + 60)
+        report(
+            "replay at 1x of the same box recorded as nvidia-smi XML (no NVML: UI + parsing)",
+            run_on_pty(
+                _gputop(["--replay", str(stream)]), b"H100", options.seconds, options.warmup
+            ),
+        )
     report(
         f"replay of {CAPTURE.name} (a still: nothing changes)",
         run_on_pty(replay, b"RTX 3090", min(options.seconds, 20.0), options.warmup),

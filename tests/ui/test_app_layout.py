@@ -231,3 +231,50 @@ async def test_header_shows_driver_cuda_and_mode_but_hides_host_and_clock_in_tes
         assert "every 1s" in text
         assert "secret-host" not in text
         assert datetime(2024, 9, 18, 21, 34, 12).strftime("%H:%M:%S") not in text
+
+
+async def test_a_failing_source_is_shown_in_the_header_and_recovers() -> None:
+    from gputop.errors import GputopError
+    from gputop.pipeline import ManualLoop, Pipeline
+    from gputop.ui.app import GputopApp
+    from gputop.ui.testing import FIXED_SETTINGS
+
+    snapshot = load(CAPTURES / "tesla-t4-v11.xml")
+
+    class Flaky:
+        polls = 0
+
+        def poll(self) -> Snapshot:
+            self.polls += 1
+            if self.polls == 2:
+                raise GputopError("NVML: driver went away")
+            return snapshot
+
+        def close(self) -> None:
+            pass
+
+    loop = ManualLoop(Pipeline(Flaky()))
+    app = GputopApp(loop, FIXED_SETTINGS)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        header = app.main_screen.query_one("#header")
+        loop.advance()
+        await pilot.pause()
+        assert "⚠ NVML: driver went away" in header.plain  # type: ignore[attr-defined]
+        assert app.main_screen.query_one(GpuPanel).gpu is not None
+        loop.advance()
+        await pilot.pause()
+        assert "driver went away" not in header.plain  # type: ignore[attr-defined]
+
+
+async def test_a_dead_poller_is_announced() -> None:
+    from gputop.ui.messages import SourceFailed
+
+    app = live_app([load(CAPTURES / "tesla-t4-v11.xml")])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.post_message(SourceFailed(RuntimeError("boom")))
+        await pilot.pause()
+        header = app.main_screen.query_one("#header")
+        assert "updates stopped: RuntimeError: boom" in header.plain  # type: ignore[attr-defined]
+        assert any("updates stopped" in n.message for n in app._notifications)

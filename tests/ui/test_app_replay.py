@@ -33,6 +33,11 @@ def write_stream(path: Path, count: int, *, cut_tail: bool = False) -> Path:
     return path
 
 
+def paused(app: GputopApp) -> bool:
+    tick = app.last_tick
+    return tick is not None and tick.replay is not None and tick.replay.paused
+
+
 async def wait_for(condition: object, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():  # type: ignore[operator]
@@ -62,7 +67,7 @@ async def test_the_poller_plays_a_recording_and_space_pauses_it(tmp_path: Path) 
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(lambda: position() > 20)
         await pilot.press("space")
-        await wait_for(lambda: app.last_tick is not None and app.last_tick.replay.paused)
+        await wait_for(lambda: paused(app))
         stopped_at = position()
         await asyncio.sleep(0.6)
         assert position() == stopped_at

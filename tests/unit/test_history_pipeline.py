@@ -8,7 +8,7 @@ import time
 from datetime import datetime, timedelta
 
 from gputop.errors import GputopError
-from gputop.history import Metric
+from gputop.history import HistoryStore, Metric
 from gputop.model import GpuSample, Snapshot, Utilization
 from gputop.pipeline import (
     ChangeSpeed,
@@ -278,3 +278,36 @@ def test_poll_loop_stop_returns_even_if_the_source_hangs() -> None:
     assert time.monotonic() - started < 1.0
     release.set()
     assert loop.stop(2.0)
+
+
+def test_the_headless_core_of_the_tui_does_not_load_textual() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gputop.pipeline, gputop.history, gputop.sources.replay\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('textual', 'rich') or m.startswith('gputop.ui'))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""
+
+
+def test_an_unexpected_error_ends_the_loop_and_is_reported() -> None:
+    class Broken(HistoryStore):
+        def append(self, snapshot: Snapshot) -> None:
+            raise RuntimeError("ring on fire")
+
+    failures: list[BaseException] = []
+    reported = threading.Event()
+
+    def on_failure(error: BaseException) -> None:
+        failures.append(error)
+        reported.set()
+
+    loop = PollLoop(Pipeline(CountingSource(), history=Broken()))
+    loop.start(lambda tick: None, on_failure)
+    assert reported.wait(2.0)
+    assert loop.stop() and isinstance(loop.failure, RuntimeError)
+    assert [str(error) for error in failures] == ["ring on fire"]

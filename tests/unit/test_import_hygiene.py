@@ -1,4 +1,4 @@
-"""The one-way layering holds: headless code never loads Textual, only the NVML source loads pynvml."""
+"""The one-way layering holds: headless code never loads Textual; only the NVML source, pynvml."""
 
 from __future__ import annotations
 

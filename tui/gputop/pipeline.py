@@ -26,8 +26,11 @@ from gputop.sources.base import Source
 from gputop.sources.gpu_select import GpuSelection
 from gputop.sources.replay import ReplayPlayer, ReplayStatus
 
-DEFAULT_WINDOW = 120
-"""Recent snapshots kept whole (for the history screen); the rings keep an hour of numbers."""
+DEFAULT_WINDOW = 45
+"""Recent snapshots kept whole, for the history screen's diagnosis (its rules read 30 s).
+
+Whole snapshots are big (an 8-GPU, 200-process box: about 145 KB each), so only these are
+kept; the rings keep an hour of numbers at 4 bytes a sample."""
 
 MAX_INTERVAL = 60.0
 
@@ -351,8 +354,12 @@ def _clamp_interval(seconds: float) -> float:
 class TickLoop(Protocol):
     """What the app drives: a threaded ``PollLoop`` live, a ``ManualLoop`` in tests."""
 
-    def start(self, on_tick: Callable[[Tick], None]) -> None:
-        """Begin producing ticks."""
+    def start(
+        self,
+        on_tick: Callable[[Tick], None],
+        on_failure: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        """Begin producing ticks; ``on_failure`` hears of an error that ends the loop."""
         ...
 
     def submit(self, command: Command) -> None:
@@ -390,8 +397,12 @@ class ManualLoop:
         """Every command submitted, in order (tests assert on it)."""
         self.stopped = False
 
-    def start(self, on_tick: Callable[[Tick], None]) -> None:
-        """Emit the first tick (after the warm-up ticks)."""
+    def start(
+        self,
+        on_tick: Callable[[Tick], None],
+        on_failure: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        """Emit the first tick (after the warm-up ticks); errors propagate to the caller."""
         self._on_tick = on_tick
         tick = self.pipeline.start()
         for _ in range(self._warmup):
@@ -463,9 +474,18 @@ class PollLoop:
         """True while the thread runs."""
         return self._thread.is_alive()
 
-    def start(self, on_tick: Callable[[Tick], None]) -> None:
-        """Start the thread; the first tick follows at once, handed to ``on_tick``."""
+    def start(
+        self,
+        on_tick: Callable[[Tick], None],
+        on_failure: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        """Start the thread; the first tick follows at once, handed to ``on_tick``.
+
+        ``on_failure`` is called (on the poller thread) with an unexpected error that ended
+        the loop, so the UI can say that updates have stopped.
+        """
         self._on_tick = on_tick
+        self._on_failure = on_failure
         self._thread.start()
 
     def submit(self, command: Command) -> None:
@@ -488,9 +508,10 @@ class PollLoop:
     def _run(self) -> None:
         try:
             self._loop()
-        except BaseException as error:
+        except Exception as error:
             self.failure = error
-            raise
+            if self._on_failure is not None and not self._stopping.is_set():
+                self._on_failure(error)
 
     def _loop(self) -> None:
         pipeline = self._pipeline

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
@@ -12,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from gputop.pipeline import Command, Tick, TickLoop
-from gputop.ui.messages import TickArrived
+from gputop.ui.messages import SourceFailed, TickArrived
 from gputop.ui.screens.main import MainScreen
 from gputop.ui.settings import UiSettings
 
@@ -65,7 +66,7 @@ class GputopApp(App[int]):
     def on_mount(self) -> None:
         """Show the main screen, start the loop."""
         self.push_screen(self.main_screen)
-        self.loop.start(self._deliver)
+        self.loop.start(self._deliver, self._failed)
 
     @property
     def main_screen(self) -> MainScreen:
@@ -79,6 +80,19 @@ class GputopApp(App[int]):
     def _deliver(self, tick: Tick) -> None:
         """Called by the loop, usually on the poller thread: post, never touch widgets."""
         self.post_message(TickArrived(tick))
+
+    def _failed(self, error: BaseException) -> None:
+        """Called on the poller thread when it dies."""
+        self.post_message(SourceFailed(error))
+
+    def on_source_failed(self, message: SourceFailed) -> None:
+        """Say loudly that what is on screen is frozen, and why."""
+        error = message.error
+        text = f"updates stopped: {type(error).__name__}: {error}"
+        self.notify(text, title="gputop", severity="error", timeout=30)
+        tick = self.last_tick
+        if tick is not None:
+            self.main_screen.show_tick(dataclasses.replace(tick, error=text, seq=tick.seq + 1))
 
     def on_tick_arrived(self, message: TickArrived) -> None:
         """Show the newest tick on the main screen (even while a dialog covers it)."""

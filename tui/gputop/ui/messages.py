@@ -22,3 +22,12 @@ class TickArrived(Message):
     def can_replace(self, message: Message) -> bool:
         """A newer tick supersedes any tick still waiting in the queue."""
         return isinstance(message, TickArrived)
+
+
+class SourceFailed(Message):
+    """The poller stopped on an unexpected error: the screen no longer updates."""
+
+    def __init__(self, error: BaseException) -> None:
+        """Carry the error to the UI thread."""
+        super().__init__()
+        self.error = error

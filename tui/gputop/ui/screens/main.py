@@ -19,6 +19,7 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from gputop.model import Snapshot
 from gputop.pipeline import (
     ChangeSpeed,
     Command,
@@ -60,6 +61,19 @@ therefore switched off while a text input has focus."""
 
 _STEP = Binding.Group("Step", compact=True)
 _SPEED = Binding.Group("Speed", compact=True)
+
+
+def process_key(snapshot: Snapshot) -> tuple[object, ...] | None:
+    """What the process table shows of ``snapshot``, to skip redrawing an unchanged table.
+
+    None when the table must be redrawn anyway: a process with a start time has a running
+    time that changes every second.
+    """
+    key = tuple((gpu.index, gpu.processes) for gpu in snapshot.gpus)
+    for _, processes in key:
+        if any(process.start_time is not None for process in processes):
+            return None
+    return key
 
 
 def choose_layout(width: int, height: int, gpus: int, replaying: bool) -> tuple[bool, bool]:
@@ -120,6 +134,7 @@ class MainScreen(Screen[None]):
         self.compact = False
         self.wide = False
         self._mig_dirty = True
+        self._processes_shown: object = None
         self._binding_state: tuple[bool, bool, bool] | None = None
         self._warned = False
 
@@ -139,7 +154,10 @@ class MainScreen(Screen[None]):
         """Show the first tick (before the first frame), follow theme changes."""
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         if self._first_tick is not None:
-            self.show_tick(self._first_tick)
+            # is_mounted turns true only after this handler: show the first tick right after
+            # it, or a still replay (whose later ticks repeat the same snapshot) never fills
+            # the process table.
+            self.call_later(self.show_tick, self._first_tick)
             self._first_tick = None
 
     def _mig_tree(self) -> MigTree:
@@ -179,7 +197,10 @@ class MainScreen(Screen[None]):
         self._apply_layout(self.size.width, self.size.height, count)
         grid.show(tick, compact=self.compact)
         if previous is None or previous.snapshot is not tick.snapshot:
-            self.query_one(ProcessTable).show(tick.snapshot)
+            processes = process_key(tick.snapshot)
+            if processes is None or processes != self._processes_shown:
+                self.query_one(ProcessTable).show(tick.snapshot)
+            self._processes_shown = processes
             self._mig_dirty = True
         if self.has_class("-mig") and self._mig_dirty:
             self._mig_tree().show(tick.snapshot)

@@ -120,7 +120,7 @@ class GpuGrid(Widget):
         header = compact_header(width, self._name_width)
         if header != self._header_line:
             self._header_line = header
-            self.query_one("#gpu-columns", Static).update(self._text(header))
+            self.query_one("#gpu-columns", Static).update(self._text(header), layout=False)
         entry = self._selected_entry()
         detail: Line = ()
         if entry is not None:
@@ -129,7 +129,7 @@ class GpuGrid(Widget):
             detail = ((f"{gpu.index:>2} ", "label"), *detail_line(state, max(0, width - 3)))
         if detail != self._detail_line:
             self._detail_line = detail
-            self.query_one("#gpu-detail", Static).update(self._text(detail))
+            self.query_one("#gpu-detail", Static).update(self._text(detail), layout=False)
 
     def _selected_entry(self) -> Entry | None:
         for entry in self._entries:

@@ -10,15 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.geometry import Size
 from textual.message import Message
+from textual.strip import Strip
 from textual.widget import Widget
 
 from gputop.history import Metric, Series
 from gputop.model import GpuSample
 from gputop.ui.panel_lines import (
+    FULL_HEIGHT,
     Line,
     PanelState,
     badge,
@@ -60,6 +63,8 @@ class GpuPanel(Widget, can_focus=True):
         self._name_width = 12
         self._lines: tuple[Line, ...] = ()
         self._lines_width = -1
+        self._styles: dict[str, Style] | None = None
+        self._strips: dict[int, tuple[Line, Strip]] = {}
         self.paints = 0
         """How many times the panel was re-rendered (benchmarks and tests read it)."""
 
@@ -95,7 +100,7 @@ class GpuPanel(Widget, can_focus=True):
             self.border_title = new_title
         if self.border_subtitle != new_badge:
             self.border_subtitle = new_badge
-        width = self.content_size.width
+        width = self.size.width
         if width <= 0:
             self._lines_width = -1
             self.refresh()
@@ -113,21 +118,47 @@ class GpuPanel(Widget, can_focus=True):
             return compact_line(self._state, width, self._name_width)
         return full_lines(self._state, width)
 
-    def render(self) -> Text:
-        """Draw the lines, rebuilding them if the width changed since they were built."""
-        width = self.content_size.width
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """Three lines, or one in compact mode (the grid sizes its rows from this)."""
+        return 1 if self._compact else FULL_HEIGHT
+
+    def render_line(self, y: int) -> Strip:
+        """One content line, drawn straight to segments (Textual's Line API).
+
+        Unchanged lines reuse their strip from the last paint; lines are rebuilt when the
+        width changed since they were built.
+        """
+        width = self.size.width
         if width != self._lines_width:
             self._lines = self._build(width)
             self._lines_width = width
-        self.paints += 1
-        styles = {role: self._style(role) for role in ROLES}
-        text = Text(no_wrap=True, overflow="crop", end="")
-        for number, line in enumerate(self._lines):
-            if number:
-                text.append("\n")
-            for part, role in line:
-                text.append(part, styles[role])
-        return text
+            self._strips.clear()
+        if y == 0:
+            self.paints += 1
+        styles = self._styles
+        if styles is None:
+            # Textual empties its own style cache on every refresh; ours lives until the
+            # styles really change (theme, classes, focus).
+            base = self.rich_style
+            styles = self._styles = {role: base + self._style(role) for role in ROLES}
+            self._strips.clear()
+        if y >= len(self._lines):
+            return Strip.blank(width, self.rich_style)
+        line = self._lines[y]
+        cached = self._strips.get(y)
+        if cached is not None and cached[0] == line:
+            return cached[1]
+        strip = Strip([Segment(text, styles[role]) for text, role in line]).crop_extend(
+            0, width, self.rich_style
+        )
+        self._strips[y] = (line, strip)
+        return strip
+
+    def notify_style_update(self) -> None:
+        """Styles changed (theme, class, focus): forget the cached ones."""
+        self._styles = None
+        self._strips.clear()
+        super().notify_style_update()
 
     def _style(self, role: str) -> Style:
         return self.get_component_rich_style(f"gpu-panel--{role}", partial=True)
