@@ -18,6 +18,16 @@ HEADLESS_MODULES = [
     "gputop.sources.recording",
     "gputop.headless",
     "gputop.cli",
+    "gputop.pipeline",
+    "gputop.history.store",
+    "gputop.sources.replay",
+    "gputop.sources.gpu_select",
+    "gputop.sources.smi_writer",
+    "gputop.insight.diagnosis",
+    "gputop.insight.report",
+    "gputop.report_cli",
+    "gputop.live",
+    "gputop.sinks",
 ]
 
 
