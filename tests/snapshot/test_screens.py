@@ -210,3 +210,24 @@ def test_settings_used_here_hide_host_and_clock() -> None:
     assert expected == FIXED_SETTINGS
     assert GpuSample(index=0).lost is False
     assert ProcessSample(pid=1).foreign is False
+
+
+def input_starved(base: Snapshot) -> list[Snapshot]:
+    """GPU 0 keeps a process and its memory but works at 8 %: the data loader is behind."""
+    changed = []
+    for snapshot in varied_stream(base, HISTORY):
+        gpus = list(snapshot.gpus)
+        gpus[0] = dataclasses.replace(
+            gpus[0],
+            utilization=dataclasses.replace(gpus[0].utilization, gpu=8.0),
+            processes=tuple(
+                dataclasses.replace(process, cpu_percent=99.0) for process in gpus[0].processes
+            ),
+        )
+        changed.append(dataclasses.replace(snapshot, gpus=tuple(gpus)))
+    return changed
+
+
+def test_diagnosis_on_a_waiting_gpu_panel(snap_compare: SnapCompare) -> None:
+    app = replay_app(input_starved(capture("rtx-a5000x2-v13.xml")), source_label="starved.xml")
+    assert snap_compare(app, terminal_size=(120, 40))

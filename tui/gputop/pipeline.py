@@ -20,6 +20,7 @@ from typing import Protocol
 
 from gputop.errors import GputopError
 from gputop.history import EMPTY_VIEW, HistoryStore, HistoryView, Metric
+from gputop.insight.diagnosis import Finding, diagnose
 from gputop.model import Snapshot
 from gputop.options import MIN_INTERVAL
 from gputop.sources.base import Source
@@ -92,6 +93,15 @@ class Tick:
     """The last poll or recording failed: shown, and the data is stale."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """One-off messages for the user (recording stopped, GPU selection changed)."""
+    findings: tuple[tuple[int, tuple[Finding, ...]], ...] = ()
+    """(GPU index, findings worst first) from the diagnosis of ``window``."""
+
+    def findings_for(self, gpu_index: int) -> tuple[Finding, ...]:
+        """What the diagnosis says of GPU ``gpu_index`` (empty when all is well)."""
+        for index, findings in self.findings:
+            if index == gpu_index:
+                return findings
+        return ()
 
     @property
     def live(self) -> bool:
@@ -191,6 +201,8 @@ class Pipeline:
         self._seq = 0
         self._paused = False
         self._current = Snapshot(timestamp=None)
+        self._diagnosed_for: Snapshot | None = None
+        self._diagnosed: tuple[tuple[int, tuple[Finding, ...]], ...] = ()
         self._error: str | None = None
         self._notes: list[str] = []
 
@@ -272,7 +284,21 @@ class Pipeline:
             paused=self._paused,
             error=self._error,
             notes=notes,
+            findings=self._diagnosis(),
         )
+
+    def _diagnosis(self) -> tuple[tuple[int, tuple[Finding, ...]], ...]:
+        """Findings for the current snapshot, worked out once per new snapshot.
+
+        Runs here, in the poll thread, so that the UI thread only draws the result.
+        """
+        if self._diagnosed_for is not self._current:
+            window = tuple(self._window)
+            self._diagnosed = tuple(
+                (gpu.index, diagnose(window, gpu.index)) for gpu in self._current.gpus
+            )
+            self._diagnosed_for = self._current
+        return self._diagnosed
 
     def close(self) -> None:
         """Close the source."""

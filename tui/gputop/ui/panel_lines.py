@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from gputop.history import Metric, Series
+from gputop.insight.diagnosis import Finding, Severity
 from gputop.model import GpuSample
 from gputop.model.units import NA
 from gputop.ui.gauges import (
@@ -55,6 +56,19 @@ class PanelState:
     series: Mapping[Metric, Series]
     gone: bool = False
     """The GPU was in recent snapshots but not in the latest one."""
+    finding: Part | None = None
+    """The diagnosis's worst finding as (text, role), shown first on the detail line."""
+
+
+_SEVERITY_ROLE = {Severity.INFO: "value", Severity.WARNING: "warn", Severity.CRITICAL: "crit"}
+
+
+def worst_finding(findings: Sequence[Finding]) -> Part | None:
+    """The first (worst) finding as a styled part, or None when there is none."""
+    if not findings:
+        return None
+    worst = findings[0]
+    return (worst.text, _SEVERITY_ROLE[worst.severity])
 
 
 def gone_sample(gpu: GpuSample) -> GpuSample:
@@ -117,12 +131,16 @@ def _fit(parts: Sequence[Part], width: int) -> Line:
 
 
 def detail_line(state: PanelState, width: int) -> Line:
-    """Fan, P-state, clocks, codecs, throttle reasons and n/a reasons, cut to ``width``."""
+    """The diagnosis, then fan, P-state, clocks, codecs, throttle and n/a reasons, to ``width``."""
     if state.gone:
         pieces = [("not in the latest snapshot: the GPU disappeared", Level.CRIT)]
     else:
         pieces = detail_parts(state.gpu)
     parts: list[Part] = []
+    if state.finding is not None and not state.gone:
+        parts.append(state.finding)
+        if pieces:
+            parts.append((SEPARATOR, "dim"))
     for number, (text, level) in enumerate(pieces):
         if number:
             parts.append((SEPARATOR, "dim"))

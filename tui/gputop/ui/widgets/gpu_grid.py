@@ -28,6 +28,7 @@ from gputop.ui.panel_lines import (
     compact_header,
     compact_name_width,
     detail_line,
+    worst_finding,
 )
 from gputop.ui.widgets.gpu_panel import ROLES, GpuPanel
 
@@ -110,7 +111,14 @@ class GpuGrid(Widget):
         history = tick.history
         for panel, (key, gpu, gone) in zip(self._panels, entries, strict=True):
             series = {metric: history.series(key, metric) for metric in GAUGE_METRICS}
-            panel.show(gpu, series, gone=gone, compact=compact, name_width=self._name_width)
+            panel.show(
+                gpu,
+                series,
+                gone=gone,
+                compact=compact,
+                name_width=self._name_width,
+                finding=worst_finding(tick.findings_for(gpu.index)),
+            )
         self._update_compact_lines()
 
     def _update_compact_lines(self) -> None:
@@ -125,7 +133,8 @@ class GpuGrid(Widget):
         detail: Line = ()
         if entry is not None:
             _, gpu, gone = entry
-            state = PanelState(gpu, {}, gone)
+            findings = () if self._tick is None else self._tick.findings_for(gpu.index)
+            state = PanelState(gpu, {}, gone, worst_finding(findings))
             detail = ((f"{gpu.index:>2} ", "label"), *detail_line(state, max(0, width - 3)))
         if detail != self._detail_line:
             self._detail_line = detail

@@ -24,6 +24,7 @@ from gputop.ui.panel_lines import (
     FULL_HEIGHT,
     Line,
     PanelState,
+    Part,
     badge,
     compact_line,
     full_lines,
@@ -86,9 +87,10 @@ class GpuPanel(Widget, can_focus=True):
         gone: bool = False,
         compact: bool = False,
         name_width: int = 12,
+        finding: Part | None = None,
     ) -> None:
         """Display ``gpu``; repaints only when what would be drawn changed."""
-        self._state = PanelState(gpu, series, gone)
+        self._state = PanelState(gpu, series, gone, finding)
         layout_changed = compact != self._compact or name_width != self._name_width
         self._compact = compact
         self._name_width = name_width
