@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
@@ -58,6 +60,11 @@ def _pad(text: str) -> str:
     # The DataTable runs with no cell padding; one leading space per cell separates columns
     # with one space instead of two, which leaves an 80-column terminal room for commands.
     return f" {text}"
+
+
+def _width(text: str) -> int:
+    """Terminal cells a padded cell of ``text`` takes, as DataTable measures it."""
+    return max(cell_len(line) for line in _pad(text).split("\n"))
 
 
 def _foreground(style: Style) -> Style:
@@ -168,6 +175,11 @@ class ProcessTable(Widget):
         self._rows: list[ProcessRow] = []
         self._shown: dict[str, tuple[tuple[str, ...], bool]] = {}
         self._by_key: dict[str, ProcessRow] = {}
+        # How many shown cells of each column (index into COLUMNS) have each width, so that
+        # the widest is known without DataTable re-measuring the whole column every tick.
+        self._widths: dict[int, Counter[int]] = {}
+        self._refit: set[int] = set()
+        self._status = ""
         self._columns: tuple[int, ...] = tuple(range(len(COLUMNS)))
         self.sort_column = COLUMN_INDEX["gpu_memory"]
         """Index into ``COLUMNS`` of the column rows are sorted by."""
@@ -225,6 +237,8 @@ class ProcessTable(Widget):
         table = self._table
         table.clear(columns=True)
         self._shown.clear()
+        self._widths = {index: Counter() for index in self._columns}
+        self._refit.clear()
         for index in self._columns:
             table.add_column(self._label(index), key=COLUMNS[index].key)
         self._apply(cursor_key=cursor_key)
@@ -283,12 +297,15 @@ class ProcessTable(Widget):
             cells[index] = Text(_pad(text), style=style, justify=_justify(column.right))
         return cells
 
-    def _apply(self, restyle: bool = False, cursor_key: str | None = None) -> None:
+    def _apply(
+        self, restyle: bool = False, cursor_key: str | None = None, resort: bool = False
+    ) -> None:
         """Bring the table in line with the rows, filter and sort order.
 
         Args:
             restyle: redo every cell, not only changed ones.
             cursor_key: the row to keep the cursor on, when the table no longer knows it.
+            resort: sort the table even when its row order is already right (new labels).
         """
         table = self._table
         ordered = sort_rows(
@@ -298,34 +315,86 @@ class ProcessTable(Widget):
         )
         cursor_key = cursor_key or self._cursor_key()
         wanted = {row.key_text: row for row in ordered}
+        widths = self._widths
+        columns = {index: table.columns[ColumnKey(COLUMNS[index].key)] for index in widths}
         for key in [key for key in self._shown if key not in wanted]:
             table.remove_row(key)
-            del self._shown[key]
+            self._count_widths(self._shown.pop(key)[0], -1)
         for row in ordered:
             state = (row.cells, row.foreign)
             before = self._shown.get(row.key_text)
             if before is None:
                 table.add_row(*self._cells(row).values(), key=row.key_text)
+                self._count_widths(row.cells, 1)
             elif restyle or before != state:
                 cells = self._cells(row)
                 for index, cell in cells.items():
-                    if restyle or before[1] != row.foreign or before[0][index] != row.cells[index]:
+                    old, new = before[0][index], row.cells[index]
+                    if restyle or before[1] != row.foreign or old != new:
+                        old_width, new_width = _width(old), _width(new)
+                        if old_width != new_width:
+                            widths[index][old_width] -= 1
+                            widths[index][new_width] += 1
+                        if new_width != columns[index].content_width:
+                            self._refit.add(index)
                         key = COLUMNS[index].key
-                        table.update_cell(row.key_text, key, cell, update_width=True)
+                        table.update_cell(row.key_text, key, cell, update_width=False)
             self._shown[row.key_text] = state
+        self._fit_columns()
         self._by_key = wanted
-        # DataTable.sort hands the key function cells, not row keys; (GPU label, PID) is unique
-        # per row because the label starts with the GPU index.
-        rank = {
-            (_pad(row.cell("gpu")), _pad(row.cell("pid"))): place
-            for place, row in enumerate(ordered)
-        }
-        table.sort("gpu", "pid", key=lambda cells: rank[(cells[0].plain, cells[1].plain)])
+        order = [row.key_text for row in ordered]
+        # Sorting makes the table drop every cached row render, so only sort when the order
+        # on screen is wrong (changed values, added rows) or the header needs repainting.
+        if resort or order != [row.key.value for row in table.ordered_rows]:
+            # DataTable.sort hands the key function cells, not row keys; (GPU label, PID) is
+            # unique per row because the label starts with the GPU index.
+            rank = {
+                (_pad(row.cell("gpu")), _pad(row.cell("pid"))): place
+                for place, row in enumerate(ordered)
+            }
+            table.sort("gpu", "pid", key=lambda cells: rank[(cells[0].plain, cells[1].plain)])
         if cursor_key in wanted:
             place = table.get_row_index(cursor_key)
             if place != table.cursor_row:
                 table.move_cursor(row=place)
         self._update_status(len(ordered))
+
+    def _count_widths(self, cells: tuple[str, ...], step: int) -> None:
+        for index, counter in self._widths.items():
+            counter[_width(cells[index])] += step
+
+    def _fit_columns(self) -> None:
+        """Size the columns as ``update_width=True`` on every changed cell would, cheaply.
+
+        With ``update_width=True`` DataTable re-measures every cell of a column whenever a new
+        cell is narrower than the column, which at a few hundred rows costs more than the rest
+        of a tick. Its rule is kept: a column whose cell changed to a width other than the
+        column's is fitted to its widest cell or label (so it may shrink then, but not when
+        rows only go away). The width counts give that width without measuring, and only when
+        it differs is the widest cell handed over for measuring: that grows the column at once
+        or, when it shrinks, re-measures it that one time.
+        """
+        table = self._table
+        for index in sorted(self._refit):
+            counts = self._widths.get(index)
+            if counts is None:
+                continue
+            column = table.columns[ColumnKey(COLUMNS[index].key)]
+            widest = max((width for width, count in counts.items() if count > 0), default=0)
+            if not widest or max(widest, cell_len(column.label.plain)) == column.content_width:
+                continue
+            row_key = next(
+                key for key, (cells, _) in self._shown.items() if _width(cells[index]) == widest
+            )
+            cell = table.get_cell(row_key, column.key)
+            table.update_cell(row_key, column.key, cell, update_width=True)
+        if self._refit:
+            # DataTable measures when it next goes idle, over the rows it has then: a column
+            # stays due for fitting until then, should rows go away before.
+            self.call_later(self._refitted)
+
+    def _refitted(self) -> None:
+        self._refit.clear()
 
     def _update_status(self, shown: int) -> None:
         column = COLUMNS[self.sort_column]
@@ -341,14 +410,19 @@ class ProcessTable(Widget):
             parts.append(f"{foreign} not in this PID namespace")
         if self.readonly:
             parts.append("read-only")
-        self.query_one("#process-status", Static).update(Text("  ·  ".join(parts)))
+        status = "  ·  ".join(parts)
+        # Updating a Static repaints it (and with layout=True lays out the whole screen);
+        # the line's height is fixed at 1 and its width follows the widget, never the text.
+        if status != self._status:
+            self._status = status
+            self.query_one("#process-status", Static).update(Text(status), layout=False)
 
     def _relabel(self) -> None:
         table = self._table
         for index in self._columns:
             table.columns[ColumnKey(COLUMNS[index].key)].label = self._label(index)
-        # _apply ends with DataTable.sort, which repaints the header with the new labels.
-        self._apply()
+        # DataTable.sort is what repaints the header with the new labels.
+        self._apply(resort=True)
 
     def sort_by(self, index: int, reverse: bool | None = None) -> None:
         """Sort by column ``index``; ``reverse`` defaults to that column's natural order."""
