@@ -107,7 +107,7 @@ def test_replay_of_a_capture_shows_the_gpus_and_q_exits_zero(
     term = start(terminal, tmp_path, ["--replay", str(CAPTURES / "rtx3090x4-procs-v12.xml")])
     screen = term.wait_for("RTX 3090", "replay", "still")
     assert "driver 550.90.07" in screen and "CUDA 12.4" in screen
-    assert screen.count("NVIDIA GeForce RTX 3090") == 4
+    assert screen.count("NVIDIA GeForce RTX 3090") == 4, screen
     assert "8 of 8 processes" in screen and "read-only" in screen
     term.press("q")
     assert term.exit_code() == 0
@@ -143,8 +143,11 @@ def test_live_on_the_fake_nvml(terminal: list[Terminal], tmp_path: Path) -> None
         "GPUTOP_FAKE_NVML": str(CAPTURES / "rtx3090x4-procs-v12.xml"),
     }
     term = start(terminal, tmp_path, ["--interval", "0.5"], **env)
-    screen = term.wait_for("live", "every 0.5s", "RTX 3090")
-    assert screen.count("NVIDIA GeForce RTX 3090") == 4
+    # tmux may catch the first frame half painted: wait for every panel, not just one.
+    screen = term.wait_for(
+        "live", "every 0.5s", *(f" {index} · NVIDIA GeForce RTX 3090" for index in range(4))
+    )
+    assert screen.count("NVIDIA GeForce RTX 3090") == 4, screen
     term.press("Space")
     term.wait_for("paused")
     term.press("q")
