@@ -154,10 +154,10 @@ class MainScreen(Screen[None]):
         """Show the first tick (before the first frame), follow theme changes."""
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         if self._first_tick is not None:
-            # is_mounted turns true only after this handler: show the first tick right after
-            # it, or a still replay (whose later ticks repeat the same snapshot) never fills
-            # the process table.
-            self.call_later(self.show_tick, self._first_tick)
+            # The children are mounted by now, but this screen's is_mounted turns true only
+            # after this handler: draw the first tick here, into the very first frame (a
+            # still replay repeats the same snapshot, so no later tick would fill the table).
+            self._show(self._first_tick, previous=None)
             self._first_tick = None
 
     def _mig_tree(self) -> MigTree:
@@ -182,8 +182,11 @@ class MainScreen(Screen[None]):
         """Display ``tick``: only widgets whose input changed do any work."""
         previous = self.tick
         self.tick = tick
-        if not self.is_mounted:
-            return
+        if self.is_mounted:
+            self._show(tick, previous)
+
+    def _show(self, tick: Tick, previous: Tick | None) -> None:
+        self.tick = tick
         replaying = tick.replay is not None
         self.set_class(replaying, "-replay")
         if replaying and not self.query_one(ProcessTable).readonly:
