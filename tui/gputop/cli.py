@@ -26,7 +26,8 @@ def _interval(text: str) -> float:
     return value
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
     try:
         value = int(text)
     except ValueError:
@@ -80,11 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
         "is recorded whatever --gpu says (select again at replay)",
     )
     parser.add_argument(
-        "--count", type=_positive, metavar="N", help="headless: take N snapshots and stop"
+        "--count", type=positive_int, metavar="N", help="headless: take N snapshots and stop"
     )
     parser.add_argument(
         "--pick",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="print the N least used GPUs as a list for CUDA_VISIBLE_DEVICES",
     )

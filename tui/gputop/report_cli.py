@@ -26,6 +26,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import TextIO
 
+from gputop.cli import positive_int
 from gputop.errors import BadCapture, GputopError
 from gputop.insight.report import ReportBuilder, render_table, summary_to_json
 
@@ -36,16 +37,6 @@ DOCUMENTS_PER_JOB = 400
 """At least this many documents per worker, so that each one's start-up pays off."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
-
-
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more")
-    return value
 
 
 def _seconds(text: str) -> float:
@@ -88,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--jobs",
-        type=_jobs,
+        type=positive_int,
         metavar="N",
         help="parse with N processes (default: one per CPU for recordings of "
         f"{PARALLEL_MIN_DOCUMENTS} documents or more, in a plain, uncompressed file)",
