@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from datetime import datetime, timedelta
@@ -18,6 +19,7 @@ from gputop.model.units import (
     fmt_watts,
 )
 from gputop.options import Options
+from gputop.sinks import open_sinks
 from gputop.sources.recording import Recording
 
 _TIME_FORMATS = ("%H:%M:%S", "%H:%M")
@@ -242,12 +244,12 @@ def _select(snapshot: Snapshot, spec: str | None) -> Snapshot:
 def replay_headless(options: Options) -> int:
     """`--replay FILE` with `--once`, `--json` or `--count N`: print (and `--log`), then exit."""
     assert options.replay is not None
-    log = None
-    if options.log is not None:
-        from gputop.insight.csv_log import CsvLogger
-
-        log = CsvLogger(options.log)
-    with Recording.open(options.replay) as recording:
+    # --record is refused with --replay, so the only sink here is the --log CSV.
+    log = open_sinks(options)
+    with contextlib.ExitStack() as cleanup:
+        if log is not None:
+            cleanup.callback(log.close)
+        recording = cleanup.enter_context(Recording.open(options.replay))
         start = resolve_at(recording, options.at)
         count = options.count or 1
         for index in range(start, start + count):
@@ -272,6 +274,4 @@ def replay_headless(options: Options) -> int:
         len(recording)
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)
-    if log is not None:
-        log.close()
     return 0

@@ -274,26 +274,28 @@ class Pipeline:
         """The current state as an immutable tick."""
         self._seq += 1
         notes, self._notes = tuple(self._notes), []
+        window = tuple(self._window)
         return Tick(
             seq=self._seq,
             snapshot=self._current,
             history=self._history.view(self._view_width, self._view_metrics),
             replay=None if self._player is None else self._player.status(),
-            window=tuple(self._window),
+            window=window,
             interval=self._interval,
             paused=self._paused,
             error=self._error,
             notes=notes,
-            findings=self._diagnosis(),
+            findings=self._diagnosis(window),
         )
 
-    def _diagnosis(self) -> tuple[tuple[int, tuple[Finding, ...]], ...]:
+    def _diagnosis(
+        self, window: tuple[Snapshot, ...]
+    ) -> tuple[tuple[int, tuple[Finding, ...]], ...]:
         """Findings for the current snapshot, worked out once per new snapshot.
 
         Runs here, in the poll thread, so that the UI thread only draws the result.
         """
         if self._diagnosed_for is not self._current:
-            window = tuple(self._window)
             self._diagnosed = tuple(
                 (gpu.index, diagnose(window, gpu.index)) for gpu in self._current.gpus
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Protocol
 
 from gputop.model import Snapshot
@@ -33,12 +34,10 @@ class SnapshotSinks:
 
     def close(self) -> None:
         """Close every sink, even when one fails to."""
-        try:
-            while self._sinks:
-                self._sinks.pop(0).close()
-        finally:
-            for sink in self._sinks:
-                sink.close()
+        sinks, self._sinks = self._sinks, []
+        with contextlib.ExitStack() as closing:
+            for sink in sinks:
+                closing.callback(sink.close)
 
 
 def open_sinks(options: Options) -> SnapshotSinks | None:

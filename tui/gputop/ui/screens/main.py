@@ -180,10 +180,10 @@ class MainScreen(Screen[None]):
 
     def show_tick(self, tick: Tick) -> None:
         """Display ``tick``: only widgets whose input changed do any work."""
-        previous = self.tick
-        self.tick = tick
         if self.is_mounted:
-            self._show(tick, previous)
+            self._show(tick, previous=self.tick)
+        else:
+            self.tick = tick
 
     def _show(self, tick: Tick, previous: Tick | None) -> None:
         self.tick = tick
