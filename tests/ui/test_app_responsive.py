@@ -18,11 +18,12 @@ from gputop.ui.screens.main import MainScreen
 from gputop.ui.testing import FIXED_SETTINGS, live_app, load, varied_stream
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
-BLOCK_SECONDS = 3.0
+# Only a safety net: the test releases the source itself once it has checked the UI.
+BLOCK_SECONDS = 60.0
 
 
 class BlockingSource:
-    """Answers its first poll at once; the second blocks until released (or 3 s pass)."""
+    """Answers its first poll at once; the second blocks until released."""
 
     def __init__(self, snapshots: list[Snapshot]) -> None:
         self.snapshots = snapshots
@@ -64,7 +65,6 @@ async def test_keys_and_timers_work_while_the_source_blocks_for_seconds() -> Non
         await wait_for(lambda: app.ticks_shown >= 1)
         app.set_interval(0.05, count)
         await wait_for(source.blocking.is_set)
-        started = time.monotonic()
         timers_before = timer_ticks
 
         await pilot.press("m")
@@ -73,14 +73,11 @@ async def test_keys_and_timers_work_while_the_source_blocks_for_seconds() -> Non
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
-        keys_took = time.monotonic() - started
-        await asyncio.sleep(0.5)
+        await wait_for(lambda: timer_ticks - timers_before >= 5)
 
         # All of that happened while the poller was still stuck in the source.
         assert source.blocking.is_set() and not source.release.is_set()
-        assert time.monotonic() - started < BLOCK_SECONDS
-        assert keys_took < 1.0
-        assert timer_ticks - timers_before >= 5
+        assert source.polls == 2
 
         source.release.set()
         shown = app.ticks_shown

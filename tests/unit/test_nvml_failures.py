@@ -302,7 +302,8 @@ def test_no_permission_on_the_handle_is_reported_not_lost() -> None:
 
 def test_a_hung_call_makes_its_gpu_stale_within_the_deadline() -> None:
     fake = FakeNvml(snapshot(gpu_sample(0), gpu_sample(1)))
-    with nvml_source(fake, deadline=0.3) as source:
+    # Bounds are wide (deadline 1 s, hang until released) so a loaded CI box cannot flip them.
+    with nvml_source(fake, deadline=1.0) as source:
         first = source.poll()
         release = fake.hang(1, "nvmlDeviceGetPowerUsage")
         started = time.monotonic()
@@ -318,13 +319,13 @@ def test_a_hung_call_makes_its_gpu_stale_within_the_deadline() -> None:
             time.sleep(0.01)
             fourth = source.poll()
     assert not first.gpus[1].stale
-    assert 0.25 <= took < 1.0
+    assert 0.95 <= took < 4.0
     # The stale GPU shows its previous sample; the other one is fresh.
     assert second.gpus[1].stale and not second.gpus[0].stale
     assert replace(second.gpus[1], stale=False) == first.gpus[1]
     # The still-hung GPU is not waited on again, nor asked again.
     assert third.gpus[1].stale
-    assert third_took < 0.25
+    assert third_took < 0.9
     # Once the call returns, the GPU comes back.
     assert not fourth.gpus[1].stale and fourth.gpus[1].power.draw == 251.5
 
@@ -354,7 +355,8 @@ def test_close_with_a_hung_call_does_not_block_or_shut_nvml_down() -> None:
         source.poll()
         started = time.monotonic()
         source.close()
-        assert time.monotonic() - started < 0.5
+        # The call hangs for ever; returning at all proves close did not wait on it.
+        assert time.monotonic() - started < 3.0
         # NVML stays initialised under the hung thread (nvml_source's init is still held).
         assert fake.initialized == 1
 
