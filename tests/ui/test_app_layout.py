@@ -43,7 +43,7 @@ from gputop.ui.panel_lines import (
     full_lines,
 )
 from gputop.ui.screens.main import choose_layout
-from gputop.ui.testing import eight_gpus, live_app, load, varied_stream
+from gputop.ui.testing import FIXED_SETTINGS, eight_gpus, live_app, load, varied_stream
 from gputop.ui.widgets.gpu_grid import GpuGrid, panel_entries
 from gputop.ui.widgets.gpu_panel import GpuPanel
 
@@ -215,6 +215,7 @@ async def test_unchanged_panels_are_not_repainted() -> None:
         await pilot.pause()
         changed = [p.paints for p in panels]
     assert repeated == shown
+    # Only the line holding the temperature is drawn again, not the panel's other lines.
     assert changed[0] == shown[0] + 1
     assert changed[1:] == shown[1:]
 
@@ -231,6 +232,37 @@ async def test_header_shows_driver_cuda_and_mode_but_hides_host_and_clock_in_tes
         assert "every 1s" in text
         assert "secret-host" not in text
         assert datetime(2024, 9, 18, 21, 34, 12).strftime("%H:%M:%S") not in text
+
+
+async def test_the_clock_sits_left_and_a_new_second_repaints_only_up_to_it() -> None:
+    from textual.geometry import Region
+
+    from gputop.ui.widgets.status_line import StatusHeader
+
+    stream = varied_stream(load(CAPTURES / "rtx3090x4-procs-v12.xml"), 3)
+    settings = dataclasses.replace(FIXED_SETTINGS, show_clock=True)
+    app = live_app(stream, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        header = app.main_screen.query_one(StatusHeader)
+        first = stream[0].timestamp
+        assert first is not None
+        assert header.plain.startswith(f" gputop {first:%H:%M:%S}  driver")
+        asked: list[tuple[Region, ...]] = []
+        refresh = header.refresh
+
+        def spy(*regions: Region, **options: bool) -> StatusHeader:
+            asked.append(regions)
+            return refresh(*regions, **options)
+
+        header.refresh = spy  # type: ignore[method-assign]
+        app.loop.advance()  # type: ignore[attr-defined]
+        await pilot.pause()
+        second = stream[1].timestamp
+        assert second is not None
+        assert f"{second:%H:%M:%S}" in header.plain
+    # Only the cells up to the last changed digit of the clock go out again.
+    assert asked == [(Region(0, 0, len(f" gputop {second:%H:%M:%S}"), 1),)]
 
 
 async def test_a_failing_source_is_shown_in_the_header_and_recovers() -> None:
@@ -278,3 +310,13 @@ async def test_a_dead_poller_is_announced() -> None:
         header = app.main_screen.query_one("#header")
         assert "updates stopped: RuntimeError: boom" in header.plain  # type: ignore[attr-defined]
         assert any("updates stopped" in n.message for n in app._notifications)
+
+
+def test_panel_cell_widths_match_rich_for_what_panels_draw_and_for_wide_text() -> None:
+    from rich.cells import cell_len
+
+    from gputop.ui.widgets.gpu_panel import cell_width
+
+    for text in ("▁▂▃▄▅▆▇█", "12.3G · 45%", "…─", "日本語 GPU", "", "é"):
+        assert cell_width(text) == cell_len(text)
+    assert cell_width("日本") == 4

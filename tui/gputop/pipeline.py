@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gputop.errors import GputopError
 from gputop.history import EMPTY_VIEW, HistoryStore, HistoryView, Metric
@@ -24,8 +24,10 @@ from gputop.insight.diagnosis import Finding, diagnose
 from gputop.model import Snapshot
 from gputop.options import MIN_INTERVAL
 from gputop.sources.base import Source
-from gputop.sources.gpu_select import GpuSelection
 from gputop.sources.replay import ReplayPlayer, ReplayStatus
+
+if TYPE_CHECKING:
+    from gputop.sources.gpu_select import GpuSelection
 
 DEFAULT_WINDOW = 45
 """Recent snapshots kept whole, for the history screen's diagnosis (its rules read 30 s).

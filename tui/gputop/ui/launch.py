@@ -6,7 +6,6 @@ from gputop.errors import BadArguments
 from gputop.options import Options
 from gputop.pipeline import Pipeline, PollLoop, Recorder
 from gputop.sources.base import Source
-from gputop.sources.gpu_select import GpuSelection
 from gputop.sources.replay import ReplayPlayer
 from gputop.ui.settings import UiSettings
 
@@ -24,7 +23,11 @@ def run_tui(
         BadCapture: the recording cannot be read.
         BadArguments: ``--gpu`` matches nothing, or there is neither a replay nor a source.
     """
-    selection = GpuSelection.parse(options.gpu) if options.gpu else None
+    selection = None
+    if options.gpu:
+        from gputop.sources.gpu_select import GpuSelection
+
+        selection = GpuSelection.parse(options.gpu)
     if options.replay is not None:
         from gputop.sources.recording import Recording
 

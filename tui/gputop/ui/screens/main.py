@@ -144,6 +144,13 @@ class MainScreen(Screen[None]):
             id="header", show_host=self.settings.show_host, show_clock=self.settings.show_clock
         )
         first = self._first_tick
+        if first is not None:
+            # Classes and binding state settled before the children exist: each class
+            # change later restyles the whole screen, and a binding change recomposes the
+            # footer, which would cost the first frame two more passes.
+            self.set_class(first.replay is not None, "-replay")
+            self._apply_layout(self.app.size.width, self.app.size.height, len(panel_keys(first)))
+            self._binding_state = self._bindings_for(first)
         yield GpuGrid(id="gpus", keys=[] if first is None else panel_keys(first))
         with Horizontal(id="lower"):
             yield ProcessTable(readonly=self.settings.readonly, id="processes")
@@ -197,7 +204,7 @@ class MainScreen(Screen[None]):
             self.query_one(ReplayBar).show(tick.replay)
         grid = self.query_one(GpuGrid)
         count = len(grid.entries_for(tick))
-        self._apply_layout(self.size.width, self.size.height, count)
+        self._apply_layout(self.size.width, self.size.height, count, tick)
         grid.show(tick, compact=self.compact)
         if previous is None or previous.snapshot is not tick.snapshot:
             processes = process_key(tick.snapshot)
@@ -213,7 +220,7 @@ class MainScreen(Screen[None]):
         if tick.replay is not None and tick.replay.warnings and not self._warned:
             self._warned = True
             self.notify("\n".join(tick.replay.warnings), title="Recording", severity="warning")
-        state = (replaying, self._paused(tick), tick.replay is not None and tick.replay.still)
+        state = self._bindings_for(tick)
         if state != self._binding_state:
             self._binding_state = state
             self.refresh_bindings()
@@ -223,8 +230,16 @@ class MainScreen(Screen[None]):
         if self.tick is not None:
             self.show_tick(self.tick)
 
-    def _apply_layout(self, width: int, height: int, gpus: int) -> None:
-        compact, wide = choose_layout(width, height, gpus, self.replaying)
+    @classmethod
+    def _bindings_for(cls, tick: Tick) -> tuple[bool, bool, bool]:
+        """What decides which keys the footer offers for ``tick``."""
+        replay = tick.replay
+        return (replay is not None, cls._paused(tick), replay is not None and replay.still)
+
+    def _apply_layout(self, width: int, height: int, gpus: int, tick: Tick | None = None) -> None:
+        tick = tick or self.tick or self._first_tick
+        replaying = tick is not None and tick.replay is not None
+        compact, wide = choose_layout(width, height, gpus, replaying)
         if (compact, wide) != (self.compact, self.wide):
             self.compact, self.wide = compact, wide
             self.set_class(compact, "-compact")

@@ -10,16 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
 from gputop.history import Metric, Series
 from gputop.model import GpuSample
+from gputop.ui.gauges import BARS
 from gputop.ui.panel_lines import (
     FULL_HEIGHT,
     Line,
@@ -30,6 +32,18 @@ from gputop.ui.panel_lines import (
     full_lines,
     title,
 )
+
+SINGLE_CELL = frozenset(BARS + "·…─")
+"""Non-ASCII characters panels draw that are known to be one cell wide."""
+
+
+def cell_width(text: str) -> int:
+    """Cells ``text`` takes; quick for what panels draw (Rich's general measure of block
+    characters costs more than the rest of a panel's line)."""
+    if text.isascii() or SINGLE_CELL.issuperset(text):
+        return len(text)
+    return cell_len(text)
+
 
 ROLES = ("label", "name", "value", "warn", "crit", "na", "spark", "dim")
 """Every role a panel part may have; each is styled by ``gpu-panel--<role>``."""
@@ -67,7 +81,8 @@ class GpuPanel(Widget, can_focus=True):
         self._styles: dict[str, Style] | None = None
         self._strips: dict[int, tuple[Line, Strip]] = {}
         self.paints = 0
-        """How many times the panel was re-rendered (benchmarks and tests read it)."""
+        """How many content lines were rendered (tests read it: an unchanged panel renders
+        none on a new tick, a change renders only the lines it touched)."""
 
     @property
     def gpu(self) -> GpuSample | None:
@@ -108,10 +123,30 @@ class GpuPanel(Widget, can_focus=True):
             self.refresh()
             return
         lines = self._build(width)
-        if layout_changed or lines != self._lines:
-            self._lines = lines
-            self._lines_width = width
+        if lines == self._lines and not layout_changed and width == self._lines_width:
+            return
+        regions = None if layout_changed else self._changed_regions(lines, width)
+        self._lines = lines
+        self._lines_width = width
+        if regions is None:
             self.refresh()
+        elif regions:
+            self.refresh(*regions)
+
+    def _changed_regions(self, lines: tuple[Line, ...], width: int) -> list[Region] | None:
+        """The lines that differ from what is on screen; None to repaint everything.
+
+        Textual rewrites a repainted line from the widget's left edge to the end of the
+        change, so a changed line is repainted whole; but unchanged lines, the border and
+        its title are not sent again.
+        """
+        if width != self._lines_width or len(lines) != len(self._lines):
+            return None
+        return [
+            Region(0, y, width, 1)
+            for y, (old, new) in enumerate(zip(self._lines, lines, strict=True))
+            if old != new
+        ]
 
     def _build(self, width: int) -> tuple[Line, ...]:
         if self._state is None:
@@ -135,23 +170,24 @@ class GpuPanel(Widget, can_focus=True):
             self._lines = self._build(width)
             self._lines_width = width
             self._strips.clear()
-        if y == 0:
-            self.paints += 1
+        self.paints += 1
         styles = self._styles
         if styles is None:
             # Textual empties its own style cache on every refresh; ours lives until the
             # styles really change (theme, classes, focus).
             base = self.rich_style
             styles = self._styles = {role: base + self._style(role) for role in ROLES}
+            styles[""] = base
             self._strips.clear()
         if y >= len(self._lines):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, styles[""])
         line = self._lines[y]
         cached = self._strips.get(y)
         if cached is not None and cached[0] == line:
             return cached[1]
-        strip = Strip([Segment(text, styles[role]) for text, role in line]).crop_extend(
-            0, width, self.rich_style
+        segments = [Segment(text, styles[role]) for text, role in line]
+        strip = Strip(segments, sum(cell_width(text) for text, _ in line)).crop_extend(
+            0, width, styles[""]
         )
         self._strips[y] = (line, strip)
         return strip

@@ -41,8 +41,6 @@ from gputop.ui.process_rows import (
     target_pid,
     visible_rows,
 )
-from gputop.ui.widgets.process_details import ProcessDetails
-from gputop.ui.widgets.signal_dialog import SignalDialog
 
 _ARROWS = {False: "▲", True: "▼"}
 
@@ -492,6 +490,8 @@ class ProcessTable(Widget):
         row = self._by_key.get(str(event.row_key.value))
         if row is not None:
             title = f"PID {row.process.pid} on GPU {row.cell('gpu')}"
+            from gputop.ui.widgets.process_details import ProcessDetails
+
             self.app.push_screen(ProcessDetails(title, detail_fields(row, self._clock())))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -516,6 +516,8 @@ class ProcessTable(Widget):
             self._report(row.process.pid, sig, refusal)
             return
         pid = target_pid(row.process)
+        from gputop.ui.widgets.signal_dialog import SignalDialog
+
         dialog = SignalDialog(pid, sig, describe(row))
         self.app.push_screen(dialog, partial(self._answered, row, pid, sig))
 

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Region
 from textual.widget import Widget
 
 from gputop.model.units import NA
@@ -38,12 +39,26 @@ class Bar(Widget):
         super().__init__(id=id)
         self._left: tuple[Segment, ...] = ()
         self._right: tuple[Segment, ...] = ()
+        self._role_styles: dict[str, Style] = {}
 
     def set_segments(self, left: tuple[Segment, ...], right: tuple[Segment, ...]) -> None:
-        """Replace the content; repaints only if it differs."""
-        if (left, right) != (self._left, self._right):
-            self._left, self._right = left, right
+        """Replace the content; repaints only if it differs, and only up to the change.
+
+        Textual rewrites a repainted line from the widget's left edge, so a change near the
+        left (the header's clock) costs a few cells on the wire instead of the whole line.
+        """
+        if (left, right) == (self._left, self._right):
+            return
+        width = self.content_size.width
+        before = self._cells(width)
+        self._left, self._right = left, right
+        after = self._cells(width)
+        if width <= 0 or len(before) != len(after):
             self.refresh()
+            return
+        last = max((x for x in range(width) if before[x] != after[x]), default=-1)
+        if last >= 0:
+            self.refresh(Region(0, 0, last + 1, 1))
 
     @property
     def plain(self) -> str:
@@ -54,17 +69,31 @@ class Bar(Widget):
         """Segments that stretch into ``room`` spare cells (none by default)."""
         return ()
 
-    def render(self) -> Text:
-        """Left segments, stretch, right segments; the left side is cut when it must be."""
-        width = self.content_size.width
+    def notify_style_update(self) -> None:
+        """Styles changed (theme, classes): resolve the component styles again."""
+        self._role_styles = {}
+        super().notify_style_update()
+
+    def _parts(self, width: int) -> tuple[Segment, ...]:
+        """Everything drawn at ``width``: left, fill, padding, right."""
         right_len = sum(len(t) for t, _ in self._right)
         left_len = sum(len(t) for t, _ in self._left)
         room = max(0, width - right_len - left_len)
-        styles: dict[str, Style] = {}
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
         middle = self.fill(room)
         used = sum(len(t) for t, _ in middle)
-        for part, role in (*self._left, *middle, (" " * max(0, room - used), "text"), *self._right):
+        return (*self._left, *middle, (" " * max(0, room - used), "text"), *self._right)
+
+    def _cells(self, width: int) -> list[tuple[str, str]]:
+        """(character, role) per cell at ``width``."""
+        return [(char, role) for part, role in self._parts(width) for char in part]
+
+    def render(self) -> Text:
+        """Left segments, stretch, right segments; the left side is cut when it must be."""
+        width = self.content_size.width
+        # Resolving a component style walks the CSS; the answers hold until a style change.
+        styles = self._role_styles
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        for part, role in self._parts(width):
             style = styles.get(role)
             if style is None:
                 style = styles[role] = self.get_component_rich_style(f"bar--{role}", partial=True)
@@ -75,7 +104,7 @@ class Bar(Widget):
 
 
 class StatusHeader(Bar):
-    """gputop · host · driver · CUDA · GPUs ........ mode · interval · time."""
+    """gputop · time · host · driver · CUDA · GPUs ........ mode · interval."""
 
     def __init__(
         self, *, show_host: bool = True, show_clock: bool = True, id: str | None = None
@@ -89,6 +118,10 @@ class StatusHeader(Bar):
         """Describe ``tick``'s snapshot and how it was obtained."""
         snapshot = tick.snapshot
         left: list[Segment] = [(" gputop", "title")]
+        if tick.live and self.show_clock and snapshot.timestamp is not None:
+            # On the left, like top(1): the one part that changes every tick is then the
+            # only part sent again.
+            left += [(" ", "dim"), (f"{snapshot.timestamp:%H:%M:%S}", "text")]
         if self.show_host:
             host = snapshot.host or (platform.node() if tick.live else None)
             if host:
@@ -110,8 +143,6 @@ class StatusHeader(Bar):
                 right += [(" · ", "dim"), ("paused", "warn")]
             else:
                 right += [(" · every ", "dim"), (f"{tick.interval:g}s", "text")]
-            if self.show_clock and snapshot.timestamp is not None:
-                right += [(" · ", "dim"), (f"{snapshot.timestamp:%H:%M:%S}", "text")]
         else:
             right += [("replay", "accent"), (" · ", "dim"), (source_label, "text")]
         right.append((" ", "text"))
