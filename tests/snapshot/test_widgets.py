@@ -16,7 +16,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widget import Widget
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable
 
 from gputop.model import (
     GpuSample,
@@ -185,7 +185,6 @@ class WidgetApp(App[None]):
         widget = self.widget
         if isinstance(widget, ProcessTable):
             widget.show(self.snapshot)
-            widget.query_one(Input).cursor_blink = False
             widget.query_one(DataTable).focus()
         elif isinstance(widget, MigTree):
             widget.show(self.snapshot)

@@ -293,9 +293,9 @@ class MainScreen(Screen[None]):
             self._mig_tree().show(self.tick.snapshot)
             self._mig_dirty = False
 
-    def action_filter(self) -> None:
+    async def action_filter(self) -> None:
         """Filter the process table (its own ``/``, reachable from anywhere)."""
-        self.query_one(ProcessTable).action_open_filter()
+        await self.query_one(ProcessTable).action_open_filter()
 
     def _submit(self, command: Command) -> None:
         submit = getattr(self.app, "submit", None)

@@ -189,18 +189,11 @@ class ProcessTable(Widget):
         """Which process types are shown."""
 
     def compose(self) -> ComposeResult:
-        """A status line, the table, and the filter input (shown while filtering)."""
+        """A status line and the table; the filter input is added when first wanted."""
         yield Static(id="process-status")
         yield DataTable[Text](
             id="process-data", cursor_type="row", zebra_stripes=True, cell_padding=0
         )
-        with Horizontal(id="process-filter-bar"):
-            yield Static("filter ", id="process-filter-label")
-            yield Input(
-                placeholder="user, command, PID or GPU  (Enter keeps, Esc clears)",
-                id="process-filter",
-                compact=True,
-            )
 
     def watch_readonly(self) -> None:
         """Say so in the status line (the footer follows through ``bindings=True``)."""
@@ -455,14 +448,33 @@ class ProcessTable(Widget):
         self.type_filter = self.type_filter.next()
         self._apply()
 
-    def action_open_filter(self) -> None:
-        """Show the filter input and type into it."""
+    def _filter_field(self) -> Input | None:
+        found = self.query("#process-filter")
+        return found.first(Input) if found else None
+
+    async def action_open_filter(self) -> None:
+        """Show the filter input (created the first time: most runs never filter, and an
+        Input costs the first frame time) and type into it."""
+        field = self._filter_field()
+        if field is None:
+            field = Input(
+                placeholder="user, command, PID or GPU  (Enter keeps, Esc clears)",
+                id="process-filter",
+                compact=True,
+            )
+            # No blinking cursor where animations are off (NO_COLOR-style quiet terminals,
+            # screenshots).
+            field.cursor_blink = self.app.animation_level != "none"
+            label = Static("filter ", id="process-filter-label")
+            await self.mount(Horizontal(label, field, id="process-filter-bar"))
         self.add_class("-filtering")
-        self.query_one("#process-filter", Input).focus()
+        field.focus()
 
     def action_clear_filter(self) -> None:
         """Drop the filter, hide its input and go back to the table."""
-        self.query_one("#process-filter", Input).value = ""
+        field = self._filter_field()
+        if field is not None:
+            field.value = ""
         self.filter_text = ""
         self.remove_class("-filtering")
         self._table.focus()
