@@ -1,8 +1,17 @@
 """What one NVML tick costs: calls made, and time split between our code, pynvml and NVML.
 
 Runs NvmlSource over the fake NVML (tests/fakes) for three machines: 1 GPU, 8 GPUs, and
-8 H100s x 7 MIG instances with 200 processes. For each, the first tick (which also reads static
-values) and the steady state (median of many ticks) are reported:
+8 H100s x 7 MIG instances with 200 processes, on a simulated 1 s interval (the source's clock
+moves 1 s a tick, so values that change rarely are re-read every ``SLOW_REFRESH`` s, i.e. every
+5th tick). For each, four rows:
+
+* ``first``: the first tick, which also reads static values;
+* ``steady``: the median of the ticks that read only what moves;
+* ``refresh``: the median of the ticks that also re-read the slow values (modes, ECC counters,
+  power limit, BAR1, the MIG layout);
+* ``mean``: the mean over all ticks after the first: the cost per second at a 1 s interval.
+
+Columns:
 
 * ``calls``: C-level NVML calls per tick, counted in the fake;
 * ``tick``: wall time of one ``poll()``;
@@ -10,13 +19,15 @@ values) and the steady state (median of many ticks) are reported:
 * ``pynvml``: time in pynvml's wrappers around those calls (ctypes marshalling);
 * ``ours``: the rest, gputop's own Python: tick - pynvml - nvml.
 
-The target: ``ours`` under 2 ms per tick for 8 GPUs. Run:
-``.venv/bin/python benchmarks/bench_nvml.py [--ticks N]``.
+The target: ``ours`` under 2 ms per steady tick for 8 GPUs. ``--slow-refresh 0`` re-reads
+everything every tick (how gputop polled before slow values). Run:
+``.venv/bin/python benchmarks/bench_nvml.py [--ticks N] [--slow-refresh S]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import threading
@@ -35,8 +46,21 @@ from fakes.nvml_install import installed
 from fakes.nvml_scenarios import gpu_sample, h100_mig_box, plain_box, snapshot
 from gputop.model import Snapshot
 from gputop.sources.nvml import NvmlSource
+from gputop.sources.nvml_device import SLOW_REFRESH
 
 TARGET_OURS_MS_8_GPUS = 2.0
+INTERVAL = 1.0
+"""Simulated seconds between ticks."""
+
+
+class TickClock:
+    """The source's monotonic clock: moved by the benchmark, one interval a tick."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class TimedModule:
@@ -87,15 +111,22 @@ class Tick:
         return self.pynvml_ns - self.nvml_ns
 
 
-def measure(snap: Snapshot, ticks: int, deadline: float | None) -> tuple[Tick, list[Tick]]:
+def measure(
+    snap: Snapshot, ticks: int, deadline: float | None, slow_refresh: float
+) -> tuple[Tick, list[Tick]]:
+    """The first tick and the ``ticks`` after it, one simulated interval apart."""
     fake = FakeNvml(snap)
     timed = TimedModule(pynvml)
+    clock = TickClock()
     results: list[Tick] = []
     with installed(fake):
         pynvml.nvmlInit()
-        source = NvmlSource(timed, deadline=deadline, host="bench")
+        source = NvmlSource(
+            timed, deadline=deadline, host="bench", slow_refresh=slow_refresh, clock=clock
+        )
         try:
-            for _ in range(ticks + 1):
+            for number in range(ticks + 1):
+                clock.now = number * INTERVAL
                 mark = fake.mark()
                 timed.ns = 0
                 fake.time_in_calls_ns = 0
@@ -115,9 +146,44 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:7.2f}"
 
 
+def _median(ticks: list[Tick]) -> Tick:
+    return Tick(
+        calls=int(statistics.median(t.calls for t in ticks)),
+        total_ns=int(statistics.median(t.total_ns for t in ticks)),
+        pynvml_ns=int(statistics.median(t.pynvml_ns for t in ticks)),
+        nvml_ns=int(statistics.median(t.nvml_ns for t in ticks)),
+    )
+
+
+def _mean(ticks: list[Tick]) -> Tick:
+    return Tick(
+        calls=round(statistics.mean(t.calls for t in ticks)),
+        total_ns=int(statistics.mean(t.total_ns for t in ticks)),
+        pynvml_ns=int(statistics.mean(t.pynvml_ns for t in ticks)),
+        nvml_ns=int(statistics.mean(t.nvml_ns for t in ticks)),
+    )
+
+
+def split(later: list[Tick], slow_refresh: float) -> tuple[list[Tick], list[Tick]]:
+    """(steady ticks, refresh ticks) of the ticks after the first; with a cadence no longer
+    than the interval every tick reads everything, and all count as steady."""
+    every = math.ceil(slow_refresh / INTERVAL - 1e-9)
+    if every <= 1:
+        return later, []
+    steady = [t for n, t in enumerate(later, start=1) if n % every]
+    refresh = [t for n, t in enumerate(later, start=1) if not n % every]
+    return steady, refresh
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ticks", type=int, default=50, help="steady-state ticks (default 50)")
+    parser.add_argument("--ticks", type=int, default=50, help="ticks after the first (50)")
+    parser.add_argument(
+        "--slow-refresh",
+        type=float,
+        default=SLOW_REFRESH,
+        help=f"seconds between re-reads of slow values ({SLOW_REFRESH:g}); 0: every tick",
+    )
     args = parser.parse_args(argv)
     machines = {
         "1 GPU": snapshot(gpu_sample(0)),
@@ -125,27 +191,29 @@ def main(argv: list[str] | None = None) -> int:
         "8 GPUs x 7 MIG, 200 procs": h100_mig_box(),
     }
     print(f"gputop NVML tick cost over the fake NVML (Python {sys.version.split()[0]})")
-    print(f"times in ms; steady = median of {args.ticks} ticks after the first")
-    header = f"{'machine':28} {'mode':8} {'tick':>5} {'calls':>6} {'tick':>7} {'nvml':>7} "
+    print(
+        f"times in ms; {args.ticks} ticks after the first, {INTERVAL:g} s apart; slow values "
+        f"re-read every {args.slow_refresh:g} s; steady/refresh = medians, mean = per tick"
+    )
+    header = f"{'machine':28} {'mode':8} {'tick':>7} {'calls':>6} {'tick':>7} {'nvml':>7} "
     header += f"{'pynvml':>7} {'ours':>7}"
     print(header)
     verdicts: list[str] = []
     for name, snap in machines.items():
         for mode, deadline in (("inline", None), ("threads", 2.0)):
-            first, steady = measure(snap, args.ticks, deadline)
-            rows = [("first", first)]
-            median = Tick(
-                calls=int(statistics.median(t.calls for t in steady)),
-                total_ns=int(statistics.median(t.total_ns for t in steady)),
-                pynvml_ns=int(statistics.median(t.pynvml_ns for t in steady)),
-                nvml_ns=int(statistics.median(t.nvml_ns for t in steady)),
-            )
+            first, later = measure(snap, args.ticks, deadline, args.slow_refresh)
+            steady, refresh = split(later, args.slow_refresh)
+            rows = [("first", first, first.ours_ns)]
             ours_median = statistics.median(t.ours_ns for t in steady)
-            rows.append(("steady", median))
-            for label, tick in rows:
-                ours = ours_median if label == "steady" else tick.ours_ns
+            rows.append(("steady", _median(steady), ours_median))
+            if refresh and steady:
+                rows.append(
+                    ("refresh", _median(refresh), statistics.median(t.ours_ns for t in refresh))
+                )
+            rows.append(("mean", _mean(later), statistics.mean(t.ours_ns for t in later)))
+            for label, tick, ours in rows:
                 print(
-                    f"{name:28} {mode:8} {label:>6} {tick.calls:6d} {_ms(tick.total_ns)} "
+                    f"{name:28} {mode:8} {label:>7} {tick.calls:6d} {_ms(tick.total_ns)} "
                     f"{_ms(tick.nvml_ns)} {_ms(tick.wrappers_ns)} {_ms(ours)}"
                 )
             if name == "8 GPUs":

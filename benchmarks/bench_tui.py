@@ -15,6 +15,7 @@ Usage: ``python benchmarks/bench_tui.py [--seconds 60] [--warmup 5]``. Needs tmu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import os
 import select
@@ -32,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "snapshots" / "rtx3090x4-procs-v12.xml"
@@ -50,15 +52,60 @@ def child(argv: Sequence[str]) -> int:
     from fakes.nvml_install import install
     from fakes.nvml_scenarios import h100_mig_box, varying
 
+    name_os_threads()
     ticks = int(os.environ.get("GPUTOP_BENCH_TICKS", "120"))
     fake = FakeNvml(varying(h100_mig_box(8, 7, 200), ticks=ticks))
     # The fake logs every call for its tests; a bounded log keeps the fake's own memory
     # out of gputop's RSS.
     fake.calls = deque(maxlen=16)  # type: ignore[assignment]
+    count_fake_cpu(fake)
     install(fake)
     from gputop.cli import main
 
     return main(list(argv))
+
+
+def name_os_threads() -> None:
+    """Give each Python thread its name at the OS level, so CPU can be split per thread."""
+    import threading
+
+    run = threading.Thread.run
+
+    def named_run(self: threading.Thread) -> None:
+        with contextlib.suppress(OSError):
+            Path(f"/proc/self/task/{threading.get_native_id()}/comm").write_text(self.name[:15])
+        run(self)
+
+    threading.Thread.run = named_run  # type: ignore[method-assign]
+
+
+def count_fake_cpu(fake: Any) -> None:
+    """Count the CPU time the fake library itself burns (its Python stands in for the C
+    driver), and append the running total to ``GPUTOP_BENCH_FAKE_LOG`` on each SIGUSR1."""
+    import threading
+
+    lock = threading.Lock()
+    total = [0]
+    dispatch = fake._dispatch
+
+    def timed(*args: Any) -> Any:
+        started = time.thread_time_ns()
+        try:
+            return dispatch(*args)
+        finally:
+            spent = time.thread_time_ns() - started
+            with lock:
+                total[0] += spent
+
+    fake._dispatch = timed
+    log = os.environ.get("GPUTOP_BENCH_FAKE_LOG")
+    if log:
+
+        def report(_signal: int, _frame: object) -> None:
+            with open(log, "a") as out:
+                out.write(f"{total[0]}\n")
+
+        signal.signal(signal.SIGUSR1, report)
 
 
 _TICKS = {"GPUTOP_BENCH_TICKS": "120"}
@@ -77,6 +124,22 @@ def write_stream(path: Path, seconds: int) -> Path:
             stamped = replace(snapshot, timestamp=START + timedelta(seconds=number))
             out.write(snapshot_to_xml(stamped))
     return path
+
+
+BARE_TEXTUAL = [
+    sys.executable,
+    "-c",
+    "from textual.app import App\n"
+    "from textual.widgets import DataTable, Footer, Static\n"
+    "class Bare(App[None]):\n"
+    '    BINDINGS = [("q", "quit", "Quit")]\n'
+    "    def compose(self):\n"
+    '        yield Static("floor-marker")\n'
+    "        yield DataTable()\n"
+    "        yield Footer()\n"
+    "Bare().run()\n",
+]
+"""The floor: Textual's own start-up to a first frame with the widget kinds gputop uses."""
 
 
 def _env() -> dict[str, str]:
@@ -139,11 +202,44 @@ class Run:
     bytes_out: int
     rss_kib: int
     peak_rss_kib: int
+    threads_s: dict[str, float]
+    """CPU seconds per thread name over the measured window."""
+    fake_s: float | None
+    """CPU seconds spent inside the fake NVML library (None when not on the fake)."""
 
 
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds so far per thread, summed by thread name."""
+    names: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seconds = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        names[name] = names.get(name, 0.0) + seconds
+    return names
+
+
+def _fake_log_mark(pid: int, log: Path | None) -> float | None:
+    """Ask the fake for its CPU so far; seconds, or None when not on the fake."""
+    if log is None:
+        return None
+    before = log.read_text().count("\n") if log.exists() else 0
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.perf_counter() + 2
+    while time.perf_counter() < deadline:
+        lines = log.read_text().splitlines() if log.exists() else []
+        if len(lines) > before:
+            return int(lines[-1]) / 1e9
+        time.sleep(0.01)
+    return None
 
 
 def _rss_kib(pid: int) -> tuple[int, int]:
@@ -154,9 +250,17 @@ def _rss_kib(pid: int) -> tuple[int, int]:
 
 
 def run_on_pty(
-    command: Sequence[str], marker: bytes, seconds: float, warmup: float, quit_key: bytes = b"q"
+    command: Sequence[str],
+    marker: bytes,
+    seconds: float,
+    warmup: float,
+    quit_key: bytes = b"q",
+    fake_log: Path | None = None,
 ) -> Run:
     """Run ``command`` on a 120x40 pty; measure CPU, RSS and output after ``warmup`` s."""
+    env = _env()
+    if fake_log is not None:
+        env["GPUTOP_BENCH_FAKE_LOG"] = str(fake_log)
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
     started = time.perf_counter()
@@ -166,10 +270,12 @@ def run_on_pty(
         stdout=slave,
         stderr=slave,
         cwd=REPO,
-        env=_env(),
+        env=env,
         start_new_session=True,
     )
     os.close(slave)
+    threads_start: dict[str, float] = {}
+    fake_start: float | None = None
     seen = bytearray()
     first_output = first_frame = -1.0
     counted = 0
@@ -182,6 +288,8 @@ def run_on_pty(
             now = time.perf_counter()
             if not measuring and first_frame >= 0 and now - started >= warmup + first_frame:
                 measuring = True
+                fake_start = _fake_log_mark(process.pid, fake_log)
+                threads_start = _thread_cpu(process.pid)
                 cpu_start = _cpu_seconds(process.pid)
                 measure_start = now
                 counted = 0
@@ -204,6 +312,12 @@ def run_on_pty(
                 counted += len(data)
         elapsed = time.perf_counter() - measure_start
         cpu = _cpu_seconds(process.pid) - cpu_start
+        threads_end = _thread_cpu(process.pid)
+        threads = {
+            name: spent - threads_start.get(name, 0.0) for name, spent in threads_end.items()
+        }
+        fake_end = _fake_log_mark(process.pid, fake_log)
+        fake = None if fake_start is None or fake_end is None else fake_end - fake_start
         rss, peak = _rss_kib(process.pid)
         os.write(master, quit_key)
         try:
@@ -213,7 +327,7 @@ def run_on_pty(
             process.wait()
     finally:
         os.close(master)
-    return Run(first_output, first_frame, cpu, elapsed, counted, rss, peak)
+    return Run(first_output, first_frame, cpu, elapsed, counted, rss, peak, threads, fake)
 
 
 def report(name: str, run: Run) -> None:
@@ -226,6 +340,21 @@ def report(name: str, run: Run) -> None:
         f"  CPU                    {per_minute:7.2f} s per minute "
         f"({per_minute / 60 * 100:.2f}% of one core) over {run.seconds:.0f} s"
     )
+
+    def share(seconds: float) -> str:
+        return f"{seconds / run.seconds * 100:.2f}%"
+
+    by_thread = sorted(run.threads_s.items(), key=lambda item: -item[1])
+    names = {"python": "UI (main thread)", "gputop-poller": "poller"}
+    print(
+        "    by thread: "
+        + ", ".join(f"{names.get(name, name)} {share(spent)}" for name, spent in by_thread)
+    )
+    if run.fake_s is not None:
+        print(
+            f"    inside the fake NVML library: {share(run.fake_s)}; gputop without it: "
+            f"{share(run.cpu_s - run.fake_s)} of one core"
+        )
     peak = run.peak_rss_kib / 1024
     print(f"  RSS                    {run.rss_kib / 1024:7.1f} MiB (peak {peak:.1f})")
     print(f"  terminal output        {run.bytes_out / run.seconds:7.0f} bytes/s")
@@ -253,6 +382,12 @@ def main() -> int:
         f"{samples[len(samples) // 2] * 1000:.0f} ms (min {samples[0] * 1000:.0f}, "
         f"max {samples[-1] * 1000:.0f}; {len(samples)} runs)"
     )
+    samples = sorted(first_frame_tmux(BARE_TEXTUAL, "floor-marker") for _ in range(options.repeat))
+    print(
+        f"yardstick: first frame in tmux of a bare Textual app (a Static, a DataTable, a "
+        f"Footer): median {samples[len(samples) // 2] * 1000:.0f} ms (min "
+        f"{samples[0] * 1000:.0f}, max {samples[-1] * 1000:.0f})"
+    )
     live = _fake_gputop([])
     samples = sorted(first_frame_tmux(live, "H100", 8) for _ in range(options.repeat))
     print(
@@ -261,10 +396,17 @@ def main() -> int:
         f"max {samples[-1] * 1000:.0f})"
     )
 
-    report(
-        "live, 8x H100 x 7 MIG, 200 processes, 1 s interval (fake NVML, values moving)",
-        run_on_pty(live, b"H100", options.seconds, options.warmup),
-    )
+    with tempfile.TemporaryDirectory() as folder:
+        report(
+            "live, 8x H100 x 7 MIG, 200 processes, 1 s interval (fake NVML, values moving)",
+            run_on_pty(
+                live,
+                b"H100",
+                options.seconds,
+                options.warmup,
+                fake_log=Path(folder) / "fake-cpu.log",
+            ),
+        )
     with tempfile.TemporaryDirectory() as folder:
         stream = write_stream(Path(folder) / "h100-mig-8x7.xml", int(options.seconds) + 60)
         report(

@@ -14,6 +14,11 @@ count calls per tick and the benchmark can time our code apart from NVML's.
 Ticks: each device counts its own ticks. A device's tick advances when a call repeats one it
 already saw in the current tick (gputop never repeats a call within a tick), or when the test
 calls :meth:`FakeNvml.advance`.
+
+MIG device handles name a position on their GPU. By default a handle stays valid while that
+position exists, whatever instance sits there; :meth:`FakeNvml.invalidate_mig_handles` makes
+the handles handed out so far answer INVALID_ARGUMENT, as a real driver's do once their
+instance is destroyed (for a test that rebuilds the layout between ticks).
 """
 
 from __future__ import annotations
@@ -216,8 +221,9 @@ def _gpu_handle(gpu: int) -> int:
     return (gpu + 1) << 16
 
 
-def _mig_handle(gpu: int, mig: int) -> int:
-    return ((gpu + 1) << 16) | ((mig + 1) << 8)
+def _mig_handle(gpu: int, mig: int, generation: int = 0) -> int:
+    # The low byte (unused by MIG handles otherwise) holds the handle's generation.
+    return ((gpu + 1) << 16) | ((mig + 1) << 8) | (generation & 0xFF)
 
 
 def _instance_handle(gpu: int, gi: int) -> int:
@@ -297,6 +303,7 @@ class FakeNvml:
         self._gpm_next = 0
         self._gpm_live: set[int] = set()
         self._gpm_samples: dict[int, tuple[int, int, int]] = {}
+        self._mig_generation: dict[int, int] = {}
         self.library = FakeLibrary(self)
         """The object to install as ``pynvml.nvmlLib``."""
 
@@ -324,6 +331,12 @@ class FakeNvml:
             for state in self._gpus.values():
                 state.tick += 1
                 state.seen.clear()
+
+    def invalidate_mig_handles(self, gpu: int) -> None:
+        """Every MIG device handle of GPU ``gpu`` handed out so far stops working (calls on
+        it answer INVALID_ARGUMENT); new ones come from nvmlDeviceGetMigDeviceHandleByIndex."""
+        with self._lock:
+            self._mig_generation[gpu] = self._mig_generation.get(gpu, 0) + 1
 
     def lose(self, gpu: int) -> None:
         """GPU ``gpu`` falls off the bus now."""
@@ -447,6 +460,8 @@ class FakeNvml:
             return sample, None
         if mig >= len(sample.mig_devices):
             return None
+        if value & 0xFF != self._mig_generation.get(gpu, 0) & 0xFF:
+            return None  # a handle from before invalidate_mig_handles
         return sample, sample.mig_devices[mig]
 
     # ----- system -------------------------------------------------------------------------
@@ -832,7 +847,8 @@ class FakeNvml:
             return pynvml.NVML_ERROR_NOT_SUPPORTED
         if position >= len(gpu.mig_devices):
             return pynvml.NVML_ERROR_NOT_FOUND
-        _put_handle(out, _mig_handle(gpu.index if gpu.index is not None else 0, position))
+        index = gpu.index if gpu.index is not None else 0
+        _put_handle(out, _mig_handle(index, position, self._mig_generation.get(index, 0)))
         return pynvml.NVML_SUCCESS
 
     def _mig_value(self, handle: Any, out: Any, read: Callable[[MigDeviceSample], Any]) -> int:

@@ -9,12 +9,15 @@ import pynvml  # noqa: TID251 -- the source under test is handed the real pynvml
 
 from fakes.nvml_fake import FakeNvml
 from fakes.nvml_install import installed
-from gputop.sources.nvml import Enrich, NvmlSource
+from gputop.sources.nvml import Enrich, HostLookup, NvmlSource
 
 
 @contextmanager
 def nvml_source(
-    fake: FakeNvml, *, deadline: float | None = None, enrich: Enrich | None = None
+    fake: FakeNvml,
+    *,
+    deadline: float | None = None,
+    enrich: Enrich | HostLookup | None = None,
 ) -> Iterator[NvmlSource]:
     """Install ``fake``, initialise NVML through pynvml and yield a source over it."""
     with installed(fake):

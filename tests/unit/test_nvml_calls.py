@@ -76,8 +76,19 @@ def test_a_steady_tick_asks_only_for_what_changes() -> None:
         source.poll()
     counts = fake.counts_since(mark)
     assert counts["nvmlDeviceGetClockInfo"] == 4
-    assert counts["nvmlDeviceGetTotalEccErrors"] == 4
+    assert counts["nvmlDeviceGetTemperature"] == 1
+    assert counts["nvmlDeviceGetPowerUsage"] == 1
     assert counts["nvmlDeviceGetMaxClockInfo"] == 0
+    # Slow values (re-read every SLOW_REFRESH seconds) come from the first tick.
+    for slow in (
+        "nvmlDeviceGetTotalEccErrors",
+        "nvmlDeviceGetEccMode",
+        "nvmlDeviceGetPersistenceMode",
+        "nvmlDeviceGetComputeMode",
+        "nvmlDeviceGetEnforcedPowerLimit",
+        "nvmlDeviceGetBAR1MemoryInfo",
+    ):
+        assert counts[slow] == 0, slow
     # Memory temperature is unsupported on this card: asked on the first tick only.
     assert counts["nvmlDeviceGetFieldValues"] == 0
     # Process names are known from the first tick.
@@ -96,7 +107,9 @@ def test_every_tick_of_a_scale_box_reads_each_instance_once() -> None:
     assert counts["nvmlGpmMigSampleGet"] == 56
     assert counts["nvmlGpmMetricsGet"] == 56
     assert counts["nvmlDeviceGetMemoryInfo_v2"] == 8 + 56
-    assert counts["nvmlDeviceGetMigDeviceHandleByIndex"] == 56
-    # Identity of instances is static.
+    # Identity of instances is static; the layout (handles, UUIDs) and BAR1 are slow.
     assert counts["nvmlDeviceGetAttributes_v2"] == 0
     assert counts["nvmlDeviceGetGpuInstanceId"] == 0
+    assert counts["nvmlDeviceGetMigDeviceHandleByIndex"] == 0
+    assert counts["nvmlDeviceGetUUID"] == 0
+    assert counts["nvmlDeviceGetBAR1MemoryInfo"] == 0

@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,9 +18,12 @@ import pytest
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
 from gputop.sources.procinfo import (
+    FOREIGN,
     FOREIGN_HINT,
+    FOREIGN_RECHECK,
     IDENTITY_REFRESH,
     ProcessEnricher,
+    StatProcess,
     find_host_proc_root,
     foreign_hint,
     read_nspid,
@@ -363,3 +369,149 @@ def test_memory_is_read_every_tick_and_the_command_line_now_and_then(proc_root: 
     assert soon.host_memory == 5 * 2**30
     assert soon.command == "python3 train.py --epochs 3"
     assert later.command == "ray::Worker"
+
+
+# ----- the per-tick reader and the placement caches ------------------------------------------
+
+
+def _stat_with(pid: int, start: int, utime: int, stime: int, rss_pages: int) -> str:
+    fields = ["S"] + ["0"] * 18 + [str(start), "0", str(rss_pages)]
+    fields[11], fields[12] = str(utime), str(stime)
+    return f"{pid} (python3) {' '.join(fields)}\n"
+
+
+def test_stat_process_reads_this_process_like_psutil() -> None:
+    me = os.getpid()
+    reader = StatProcess(me)
+    real = psutil.Process(me)
+
+    with reader.oneshot():
+        assert reader.is_running()
+        rss = reader.memory_info().rss
+        assert reader.cpu_percent(None) == 0.0  # the baseline, as psutil
+    assert abs(rss - real.memory_info().rss) < 64 * 2**20
+    assert reader.create_time() == real.create_time()
+    assert reader.cmdline() == real.cmdline()
+    assert reader.username() == getpass.getuser()
+    deadline = time.process_time() + 0.05
+    while time.process_time() < deadline:
+        pass
+    assert reader.cpu_percent(None) > 0.0
+
+
+def test_stat_process_cpu_and_memory_come_from_one_stat_line(tmp_path: Path) -> None:
+    me = os.getpid()
+    folder = tmp_path / str(me)
+    folder.mkdir()
+    stat = folder / "stat"
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat.write_text(_stat_with(me, 777, utime=ticks, stime=ticks, rss_pages=10))
+    clock = Clock()
+    reader = StatProcess(me, tmp_path, clock=clock)
+
+    with reader.oneshot():
+        assert reader.cpu_percent(None) == 0.0
+        assert reader.memory_info().rss == 10 * os.sysconf("SC_PAGE_SIZE")
+    # One second later: half a second of user time and a quarter of system time more.
+    stat.write_text(
+        _stat_with(me, 777, utime=ticks + ticks // 2, stime=ticks + ticks // 4, rss_pages=12)
+    )
+    clock.now += 1.0
+    with reader.oneshot():
+        assert reader.is_running()
+        assert reader.cpu_percent(None) == 75.0
+        assert reader.memory_info().rss == 12 * os.sysconf("SC_PAGE_SIZE")
+        stat.write_text(_stat_with(me, 777, utime=0, stime=0, rss_pages=99))
+        # Inside one block the line is read once.
+        assert reader.memory_info().rss == 12 * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_stat_process_tells_a_reused_pid_and_an_exited_process(tmp_path: Path) -> None:
+    me = os.getpid()
+    folder = tmp_path / str(me)
+    folder.mkdir()
+    (folder / "stat").write_text(_stat_with(me, 777, utime=0, stime=0, rss_pages=1))
+    reader = StatProcess(me, tmp_path)
+    (folder / "stat").write_text(_stat_with(me, 778, utime=0, stime=0, rss_pages=1))
+
+    assert not reader.is_running()
+    with pytest.raises(psutil.NoSuchProcess):
+        reader.memory_info()
+    (folder / "stat").unlink()
+    assert not reader.is_running()
+    with pytest.raises(psutil.NoSuchProcess):
+        StatProcess(me, tmp_path)
+
+
+def test_stat_process_of_a_child_that_exits() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        reader = StatProcess(child.pid)
+        assert reader.is_running()
+    finally:
+        child.kill()
+        child.wait()
+    assert not reader.is_running()
+    with pytest.raises(psutil.NoSuchProcess):
+        StatProcess(child.pid)
+
+
+def test_the_default_enricher_reads_through_stat_process() -> None:
+    enrich = ProcessEnricher()
+    me = os.getpid()
+    fields = enrich.host_fields([me, me])
+
+    assert list(fields) == [me]
+    assert fields[me].user == getpass.getuser() and fields[me].foreign is False
+    assert fields[me].host_memory is not None and fields[me].host_memory > 1_000_000
+
+
+def test_a_foreign_pid_is_looked_for_again_only_after_a_while(proc_root: Path) -> None:
+    factory = Factory()
+    clock = Clock()
+    enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=clock)
+
+    assert enrich.host_fields([31]) == {31: FOREIGN}
+    make_proc(proc_root, 31, (31,))
+    clock.now += FOREIGN_RECHECK / 2
+    assert enrich.host_fields([31])[31].foreign
+    clock.now += FOREIGN_RECHECK / 2
+    assert enrich.host_fields([31])[31].foreign is False
+    assert factory.created == [31]
+
+
+def test_a_pid_that_leaves_and_comes_back_is_placed_afresh(proc_root: Path) -> None:
+    factory = Factory()
+    clock = Clock()
+    enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=clock)
+
+    assert enrich.host_fields([31])[31].foreign
+    enrich.host_fields([])  # 31 left the GPUs
+    make_proc(proc_root, 31, (31,))
+    clock.now += 1.0
+    assert enrich.host_fields([31])[31].foreign is False
+
+
+def test_a_host_placement_holds_while_the_host_start_time_does(
+    tmp_path: Path, proc_root: Path
+) -> None:
+    host = tmp_path / "host-proc"
+    make_proc(host, "self", (5000, 7))
+    make_proc(host, 4242, (4242, 17), start=555)
+    make_proc(proc_root, 17, (17,), start=555)
+    factory = Factory()
+    clock = Clock()
+    enrich = ProcessEnricher(
+        proc_root=proc_root, host_proc_root=host, process_factory=factory, clock=clock
+    )
+
+    assert enrich.host_fields([4242])[4242].local_pid == 17
+    # Same host start time: the placement is not worked out again (status is not read).
+    (host / "4242" / "status").unlink()
+    clock.now += 1.0
+    assert enrich.host_fields([4242])[4242].local_pid == 17
+    # The host PID now names another process (a host one, above our namespace).
+    (host / "4242" / "status").write_text("Name:\tx\nNSpid:\t4242\n")
+    (host / "4242" / "stat").write_text(_stat_line(4242, "x", 999))
+    clock.now += 1.0
+    assert enrich.host_fields([4242])[4242].foreign

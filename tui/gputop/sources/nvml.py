@@ -17,20 +17,23 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from gputop.errors import GputopError, NoDriver, NoPermission
-from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
+from gputop.model import GpuSample, ProcessSample, Snapshot
 from gputop.sources.nvml_api import NvmlApi
 from gputop.sources.nvml_calls import ErrorCodes
 from gputop.sources.nvml_codes import cuda_version
-from gputop.sources.nvml_device import GpuSampler
+from gputop.sources.nvml_device import SLOW_REFRESH, GpuSampler
 from gputop.sources.nvml_processes import ProcessNames
+
+if TYPE_CHECKING:
+    from gputop.sources.procinfo import HostFields
 
 BUNDLED_CAPTURE = "snapshots/rtx3090x4-procs-v12.xml"
 """A real capture shipped with gputop, relative to the repository root."""
@@ -41,6 +44,17 @@ DEFAULT_DEADLINE = 2.0
 
 Enrich = Callable[[tuple[ProcessSample, ...]], tuple[ProcessSample, ...]]
 """Adds host facts (user, command, CPU, PID namespace) to driver-reported processes."""
+
+
+@runtime_checkable
+class HostLookup(Protocol):
+    """An enricher that answers per PID (``ProcessEnricher``): cheaper than :data:`Enrich`,
+    since each row is then rebuilt once, not once by the enricher and again by the merge."""
+
+    def host_fields(self, pids: Iterable[int]) -> Mapping[int, HostFields]:
+        """Host fields for each distinct PID."""
+        ...
+
 
 _PACKAGED_CAPTURE = Path(__file__).resolve().parent.parent / "data" / Path(BUNDLED_CAPTURE).name
 """The same capture installed with the package, for when gputop runs outside the repository."""
@@ -109,7 +123,7 @@ def _import_pynvml() -> NvmlApi:
 def open_nvml_source(
     *,
     deadline: float | None = DEFAULT_DEADLINE,
-    enrich: Enrich | None = None,
+    enrich: Enrich | HostLookup | None = None,
     nvml: NvmlApi | None = None,
 ) -> NvmlSource:
     """Load and initialise NVML and return a source over every GPU it sees.
@@ -202,8 +216,12 @@ class NvmlSource:
             inline on the polling thread (no threads, no bound: for tests and benchmarks).
         enrich: called once per tick with every distinct process (first occurrence per PID);
             what it returns is merged back into every GPU's and MIG device's process list.
+            A :class:`HostLookup` (``ProcessEnricher``) is asked by PID instead.
         host: the name put in each snapshot; this machine's host name when None.
         shutdown_on_close: call ``nvmlShutdown`` on close (when this source initialised NVML).
+        slow_refresh: seconds between re-reads of values that change rarely (modes, ECC
+            counters, power limit, BAR1, MIG layout); 0 reads everything every tick.
+        clock: monotonic seconds, for that cadence (tests pass a fake one).
     """
 
     def __init__(
@@ -211,13 +229,15 @@ class NvmlSource:
         nvml: NvmlApi,
         *,
         deadline: float | None = DEFAULT_DEADLINE,
-        enrich: Enrich | None = None,
+        enrich: Enrich | HostLookup | None = None,
         host: str | None = None,
         shutdown_on_close: bool = False,
+        slow_refresh: float = SLOW_REFRESH,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._nvml = nvml
         self._deadline = deadline
-        self._enrich = enrich
+        self._enrich = None if enrich is None else _Enrichment(enrich)
         self._shutdown_on_close = shutdown_on_close
         self._closed = False
         self._host = host if host is not None else socket.gethostname()
@@ -227,7 +247,10 @@ class NvmlSource:
         self._cuda = None if cuda is None else cuda_version(int(cuda))
         self._names = ProcessNames(nvml, wait=None if deadline is None else min(0.1, deadline))
         codes = ErrorCodes(nvml)
-        self._samplers = [GpuSampler(nvml, codes, i, self._names) for i in range(self._count)]
+        self._samplers = [
+            GpuSampler(nvml, codes, i, self._names, slow_refresh=slow_refresh, clock=clock)
+            for i in range(self._count)
+        ]
         self._results: queue.SimpleQueue[_Result] = queue.SimpleQueue()
         self._round = 0
         self._last: dict[int, GpuSample] = {}
@@ -254,7 +277,7 @@ class NvmlSource:
                 self._last[gpu.index] = gpu
         self._names.keep_only({p.pid for gpu in gpus for p in gpu.processes})
         if self._enrich is not None:
-            gpus = _enriched(gpus, self._enrich)
+            gpus = self._enrich(gpus)
         return Snapshot(
             timestamp=taken,
             gpus=tuple(gpus),
@@ -366,40 +389,104 @@ _HOST_FIELDS = (
 )
 
 
-def _enriched(gpus: Iterable[GpuSample], enrich: Enrich) -> list[GpuSample]:
-    gpus = list(gpus)
-    distinct: dict[int, ProcessSample] = {}
-    for gpu in gpus:
-        for process in gpu.processes:
-            distinct.setdefault(process.pid, process)
-    # Called on idle ticks too, so the enricher can drop what it cached for exited PIDs.
-    by_pid = {p.pid: p for p in enrich(tuple(distinct.values()))}
-    if not distinct:
-        return gpus
+def _host_changes(host: HostFields) -> tuple[dict[str, Any], str | None]:
+    """What to change on every copy of one PID's row, and the host's name for it."""
+    if host.foreign:
+        return {"foreign": True, "local_pid": None}, None
+    changes = {
+        "user": host.user,
+        "command": host.command,
+        "cpu_percent": host.cpu_percent,
+        "host_memory": host.host_memory,
+        "start_time": host.start_time,
+        "foreign": False,
+        "local_pid": host.local_pid,
+    }
+    return changes, host.name
 
-    def merge(processes: tuple[ProcessSample, ...]) -> tuple[ProcessSample, ...]:
-        out: list[ProcessSample] = []
-        for process in processes:
-            host = by_pid.get(process.pid)
+
+def _changes(host: object) -> tuple[dict[str, Any], str | None]:
+    """The changes for a PID from a HostLookup's fields or a plain Enrich's row."""
+    if isinstance(host, ProcessSample):
+        return {name: getattr(host, name) for name in _HOST_FIELDS}, host.name
+    return _host_changes(cast("HostFields", host))
+
+
+class _Enrichment:
+    """Merges host facts into every GPU's and MIG device's process rows, once per tick.
+
+    A row the driver side left unchanged (the same object as last tick, see
+    ``nvml_processes.ProcessRows``) whose host facts are also unchanged is last tick's merged
+    row again: no rebuilding for processes that hold still (foreign ones, above all).
+    """
+
+    def __init__(self, enrich: Enrich | HostLookup) -> None:
+        self._enrich = enrich
+        self._lookup = enrich if isinstance(enrich, HostLookup) else None
+        self._last: dict[int, tuple[ProcessSample, object, ProcessSample]] = {}
+        """id(driver row) -> (driver row, host facts, merged row), for last tick's rows."""
+
+    def __call__(self, gpus: list[GpuSample]) -> list[GpuSample]:
+        pids: dict[int, ProcessSample] = {}
+        for gpu in gpus:
+            for process in gpu.processes:
+                pids.setdefault(process.pid, process)
+        # Called on idle ticks too, so the enricher can drop what it cached for exited PIDs.
+        facts: Mapping[int, object]
+        if self._lookup is not None:
+            facts = self._lookup.host_fields(pids)
+        else:
+            enrich: Any = self._enrich
+            facts = {host.pid: host for host in enrich(tuple(pids.values()))}
+        last = self._last
+        merged_now: dict[int, tuple[ProcessSample, object, ProcessSample]] = {}
+        built: dict[int, tuple[dict[str, Any], str | None]] = {}
+
+        def merge(process: ProcessSample) -> ProcessSample:
+            host = facts.get(process.pid)
             if host is None:
-                out.append(process)
+                return process
+            key = id(process)
+            seen = last.get(key)
+            if seen is not None and seen[0] is process and (seen[1] is host or seen[1] == host):
+                merged = seen[2]
+            else:
+                wanted = built.get(process.pid)
+                if wanted is None:
+                    wanted = built[process.pid] = _changes(host)
+                update, name = wanted
+                if process.name is None and name is not None:
+                    merged = replace(process, name=name, **update)
+                else:
+                    merged = replace(process, **update)
+            # The entry holds the driver row, so its id names no other object meanwhile.
+            merged_now[key] = (process, host, merged)
+            return merged
+
+        out: list[GpuSample] = []
+        for gpu in gpus:
+            if not gpu.processes:
+                out.append(gpu)
                 continue
-            changes: dict[str, Any] = {name: getattr(host, name) for name in _HOST_FIELDS}
-            if process.name is None:
-                changes["name"] = host.name
-            out.append(replace(process, **changes))
-        return tuple(out)
+            rows = tuple(merge(process) for process in gpu.processes)
+            # A MIG device lists the very objects its GPU lists: each row is merged once.
+            devices = tuple(
+                replace(
+                    device, processes=tuple(_merged(merged_now, p, merge) for p in device.processes)
+                )
+                if device.processes
+                else device
+                for device in gpu.mig_devices
+            )
+            out.append(replace(gpu, processes=rows, mig_devices=devices))
+        self._last = merged_now
+        return out
 
-    def merge_mig(device: MigDeviceSample) -> MigDeviceSample:
-        return replace(device, processes=merge(device.processes)) if device.processes else device
 
-    return [
-        replace(
-            gpu,
-            processes=merge(gpu.processes),
-            mig_devices=tuple(merge_mig(d) for d in gpu.mig_devices),
-        )
-        if gpu.processes
-        else gpu
-        for gpu in gpus
-    ]
+def _merged(
+    done: dict[int, tuple[ProcessSample, object, ProcessSample]],
+    process: ProcessSample,
+    merge: Callable[[ProcessSample], ProcessSample],
+) -> ProcessSample:
+    seen = done.get(id(process))
+    return seen[2] if seen is not None and seen[0] is process else merge(process)

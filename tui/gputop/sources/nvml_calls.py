@@ -11,7 +11,10 @@ hides the others. What each error means:
 * anything else: ``Reason.ERROR`` for this tick only; the call is tried again next tick.
 
 Values that never change (names, thresholds, limits' bounds) can be asked for ``static``: they
-are read once and served from the cache afterwards.
+are read once and served from the cache afterwards. Values that change rarely (modes, ECC
+counters, the enforced power limit, BAR1, a MIG device's UUID) can be asked for ``slow``: they
+are read on the ticks a :class:`DeviceCalls` is told to ``refresh`` and reused in between; a
+slow read that fails is not reused, so the next tick asks again.
 """
 
 from __future__ import annotations
@@ -37,24 +40,39 @@ class CallMemo:
     Attributes:
         refused: call key -> reason, for calls that will not succeed on this device.
         static: call key -> value, for values read once.
+        slow: call key -> value, for values re-read only on refresh ticks.
     """
 
-    __slots__ = ("refused", "static")
+    __slots__ = ("refused", "slow", "static")
 
     def __init__(self) -> None:
         self.refused: dict[str, Reason] = {}
         self.static: dict[str, Any] = {}
+        self.slow: dict[str, Any] = {}
 
-    def clear(self) -> None:
-        """Forget everything (the device changed mode, e.g. MIG was switched)."""
+    def clear(self, *, keep: str | None = None) -> None:
+        """Forget everything (the device changed mode, e.g. MIG was switched), except the
+        slow value under ``keep`` (the reading that told us the device changed)."""
+        kept = self.slow.get(keep) if keep is not None else None
         self.refused.clear()
         self.static.clear()
+        self.slow.clear()
+        if keep is not None and kept is not None:
+            self.slow[keep] = kept
 
 
 class ErrorCodes:
     """NVML return codes grouped by what they mean to gputop, read from the module once."""
 
-    __slots__ = ("error_type", "lost", "mismatch_type", "not_found", "permission", "unsupported")
+    __slots__ = (
+        "error_type",
+        "gone",
+        "lost",
+        "mismatch_type",
+        "not_found",
+        "permission",
+        "unsupported",
+    )
 
     def __init__(self, nvml: NvmlApi) -> None:
         self.error_type = nvml.NVMLError
@@ -70,6 +88,9 @@ class ErrorCodes:
         self.permission = nvml.NVML_ERROR_NO_PERMISSION
         self.lost = nvml.NVML_ERROR_GPU_IS_LOST
         self.not_found = nvml.NVML_ERROR_NOT_FOUND
+        # What a call on a handle that no longer names a device answers (a destroyed MIG
+        # instance).
+        self.gone = frozenset({nvml.NVML_ERROR_INVALID_ARGUMENT, self.not_found})
 
     def reason(self, code: int) -> Reason:
         """The Reason for an NVML return code other than GPU-is-lost."""
@@ -94,6 +115,8 @@ class CallFailed:
 
 
 _MEMOIZED = frozenset({Reason.NOT_SUPPORTED, Reason.NO_PERMISSION})
+_REFUSED = {reason: CallFailed(reason, None) for reason in _MEMOIZED}
+"""One answer per memoized reason: a refused call costs no allocation per tick."""
 
 
 class DeviceCalls:
@@ -101,14 +124,18 @@ class DeviceCalls:
 
     Attributes:
         missing: (field path, reason) for every value this tick could not read, in call order.
+        refresh: this tick re-reads ``slow`` values (otherwise the last reading is reused).
+        gone: some call failed with a code that says the handle names no device any more.
     """
 
-    __slots__ = ("_codes", "_memo", "missing")
+    __slots__ = ("_codes", "_memo", "gone", "missing", "refresh")
 
-    def __init__(self, codes: ErrorCodes, memo: CallMemo) -> None:
+    def __init__(self, codes: ErrorCodes, memo: CallMemo, refresh: bool = True) -> None:
         self._codes = codes
         self._memo = memo
         self.missing: list[tuple[str, Reason]] = []
+        self.refresh = refresh
+        self.gone = False
 
     def call(
         self,
@@ -117,6 +144,7 @@ class DeviceCalls:
         fn: Callable[..., T] | None,
         *args: Any,
         static: bool = False,
+        slow: bool = False,
     ) -> T | None:
         """Call ``fn(*args)``; on failure note the reason for each of ``paths`` and return None.
 
@@ -126,11 +154,12 @@ class DeviceCalls:
             paths: the model fields this call fills, noted as missing when it fails.
             fn: the pynvml function, or None where this pynvml lacks it.
             static: the value never changes: read it once and cache it.
+            slow: the value changes rarely: read it on refresh ticks, reuse it in between.
 
         Raises:
             GpuLost: NVML says the GPU is lost.
         """
-        result = self.attempt(key, fn, *args, static=static)
+        result = self.attempt(key, fn, *args, static=static, slow=slow)
         if isinstance(result, CallFailed):
             self.note(paths, result.reason)
             return None
@@ -142,18 +171,25 @@ class DeviceCalls:
         fn: Callable[..., T] | None,
         *args: Any,
         static: bool = False,
+        slow: bool = False,
     ) -> T | CallFailed:
         """Like :meth:`call` but notes nothing: for fallbacks and calls with special codes."""
         memo = self._memo
-        refused = memo.refused.get(key)
-        if refused is not None:
-            return CallFailed(refused, None)
-        if static and key in memo.static:
-            value: T = memo.static[key]
+        if memo.refused:
+            refused = memo.refused.get(key)
+            if refused is not None:
+                return _REFUSED[refused]
+        value: T
+        if static:
+            if key in memo.static:
+                value = memo.static[key]
+                return value
+        elif slow and not self.refresh and key in memo.slow:
+            value = memo.slow[key]
             return value
         if fn is None:
             memo.refused[key] = Reason.NOT_SUPPORTED
-            return CallFailed(Reason.NOT_SUPPORTED, None)
+            return _REFUSED[Reason.NOT_SUPPORTED]
         codes = self._codes
         try:
             value = fn(*args)
@@ -161,16 +197,22 @@ class DeviceCalls:
             code: int = getattr(error, "value", -1)
             if code == codes.lost:
                 raise GpuLost(str(error)) from error
+            if code in codes.gone:
+                self.gone = True
             reason = codes.reason(code)
             if reason in _MEMOIZED:
                 memo.refused[key] = reason
+            if slow:
+                memo.slow.pop(key, None)  # not reused: the next tick asks again
             return CallFailed(reason, code)
         except codes.mismatch_type:
             # pynvml's unversioned wrappers raise this when the library lacks the entry point.
             memo.refused[key] = Reason.NOT_SUPPORTED
-            return CallFailed(Reason.NOT_SUPPORTED, None)
+            return _REFUSED[Reason.NOT_SUPPORTED]
         if static:
             memo.static[key] = value
+        elif slow:
+            memo.slow[key] = value
         return value
 
     def refuse(self, key: str, paths: Paths, code: int) -> None:

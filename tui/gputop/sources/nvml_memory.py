@@ -29,9 +29,14 @@ def read_memory(calls: DeviceCalls, nvml: NvmlApi, handle: Handle, prefix: str) 
 
 
 def read_bar1(calls: DeviceCalls, nvml: NvmlApi, handle: Handle, prefix: str) -> Memory:
-    """The BAR1 aperture (CPU-mapped GPU memory)."""
+    """The BAR1 aperture (CPU-mapped GPU memory).
+
+    A slow value (see :mod:`gputop.sources.nvml_calls`): its size never changes and its use
+    moves only when a program maps or unmaps memory for the CPU, so it is re-read on refresh
+    ticks only.
+    """
     paths = (f"{prefix}.total", f"{prefix}.used", f"{prefix}.free")
-    bar1 = calls.call("bar1", paths, nvml.nvmlDeviceGetBAR1MemoryInfo, handle)
+    bar1 = calls.call("bar1", paths, nvml.nvmlDeviceGetBAR1MemoryInfo, handle, slow=True)
     if bar1 is None:
         return Memory()
     return Memory(total=bar1.bar1Total, used=bar1.bar1Used, free=bar1.bar1Free)

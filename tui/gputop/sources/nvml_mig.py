@@ -9,6 +9,15 @@ The profile name (``3g.40gb``) comes from NVML where it can: the GPU instance's 
 up in the GPU's profile table. Those calls need privileges on most systems; without them the
 name is worked out from the SM count and memory (``profile_derived=True``), exactly as the smi
 XML reader does.
+
+The layout (which MIG devices exist: their handles and UUIDs) is enumerated on the GPU's
+refresh ticks (see :data:`gputop.sources.nvml_device.SLOW_REFRESH`) and reused in between, when
+each tick reads only what moves: memory and GPM activity. The cached layout is dropped, and
+the devices enumerated again in the same tick, as soon as anything says it changed: a call on a
+cached handle fails with a code that means "no such device" (INVALID_ARGUMENT, NOT_FOUND), a
+device's memory size changes (another instance behind the handle), or a process runs on an
+instance the layout does not have; a GPM sample that finds no instance has the next tick
+enumerate. An instance created with no process on it shows up at the next refresh.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, field
 
-from gputop.model import MigDeviceSample, ProcessSample, Reason, Utilization
+from gputop.model import Memory, MigDeviceSample, ProcessSample, Reason, Unavailable, Utilization
 from gputop.model.mig_profiles import derive_profile
 from gputop.sources.nvml_api import DeviceAttributes, GpmMetricsGet, Handle, NvmlApi
 from gputop.sources.nvml_calls import CallFailed, CallMemo, DeviceCalls, ErrorCodes
@@ -30,18 +39,51 @@ _ENGINE_PATHS = ("utilization.encoder", "utilization.decoder")
 
 @dataclass(slots=True)
 class _GpmPair:
-    """Two GPM sample buffers for one GPU instance: each tick overwrites the older one."""
+    """Two GPM sample buffers for one GPU instance: each tick overwrites the older one.
 
-    older: Handle
-    newer: Handle
-    request: GpmMetricsGet
+    ``requests[i]`` is a metrics request built once for "from ``buffers[1 - i]`` to
+    ``buffers[i]``", so a tick only picks one; NVML writes each metric's return code and value.
+    """
+
+    buffers: tuple[Handle, Handle]
+    requests: tuple[GpmMetricsGet, GpmMetricsGet]
+    older: int = 0
+    """Which buffer holds the older sample (the one the next sample overwrites)."""
     primed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _DeviceSlow:
+    """What a MIG device reports that does not move: read when the layout is (re)read."""
+
+    uuid: str | None
+    gpu_instance_id: int | None
+    compute_instance_id: int | None
+    sm_count: int | None
+    bar1: Memory
+    profile: str | None
+    profile_derived: bool
+    notes: Unavailable
+    """What these reads could not get, noted again on every tick the part is reused."""
 
 
 @dataclass(slots=True)
 class _MigMemo:
     uuid: str | None
     memo: CallMemo = field(default_factory=CallMemo)
+    memory_total: int | None = None
+    """The size last read: a different one means another instance sits behind the handle."""
+    slow: _DeviceSlow | None = None
+    """None: read it (again) on the next tick."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A MIG device found by enumeration: its index on the GPU and its handle."""
+
+    index: int
+    handle: Handle
+    address: int
 
 
 @dataclass(slots=True)
@@ -56,10 +98,17 @@ class MigState:
     """GPU instance id -> profile name, for the current layout."""
     gpm: dict[int, _GpmPair] = field(default_factory=dict)
     layout: tuple[tuple[int, str | None], ...] = ()
+    found: tuple[_Found, ...] | None = None
+    """The devices of the last enumeration; None: enumerate on the next tick."""
+    found_notes: tuple[tuple[str, Reason], ...] = ()
+    """What that enumeration could not read (memoized refusals), repeated on reuse."""
+    instances: frozenset[tuple[int, int | None]] = frozenset()
+    """(GPU instance id, compute instance id) of every device sampled last tick."""
+    gpu_instances: frozenset[int] = frozenset()
 
     def gpm_samples(self) -> list[Handle]:
         """Every GPM sample buffer allocated, for freeing."""
-        return [h for pair in self.gpm.values() for h in (pair.older, pair.newer)]
+        return [h for pair in self.gpm.values() for h in pair.buffers]
 
 
 @dataclass(slots=True)
@@ -90,34 +139,208 @@ def sample_mig_devices(
     if not count:
         return ()
     gpm = _gpm_supported(nvml, parent, handle)
-    handles: list[tuple[int, Handle]] = []
-    for index in range(count):
-        found = parent.attempt(
-            f"mig_handle:{index}", nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, index
+    measured: dict[int, tuple[DeviceCalls, Memory]] = {}
+    found = state.found
+    if found is not None and not parent.refresh and not _strangers(processes, state):
+        if not _measure_cached(nvml, codes, found, state, measured):
+            found = None
+    else:
+        found = None
+    enumerating = found is None
+    identified: list[tuple[_Found, _MigMemo, DeviceCalls | None]]
+    if found is None:
+        found = _enumerate(nvml, parent, handle, count, state)
+        identified = _identify_all(nvml, codes, found, state)
+    else:
+        parent.missing.extend(state.found_notes)
+        identified = [(device, state.devices[device.address], None) for device in found]
+
+    by_instance: dict[int, list[ProcessSample]] = {}
+    for process in processes:
+        if process.gpu_instance_id is not None:
+            by_instance.setdefault(process.gpu_instance_id, []).append(process)
+    activity: dict[int, _Activity] = {}
+    devices: list[MigDeviceSample] = []
+    reread = enumerating
+    for device, known, block in identified:
+        early = measured.get(device.address)
+        if early is not None:
+            calls, memory = early
+        else:
+            calls = DeviceCalls(codes, known.memo, refresh=False)
+            memory = read_memory(calls, nvml, device.handle, "memory")
+        known.memory_total = memory.total
+        slow = known.slow
+        if slow is None:
+            reread = True
+            if block is None:
+                # Not an enumerating tick: the UUID comes from the cache unless it failed.
+                block = DeviceCalls(codes, known.memo, refresh=False)
+                _identify(nvml, block, known, device)
+            slow = _read_device_slow(
+                nvml,
+                parent,
+                handle,
+                state,
+                known,
+                block,
+                device,
+                memory,
+                gpu_name,
+                gpu_memory_total,
+            )
+        gi = slow.gpu_instance_id
+        ci = slow.compute_instance_id
+        if gi is not None and gpm:
+            if gi not in activity:
+                activity[gi] = _gpm_activity(nvml, codes, parent, handle, state, gi)
+            used = activity[gi]
+            calls.missing.extend(used.missing)
+            utilization = Utilization(gpu=used.gpu, memory=used.memory)
+        else:
+            calls.note(_ACTIVITY_PATHS, Reason.UNDER_MIG)
+            utilization = Utilization()
+        calls.note(_ENGINE_PATHS, Reason.UNDER_MIG)
+        mine: tuple[ProcessSample, ...] = ()
+        if gi is not None:
+            listed = by_instance.get(gi)
+            if listed:
+                mine = tuple(
+                    p
+                    for p in listed
+                    if p.compute_instance_id is None or p.compute_instance_id == ci
+                )
+        devices.append(
+            MigDeviceSample(
+                index=device.index,
+                gpu_instance_id=gi,
+                compute_instance_id=ci,
+                profile=slow.profile,
+                profile_derived=slow.profile_derived,
+                sm_count=slow.sm_count,
+                memory=memory,
+                bar1=slow.bar1,
+                uuid=slow.uuid,
+                utilization=utilization,
+                processes=mine,
+                unavailable=slow.notes + tuple(calls.missing),
+            )
         )
-        if isinstance(found, CallFailed):
-            if found.code != nvml.NVML_ERROR_NOT_FOUND:
-                parent.note((f"mig_devices.{index}",), found.reason)
-            continue
-        handles.append((index, found))
-    # Identify every instance first: a changed layout invalidates what was learnt per instance.
-    found_devices: list[tuple[int, Handle, DeviceCalls, str | None]] = []
-    addresses: list[int] = []
-    for index, mig_handle in handles:
-        address = ctypes.cast(mig_handle, ctypes.c_void_p).value or 0
-        known = state.devices.get(address)
+    if reread:
+        instances = {
+            (d.gpu_instance_id, d.compute_instance_id)
+            for d in devices
+            if d.gpu_instance_id is not None
+        }
+        state.instances = frozenset(instances)
+        state.gpu_instances = frozenset(gi for gi, _ in instances)
+    return tuple(devices)
+
+
+def _identify(nvml: NvmlApi, block: DeviceCalls, known: _MigMemo, device: _Found) -> None:
+    """Read the UUID behind a handle; another one than before means another instance."""
+    uuid = text(block.call("uuid", ("uuid",), nvml.nvmlDeviceGetUUID, device.handle, slow=True))
+    if uuid != known.uuid:
+        # Another instance now sits behind this handle: forget the old one's answers.
+        if known.uuid is not None:
+            known.memo.clear(keep="uuid")
+        known.uuid = uuid
+
+
+def _read_device_slow(
+    nvml: NvmlApi,
+    parent: DeviceCalls,
+    handle: Handle,
+    state: MigState,
+    known: _MigMemo,
+    block: DeviceCalls,
+    device: _Found,
+    memory: Memory,
+    gpu_name: str | None,
+    gpu_memory_total: int | None,
+) -> _DeviceSlow:
+    """Identity, SM count, profile and BAR1 of one MIG device; kept while the layout holds,
+    unless a read failed in a way that may pass (then the next tick reads again)."""
+    mig_handle = device.handle
+    gi = block.call(
+        "gpu_instance_id",
+        ("gpu_instance_id",),
+        nvml.nvmlDeviceGetGpuInstanceId,
+        mig_handle,
+        static=True,
+    )
+    ci = block.call(
+        "compute_instance_id",
+        ("compute_instance_id",),
+        nvml.nvmlDeviceGetComputeInstanceId,
+        mig_handle,
+        static=True,
+    )
+    attributes = block.call(
+        "attributes",
+        ("sm_count",),
+        nvml.nvmlDeviceGetAttributes_v2,
+        mig_handle,
+        static=True,
+    )
+    bar1 = read_bar1(block, nvml, mig_handle, "bar1")
+    sm_count = None if attributes is None else int(attributes.multiprocessorCount)
+    profile = _reported_profile(nvml, parent, handle, state, gi, attributes)
+    derived = False
+    if profile is None:
+        profile = derive_profile(gpu_name, gpu_memory_total, sm_count, memory.total)
+        derived = profile is not None
+    part = _DeviceSlow(
+        uuid=known.uuid,
+        gpu_instance_id=gi,
+        compute_instance_id=ci,
+        sm_count=sm_count,
+        bar1=bar1,
+        profile=profile,
+        profile_derived=derived,
+        notes=block.unavailable(),
+    )
+    transient = any(reason is Reason.ERROR for _, reason in part.notes)
+    known.slow = None if transient else part
+    return part
+
+
+def _measure_cached(
+    nvml: NvmlApi,
+    codes: ErrorCodes,
+    found: tuple[_Found, ...],
+    state: MigState,
+    measured: dict[int, tuple[DeviceCalls, Memory]],
+) -> bool:
+    """Read each cached device's memory into ``measured``; False as soon as one says the
+    layout changed (its handle is gone, or its size changed), which the caller then re-reads.
+
+    What was read is kept (by handle address) for the re-read, so no call is made twice.
+    """
+    for device in found:
+        known = state.devices[device.address]
+        calls = DeviceCalls(codes, known.memo, refresh=False)
+        memory = read_memory(calls, nvml, device.handle, "memory")
+        measured[device.address] = (calls, memory)
+        if calls.gone or memory.total != known.memory_total:
+            return False
+    return True
+
+
+def _identify_all(
+    nvml: NvmlApi, codes: ErrorCodes, found: tuple[_Found, ...], state: MigState
+) -> list[tuple[_Found, _MigMemo, DeviceCalls | None]]:
+    """Read the UUID behind every handle just enumerated; forget what a new layout voids."""
+    identified: list[tuple[_Found, _MigMemo, DeviceCalls | None]] = []
+    for device in found:
+        known = state.devices.get(device.address)
         if known is None:
-            known = state.devices[address] = _MigMemo(uuid=None)
-        calls = DeviceCalls(codes, known.memo)
-        uuid = text(calls.call("uuid", ("uuid",), nvml.nvmlDeviceGetUUID, mig_handle))
-        if uuid != known.uuid:
-            # Another instance now sits behind this handle: forget the old one's answers.
-            if known.uuid is not None:
-                known.memo.clear()
-            known.uuid = uuid
-        found_devices.append((index, mig_handle, calls, uuid))
-        addresses.append(address)
-    layout = tuple(zip(addresses, (uuid for *_, uuid in found_devices), strict=True))
+            known = state.devices[device.address] = _MigMemo(uuid=None)
+        block = DeviceCalls(codes, known.memo, refresh=True)
+        _identify(nvml, block, known, device)
+        known.slow = None
+        identified.append((device, known, block))
+    layout = tuple((device.address, known.uuid) for device, known, _ in identified)
     if layout != state.layout:
         state.layout = layout
         state.instance_profiles.clear()
@@ -126,72 +349,46 @@ def sample_mig_devices(
         live = {address for address, _ in layout}
         for address in [a for a in state.devices if a not in live]:
             del state.devices[address]
+    return identified
 
-    activity: dict[int, _Activity] = {}
-    devices: list[MigDeviceSample] = []
-    for index, mig_handle, calls, uuid in found_devices:
-        gi = calls.call(
-            "gpu_instance_id",
-            ("gpu_instance_id",),
-            nvml.nvmlDeviceGetGpuInstanceId,
-            mig_handle,
-            static=True,
+
+def _enumerate(
+    nvml: NvmlApi, parent: DeviceCalls, handle: Handle, count: int, state: MigState
+) -> tuple[_Found, ...]:
+    """Every MIG device handle of the GPU now; the layout is cached unless a call failed."""
+    found: list[_Found] = []
+    notes: list[tuple[str, Reason]] = []
+    transient = False
+    for index in range(count):
+        got = parent.attempt(
+            f"mig_handle:{index}", nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, index
         )
-        ci = calls.call(
-            "compute_instance_id",
-            ("compute_instance_id",),
-            nvml.nvmlDeviceGetComputeInstanceId,
-            mig_handle,
-            static=True,
-        )
-        attributes = calls.call(
-            "attributes",
-            ("sm_count",),
-            nvml.nvmlDeviceGetAttributes_v2,
-            mig_handle,
-            static=True,
-        )
-        memory = read_memory(calls, nvml, mig_handle, "memory")
-        bar1 = read_bar1(calls, nvml, mig_handle, "bar1")
-        sm_count = None if attributes is None else int(attributes.multiprocessorCount)
-        profile = _reported_profile(nvml, parent, handle, state, gi, attributes)
-        derived = False
-        if profile is None:
-            profile = derive_profile(gpu_name, gpu_memory_total, sm_count, memory.total)
-            derived = profile is not None
-        if gi is not None and gpm:
-            if gi not in activity:
-                activity[gi] = _gpm_activity(nvml, parent, handle, state, gi)
-            used = activity[gi]
-            calls.missing.extend(used.missing)
-            utilization = Utilization(gpu=used.gpu, memory=used.memory)
-        else:
-            calls.note(_ACTIVITY_PATHS, Reason.UNDER_MIG)
-            utilization = Utilization()
-        calls.note(_ENGINE_PATHS, Reason.UNDER_MIG)
-        devices.append(
-            MigDeviceSample(
-                index=index,
-                gpu_instance_id=gi,
-                compute_instance_id=ci,
-                profile=profile,
-                profile_derived=derived,
-                sm_count=sm_count,
-                memory=memory,
-                bar1=bar1,
-                uuid=uuid,
-                utilization=utilization,
-                processes=tuple(
-                    p
-                    for p in processes
-                    if gi is not None
-                    and p.gpu_instance_id == gi
-                    and (p.compute_instance_id is None or p.compute_instance_id == ci)
-                ),
-                unavailable=calls.unavailable(),
-            )
-        )
-    return tuple(devices)
+        if isinstance(got, CallFailed):
+            if got.code != nvml.NVML_ERROR_NOT_FOUND:
+                notes.append((f"mig_devices.{index}", got.reason))
+                # An error that may pass: enumerate again next tick rather than cache a gap.
+                transient = transient or got.reason is Reason.ERROR
+            continue
+        found.append(_Found(index, got, ctypes.cast(got, ctypes.c_void_p).value or 0))
+    parent.missing.extend(notes)
+    result = tuple(found)
+    state.found = None if transient else result
+    state.found_notes = tuple(notes)
+    return result
+
+
+def _strangers(processes: tuple[ProcessSample, ...], state: MigState) -> bool:
+    """True when a process runs on a MIG instance the cached layout does not have."""
+    instances = state.instances
+    gis = state.gpu_instances
+    for process in processes:
+        gi = process.gpu_instance_id
+        if gi is None:
+            continue
+        ci = process.compute_instance_id
+        if (gi not in gis) if ci is None else ((gi, ci) not in instances):
+            return True
+    return False
 
 
 def _reported_profile(
@@ -255,7 +452,12 @@ def _gpm_supported(nvml: NvmlApi, parent: DeviceCalls, handle: Handle) -> bool:
 
 
 def _gpm_activity(
-    nvml: NvmlApi, parent: DeviceCalls, handle: Handle, state: MigState, gi: int
+    nvml: NvmlApi,
+    codes: ErrorCodes,
+    parent: DeviceCalls,
+    handle: Handle,
+    state: MigState,
+    gi: int,
 ) -> _Activity:
     """Graphics activity and DRAM bandwidth of GPU instance ``gi`` since the last tick."""
     pair = state.gpm.get(gi)
@@ -265,32 +467,32 @@ def _gpm_activity(
         for buffer in (first, second):
             if isinstance(buffer, CallFailed):
                 return _Activity(missing=[(p, buffer.reason) for p in _ACTIVITY_PATHS])
-        pair = state.gpm[gi] = _GpmPair(first, second, nvml.c_nvmlGpmMetricsGet_t())
-    taken = parent.attempt(f"gpm_sample:{gi}", nvml.nvmlGpmMigSampleGet, handle, gi, pair.older)
+        pair = state.gpm[gi] = _GpmPair(
+            (first, second),
+            (_metrics_request(nvml, second, first), _metrics_request(nvml, first, second)),
+        )
+    older = pair.older
+    taken = parent.attempt(
+        f"gpm_sample:{gi}", nvml.nvmlGpmMigSampleGet, handle, gi, pair.buffers[older]
+    )
     if isinstance(taken, CallFailed):
+        if taken.code in codes.gone:
+            state.found = None  # the instance is gone: enumerate next tick
         return _Activity(missing=[(p, taken.reason) for p in _ACTIVITY_PATHS])
-    pair.older, pair.newer = pair.newer, pair.older
+    pair.older = 1 - older
     if not pair.primed:
         # One sample is not a rate; the next tick has two.
         pair.primed = True
         return _Activity(missing=[(p, Reason.NOT_AVAILABLE) for p in _ACTIVITY_PATHS])
-    request = pair.request
-    request.version = nvml.NVML_GPM_METRICS_GET_VERSION
-    request.numMetrics = 2
-    request.sample1 = pair.older
-    request.sample2 = pair.newer
-    metric_ids = (nvml.NVML_GPM_METRIC_GRAPHICS_UTIL, nvml.NVML_GPM_METRIC_DRAM_BW_UTIL)
-    for slot, metric_id in enumerate(metric_ids):
-        request.metrics[slot].metricId = metric_id
-        request.metrics[slot].nvmlReturn = 0
-        request.metrics[slot].value = 0.0
-    result = parent.attempt(f"gpm_metrics:{gi}", nvml.nvmlGpmMetricsGet, request)
+    # The buffer just written is the newer sample: from the other one to it.
+    result = parent.attempt(f"gpm_metrics:{gi}", nvml.nvmlGpmMetricsGet, pair.requests[older])
     if isinstance(result, CallFailed):
         return _Activity(missing=[(p, result.reason) for p in _ACTIVITY_PATHS])
     activity = _Activity()
     values: list[float | None] = []
+    metrics = result.metrics
     for slot, path in enumerate(_ACTIVITY_PATHS):
-        metric = result.metrics[slot]
+        metric = metrics[slot]
         if metric.nvmlReturn != nvml.NVML_SUCCESS:
             activity.missing.append((path, Reason.NOT_SUPPORTED))
             values.append(None)
@@ -298,3 +500,18 @@ def _gpm_activity(
             values.append(float(metric.value))
     activity.gpu, activity.memory = values
     return activity
+
+
+def _metrics_request(nvml: NvmlApi, first: Handle, second: Handle) -> GpmMetricsGet:
+    """A request for graphics activity and DRAM bandwidth between two samples."""
+    request = nvml.c_nvmlGpmMetricsGet_t()
+    request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+    request.numMetrics = len(_ACTIVITY_PATHS)
+    request.sample1 = first
+    request.sample2 = second
+    metric_ids = (nvml.NVML_GPM_METRIC_GRAPHICS_UTIL, nvml.NVML_GPM_METRIC_DRAM_BW_UTIL)
+    for slot, metric_id in enumerate(metric_ids):
+        request.metrics[slot].metricId = metric_id
+        request.metrics[slot].nvmlReturn = 0
+        request.metrics[slot].value = 0.0
+    return request

@@ -5,6 +5,10 @@ or the original unversioned entry point depending on the driver; pynvml no longe
 unversioned (v1) ones, so those are called through ctypes here. A PID in both the compute and
 graphics lists is one ``C+G`` process. Per-process SM utilization comes from
 ``nvmlDeviceGetProcessUtilization``, asked for samples newer than the last tick's.
+
+A row that says exactly what it said last tick is the same :class:`ProcessSample` object as last
+tick (see :class:`ProcessRows`): most rows do not change from one second to the next, and what
+consumes them can then tell so by identity.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import NamedTuple
 
 from gputop.model import ProcessSample, Reason
 from gputop.sources.nvml_api import Handle, NvmlApi
@@ -24,8 +29,7 @@ _NOT_AVAILABLE_U64 = 0xFFFFFFFFFFFFFFFF
 """What NVML puts in ``usedGpuMemory`` when it cannot tell (Windows WDDM)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RawProcess:
+class RawProcess(NamedTuple):
     """One entry of one NVML process list, whatever its version."""
 
     pid: int
@@ -102,10 +106,10 @@ def _v1_list(nvml: NvmlApi, symbol: str, handle: Handle) -> list[RawProcess]:
 def _versioned_list(fn: Callable[[Handle], list[object]], handle: Handle) -> list[RawProcess]:
     return [
         RawProcess(
-            pid=int(getattr(info, "pid", 0)),
-            memory=getattr(info, "usedGpuMemory", None),
-            gpu_instance_id=instance_id(getattr(info, "gpuInstanceId", NOT_A_MIG_ID)),
-            compute_instance_id=instance_id(getattr(info, "computeInstanceId", NOT_A_MIG_ID)),
+            int(getattr(info, "pid", 0)),
+            getattr(info, "usedGpuMemory", None),
+            instance_id(getattr(info, "gpuInstanceId", NOT_A_MIG_ID)),
+            instance_id(getattr(info, "computeInstanceId", NOT_A_MIG_ID)),
         )
         for info in fn(handle)
     ]
@@ -182,24 +186,57 @@ def running_processes(
     return list(merged.values())
 
 
-def process_samples(
-    running: list[RunningProcess],
-    names: Callable[[int], str | None],
-    sm_percent: dict[int, float],
-) -> tuple[ProcessSample, ...]:
-    """The model's processes: type ``C``, ``G`` or ``C+G``, with name and SM utilization."""
-    return tuple(
-        ProcessSample(
-            pid=entry.pid,
-            type="C+G" if entry.compute and entry.graphics else "C" if entry.compute else "G",
-            name=names(entry.pid),
-            memory_used=entry.memory,
-            gpu_instance_id=entry.gpu_instance_id,
-            compute_instance_id=entry.compute_instance_id,
-            sm_utilization=sm_percent.get(entry.pid),
-        )
-        for entry in running
-    )
+_Row = tuple[int, str, str | None, int | None, int | None, int | None, float | None]
+"""What a row says: pid, type, name, memory, GPU and compute instance, SM %."""
+
+
+class ProcessRows:
+    """The model's processes of one device, reusing last tick's object for an unchanged row.
+
+    Holds only the rows of the last tick, so a process that leaves is let go of at once.
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: dict[_Row, ProcessSample] = {}
+
+    def __call__(
+        self,
+        running: list[RunningProcess],
+        names: Callable[[int], str | None],
+        sm_percent: dict[int, float],
+    ) -> tuple[ProcessSample, ...]:
+        """Type ``C``, ``G`` or ``C+G``, with name and SM utilization, one row per entry."""
+        last = self._last
+        rows: dict[_Row, ProcessSample] = {}
+        out: list[ProcessSample] = []
+        for entry in running:
+            pid = entry.pid
+            key = (
+                pid,
+                "C+G" if entry.compute and entry.graphics else "C" if entry.compute else "G",
+                names(pid),
+                entry.memory,
+                entry.gpu_instance_id,
+                entry.compute_instance_id,
+                sm_percent.get(pid),
+            )
+            row = last.get(key)
+            if row is None:
+                row = ProcessSample(
+                    pid=pid,
+                    type=key[1],
+                    name=key[2],
+                    memory_used=entry.memory,
+                    gpu_instance_id=entry.gpu_instance_id,
+                    compute_instance_id=entry.compute_instance_id,
+                    sm_utilization=key[6],
+                )
+            rows[key] = row
+            out.append(row)
+        self._last = rows
+        return tuple(out)
 
 
 def sm_utilization(

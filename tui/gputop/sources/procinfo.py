@@ -14,20 +14,26 @@ Two ways to place a host PID:
   its PID here. A sibling container's process has an entry at that depth too, so the match is
   confirmed by comparing the start time both procfs views report.
 
-Resolved processes are enriched with psutil; the ``psutil.Process`` objects are cached per
-PID so that ``cpu_percent`` measures between ticks. The cost per tick is a handful of small
-file reads per GPU process and nothing per other process on the host: no scan, no subprocess.
+Resolved processes are enriched with psutil for who they are (name, user, command line, start
+time: re-read every ``IDENTITY_REFRESH`` seconds) and from one read of ``/proc/<pid>/stat`` per
+tick for what moves (CPU %, resident memory, and the start time that tells a reused PID from
+the process we knew). The per-PID objects are cached so that CPU % measures between ticks.
+Where a PID was placed is remembered too: a foreign PID is looked at again every
+``FOREIGN_RECHECK`` seconds, and with a host procfs a placement holds while the host's start
+time for that PID stays the same. The cost per tick is one or two small file reads per GPU
+process and nothing per other process on the host: no scan, no subprocess.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 import psutil
 
@@ -48,6 +54,14 @@ CPU_MIN_GAP = 0.1
 IDENTITY_REFRESH = 10.0
 """Seconds between re-reads of name, user and command line, which rarely change (a
 ``setproctitle`` call, a ``setuid``); CPU and memory are read every tick."""
+
+FOREIGN_RECHECK = IDENTITY_REFRESH
+"""Seconds a PID found foreign (no host procfs to check a start time against) stays foreign
+before it is looked for again: a bound on how long a reused PID could be taken for the old
+process."""
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def foreign_hint(processes: Iterable[ProcessSample] | Snapshot) -> str | None:
@@ -78,8 +92,134 @@ class _HasRss(Protocol):
 ProcessFactory = Callable[[int], ProcessLike]
 
 
-def _psutil_process(pid: int) -> ProcessLike:
-    return psutil.Process(pid)
+def _stat_fields(path: str) -> list[bytes] | None:
+    """The fields of a ``/proc/<pid>/stat`` line from field 3 (state) on; None if unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+    return data[data.rfind(b")") + 2 :].split()
+
+
+class _Stat(NamedTuple):
+    start_ticks: int
+    cpu_ticks: int
+    """utime + stime."""
+    rss_pages: int
+
+
+def _read_stat(path: str) -> _Stat | None:
+    fields = _stat_fields(path)
+    try:
+        return (
+            None
+            if fields is None
+            else _Stat(int(fields[19]), int(fields[11]) + int(fields[12]), int(fields[21]))
+        )
+    except (IndexError, ValueError):
+        return None
+
+
+class _Rss(NamedTuple):
+    rss: int
+
+
+class StatProcess:
+    """A :class:`ProcessLike` that reads ``/proc/<pid>/stat`` once per ``oneshot`` block.
+
+    psutil answers ``is_running``, ``cpu_percent`` and ``memory_info`` from two or three file
+    reads and a second Process object (about 60 µs a process); the start time, CPU times and
+    resident set are all on the one stat line (about 13 µs). What rarely changes (name, user,
+    command line, start time) still comes from psutil.
+
+    Args:
+        pid: the process, as this PID namespace numbers it.
+        proc_root: the procfs of this PID namespace.
+        clock: monotonic seconds, for CPU %.
+
+    Raises:
+        psutil.NoSuchProcess: no process ``pid`` (from the constructor).
+    """
+
+    def __init__(
+        self,
+        pid: int,
+        proc_root: Path = Path("/proc"),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._process = psutil.Process(pid)
+        self._clock = clock
+        self._path = os.path.join(proc_root, str(pid), "stat")
+        first = _read_stat(self._path)
+        if first is None:
+            raise psutil.NoSuchProcess(pid)
+        self._start = first.start_ticks
+        self._line: _Stat | None = None
+        self._in_block = False
+        self._last_cpu: tuple[float, float] | None = None
+        """(monotonic seconds, CPU seconds) at the last cpu_percent call."""
+
+    @contextlib.contextmanager
+    def oneshot(self) -> Iterator[None]:
+        """Read the stat line once for everything asked inside the block."""
+        self._line = _read_stat(self._path)
+        self._in_block = True
+        try:
+            yield
+        finally:
+            self._in_block = False
+            self._line = None
+
+    def _stat(self) -> _Stat | None:
+        return self._line if self._in_block else _read_stat(self._path)
+
+    def _current(self) -> _Stat:
+        line = self._stat()
+        if line is None or line.start_ticks != self._start:
+            raise psutil.NoSuchProcess(self._process.pid)
+        return line
+
+    def is_running(self) -> bool:
+        """The PID still names the process this object was made for."""
+        line = self._stat()
+        return line is not None and line.start_ticks == self._start
+
+    def name(self) -> str:
+        """psutil's process name."""
+        return self._process.name()
+
+    def username(self) -> str:
+        """psutil's user name of the real uid."""
+        return self._process.username()
+
+    def cmdline(self) -> list[str]:
+        """psutil's command line."""
+        return self._process.cmdline()
+
+    def create_time(self) -> float:
+        """Seconds since the epoch, as psutil works it out."""
+        return self._process.create_time()
+
+    def memory_info(self) -> _Rss:
+        """The resident set size in bytes (the same figure as psutil's ``rss``)."""
+        return _Rss(self._current().rss_pages * _PAGE_SIZE)
+
+    def cpu_percent(self, interval: float | None = None) -> float:
+        """Percent of one CPU used since the last call, as psutil's non-blocking form: the
+        first call sets the baseline and returns 0.0."""
+        now = self._clock()
+        cpu = self._current().cpu_ticks / _CLOCK_TICKS
+        last, self._last_cpu = self._last_cpu, (now, cpu)
+        if last is None or now <= last[0]:
+            return 0.0
+        return round((cpu - last[1]) / (now - last[0]) * 100, 1)
 
 
 def read_nspid(status_path: Path) -> tuple[int, ...] | None:
@@ -101,16 +241,11 @@ def read_nspid(status_path: Path) -> tuple[int, ...] | None:
     return (int(name),) if name.isdigit() else None
 
 
-def read_start_ticks(stat_path: Path) -> int | None:
+def read_start_ticks(stat_path: Path | str) -> int | None:
     """Field 22 of ``/proc/<pid>/stat``: start time in clock ticks since boot."""
+    fields = _stat_fields(os.fspath(stat_path))
     try:
-        text = stat_path.read_text(errors="replace")
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
-    fields = text[text.rfind(")") + 2 :].split()
-    try:
-        return int(fields[19])
+        return None if fields is None else int(fields[19])
     except (IndexError, ValueError):
         return None
 
@@ -125,8 +260,8 @@ def find_host_proc_root(candidates: Iterable[Path] = HOST_PROC_CANDIDATES) -> Pa
 
 
 @dataclass(frozen=True, slots=True)
-class _HostFields:
-    """What psutil told us about one process at its last reading."""
+class HostFields:
+    """What the host tells about one GPU process (by the driver's PID) at one tick."""
 
     name: str | None = None
     user: str | None = None
@@ -134,6 +269,13 @@ class _HostFields:
     cpu_percent: float | None = None
     host_memory: int | None = None
     start_time: float | None = None
+    foreign: bool = False
+    """The PID does not resolve in this PID namespace; the other fields are then None."""
+    local_pid: int | None = None
+    """The PID here when it differs from the driver's."""
+
+
+FOREIGN = HostFields(foreign=True)
 
 
 @dataclass(slots=True)
@@ -141,20 +283,37 @@ class _Known:
     """What we hold about one resolved process between ticks."""
 
     process: ProcessLike
-    fields: _HostFields = _HostFields()
+    fields: HostFields
     read_at: float | None = None
     """When cpu_percent was last called; None before its first (baseline) call."""
     identity_at: float | None = None
     """When name, user and command line were last read."""
 
 
+def with_host_fields(process: ProcessSample, host: HostFields) -> ProcessSample:
+    """``process`` with the host's fields; the driver's name wins over the host's."""
+    if host.foreign:
+        return dataclasses.replace(process, foreign=True, local_pid=None)
+    return dataclasses.replace(
+        process,
+        name=process.name or host.name,
+        user=host.user,
+        command=host.command,
+        cpu_percent=host.cpu_percent,
+        host_memory=host.host_memory,
+        start_time=host.start_time,
+        foreign=False,
+        local_pid=host.local_pid,
+    )
+
+
 class ProcessEnricher:
     """Fill the host-side fields of GPU processes; usable as ``NvmlSource(enrich=...)``.
 
     Call it once per tick with the tick's processes (a PID listed on several GPUs is read
-    once). Calls closer together than ``CPU_MIN_GAP`` reuse the last reading, so calling it
-    once per GPU within a tick is also fine. Not thread-safe: one source calls it from its
-    one polling thread.
+    once), or :meth:`host_fields` with their PIDs. Calls closer together than ``CPU_MIN_GAP``
+    reuse the last reading, so calling it once per GPU within a tick is also fine. Not
+    thread-safe: one source calls it from its one polling thread.
     """
 
     def __init__(
@@ -162,7 +321,7 @@ class ProcessEnricher:
         *,
         proc_root: Path = Path("/proc"),
         host_proc_root: Path | None = None,
-        process_factory: ProcessFactory = _psutil_process,
+        process_factory: ProcessFactory | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Set up an enricher.
@@ -171,19 +330,31 @@ class ProcessEnricher:
             proc_root: the procfs of our own PID namespace (psutil reads the same one).
             host_proc_root: a procfs of an ancestor namespace, to map host PIDs to ours;
                 ignored unless it really is an ancestor's (NSpid of ``self`` has 2+ entries).
-            process_factory: ``psutil.Process`` or a test double.
+            process_factory: makes the per-PID reader: a :class:`StatProcess` over
+                ``proc_root`` when None; ``psutil.Process`` or a test double also fit.
             clock: monotonic seconds, for the spacing of CPU measurements.
         """
         self._proc_root = proc_root
-        self._process_factory = process_factory
+        self._proc_prefix = os.path.join(proc_root, "")
+        self._process_factory: ProcessFactory = (
+            process_factory
+            if process_factory is not None
+            else lambda pid: StatProcess(pid, proc_root)
+        )
         self._clock = clock
         self._known: dict[int, _Known] = {}
+        self._foreign_until: dict[int, float] = {}
+        """Host PID -> until when it is taken as foreign without looking (no host procfs)."""
+        self._placed: dict[int, tuple[int, int | None]] = {}
+        """Host PID -> (its start ticks on the host, its PID here or None): with a host procfs."""
         self._depth = 1
         self._host_root: Path | None = None
+        self._host_prefix = ""
         if host_proc_root is not None:
             own = read_nspid(host_proc_root / "self" / "status")
             if own is not None and len(own) > 1:
                 self._host_root = host_proc_root
+                self._host_prefix = os.path.join(host_proc_root, "")
                 self._depth = len(own)
 
     @property
@@ -193,69 +364,102 @@ class ProcessEnricher:
 
     def __call__(self, processes: tuple[ProcessSample, ...]) -> tuple[ProcessSample, ...]:
         """Return the processes with host fields filled in, in the same order."""
+        host = self.host_fields([process.pid for process in processes])
+        return tuple(with_host_fields(process, host[process.pid]) for process in processes)
+
+    def host_fields(self, pids: Iterable[int]) -> dict[int, HostFields]:
+        """The host's fields for each distinct driver PID (the hot path of a live source).
+
+        Also forgets what was cached for PIDs not among ``pids``: call it on idle ticks too.
+        """
         now = self._clock()
-        local_pids: dict[int, int | None] = {}
-        result: list[ProcessSample] = []
-        for process in processes:
-            if process.pid not in local_pids:
-                local_pids[process.pid] = self._place(process.pid)
-            result.append(self._enrich(process, local_pids[process.pid], now))
-        keep = {pid for pid in local_pids.values() if pid is not None}
-        for pid in [pid for pid in self._known if pid not in keep]:
-            del self._known[pid]
-        return tuple(result)
+        out: dict[int, HostFields] = {}
+        keep: set[int] = set()
+        for pid in pids:
+            if pid in out:
+                continue
+            local = self._place(pid, now)
+            if local is None:
+                out[pid] = FOREIGN
+                continue
+            keep.add(local)
+            out[pid] = self._fields(pid, local, now)
+        known = self._known
+        if not known.keys() <= keep:
+            for pid in [pid for pid in known if pid not in keep]:
+                del known[pid]
+        for cache in (self._foreign_until, self._placed):
+            if not cache.keys() <= out.keys():
+                for pid in [pid for pid in cache if pid not in out]:
+                    del cache[pid]
+        return out
 
     def forget_all(self) -> None:
         """Drop every cached psutil.Process (e.g. when the source closes)."""
         self._known.clear()
+        self._foreign_until.clear()
+        self._placed.clear()
 
-    def _place(self, pid: int) -> int | None:
+    def _place(self, pid: int, now: float) -> int | None:
         """The PID here of the process with host PID ``pid``; None when it is foreign."""
         if self._host_root is None:
-            return pid if (self._proc_root / str(pid)).is_dir() else None
-        nspid = read_nspid(self._host_root / str(pid) / "status")
+            until = self._foreign_until.get(pid)
+            if until is not None and now < until:
+                return None
+            if os.path.isdir(self._proc_prefix + str(pid)):
+                if until is not None:
+                    del self._foreign_until[pid]
+                return pid
+            self._foreign_until[pid] = now + FOREIGN_RECHECK
+            return None
+        base = f"{self._host_prefix}{pid}"
+        host_start = read_start_ticks(base + "/stat")
+        placed = self._placed.get(pid)
+        if placed is not None and host_start is not None and placed[0] == host_start:
+            # The same process as when it was placed (a reused PID starts at another time).
+            return placed[1]
+        local = self._place_by_nspid(base, host_start)
+        if host_start is not None:
+            self._placed[pid] = (host_start, local)
+        else:
+            self._placed.pop(pid, None)
+        return local
+
+    def _place_by_nspid(self, base: str, host_start: int | None) -> int | None:
+        nspid = read_nspid(Path(base, "status"))
         if nspid is None or len(nspid) < self._depth:
             # Gone, or living in a namespace above ours: nothing of it is visible here.
             return None
         local = nspid[self._depth - 1]
-        host_start = read_start_ticks(self._host_root / str(pid) / "stat")
-        local_start = read_start_ticks(self._proc_root / str(local) / "stat")
+        local_start = read_start_ticks(f"{self._proc_prefix}{local}/stat")
         if host_start is None or host_start != local_start:
             return None  # same depth but another namespace: a sibling container
         return local
 
-    def _enrich(self, process: ProcessSample, local: int | None, now: float) -> ProcessSample:
-        if local is None:
-            return dataclasses.replace(process, foreign=True, local_pid=None)
-        fields = _HostFields()
-        known = self._lookup(local)
-        if known is not None:
-            if known.read_at is None or now - known.read_at >= CPU_MIN_GAP:
-                self._read(known, now)
-            fields = known.fields
-        return dataclasses.replace(
-            process,
-            name=process.name or fields.name,
-            user=fields.user,
-            command=fields.command,
-            cpu_percent=fields.cpu_percent,
-            host_memory=fields.host_memory,
-            start_time=fields.start_time,
-            foreign=False,
-            local_pid=local if local != process.pid else None,
-        )
-
-    def _lookup(self, pid: int) -> _Known | None:
-        known = self._known.get(pid)
+    def _fields(self, pid: int, local: int, now: float) -> HostFields:
+        """Host fields of the process that is ``local`` here (driver PID ``pid``)."""
+        shown = local if local != pid else None
+        known = self._known.get(local)
         try:
-            if known is not None and not known.process.is_running():
-                known = None  # the PID now names another process
-            if known is None:
-                known = self._known[pid] = _Known(self._process_factory(pid))
+            if known is not None:
+                process = known.process
+                due = known.read_at is None or now - known.read_at >= CPU_MIN_GAP
+                # One oneshot block: the liveness check and the readings share one stat read.
+                with process.oneshot():
+                    if process.is_running():
+                        if due:
+                            self._read(known, now)
+                        return known.fields
+                # The PID now names another process.
+            known = self._known[local] = _Known(
+                self._process_factory(local), HostFields(local_pid=shown)
+            )
+            with known.process.oneshot():
+                self._read(known, now)
         except psutil.Error:
-            self._known.pop(pid, None)
-            return None
-        return known
+            self._known.pop(local, None)
+            return HostFields(local_pid=shown)
+        return known.fields
 
     def _read(self, known: _Known, now: float) -> None:
         process = known.process
@@ -264,7 +468,7 @@ class ProcessEnricher:
         cpu = rss = None
         fresh = known.identity_at is None or now - known.identity_at >= IDENTITY_REFRESH
         # A process that exits mid-read keeps what was read before it went.
-        with contextlib.suppress(psutil.NoSuchProcess), process.oneshot():
+        with contextlib.suppress(psutil.NoSuchProcess):
             if fresh:
                 name = _attempt(process.name) or None
                 user = _attempt(process.username) or None
@@ -277,13 +481,14 @@ class ProcessEnricher:
             measured = _attempt(lambda: process.cpu_percent(None))
             # psutil's first call only sets the baseline and returns a meaningless 0.0.
             cpu = measured if known.read_at is not None else None
-        known.fields = _HostFields(
+        known.fields = HostFields(
             name=name,
             user=user,
             command=command,
             cpu_percent=cpu,
             host_memory=rss,
             start_time=start,
+            local_pid=old.local_pid,
         )
         known.read_at = now
 
