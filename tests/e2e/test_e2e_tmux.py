@@ -192,3 +192,32 @@ def test_light_theme_paints_a_light_background(terminal: list[Terminal], tmp_pat
     assert backgrounds and sum(sum(c) > 600 for c in backgrounds) > len(backgrounds) / 2
     term.press("q")
     assert term.exit_code() == 0
+
+
+def test_partial_repaints_leave_what_a_full_repaint_draws(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    """Panels and bars resend only changed lines and cells; the terminal must still end up
+    showing exactly what a full repaint (forced by a resize) shows."""
+    stream = varied_stream(load(CAPTURES / "rtx3090x4-procs-v12.xml"), 60)
+    path = tmp_path / "stream.xml"
+    path.write_bytes(b"".join(snapshot_to_xml(snapshot) for snapshot in stream))
+    term = start(terminal, tmp_path, ["--replay", str(path)])
+    term.wait_for("/60", "playing")
+    term.press("]", "]")  # 4x: several ticks of moving sparklines and numbers
+    term.wait_for("speed 4x")
+    time.sleep(2.0)
+    term.press("Space")
+    term.wait_for("paused")
+    time.sleep(0.5)
+    partial = term.screen_with_escapes()
+    term._tmux("resize-window", "-t", "t", "-x", "121", "-y", "40")
+    term.wait_for("paused")
+    time.sleep(0.5)
+    term._tmux("resize-window", "-t", "t", "-x", "120", "-y", "40")
+    time.sleep(1.0)
+    full = term.screen_with_escapes()
+    assert "paused" in full and "NVIDIA GeForce RTX 3090" in full
+    assert partial == full
+    term.press("q")
+    assert term.exit_code() == 0
