@@ -6,6 +6,7 @@ the screen with ``capture-pane -p``. The live test uses the fake NVML from ``tes
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 import shutil
@@ -197,9 +198,24 @@ def test_light_theme_paints_a_light_background(terminal: list[Terminal], tmp_pat
 def test_partial_repaints_leave_what_a_full_repaint_draws(
     terminal: list[Terminal], tmp_path: Path
 ) -> None:
-    """Panels and bars resend only changed lines and cells; the terminal must still end up
-    showing exactly what a full repaint (forced by a resize) shows."""
-    stream = varied_stream(load(CAPTURES / "rtx3090x4-procs-v12.xml"), 60)
+    """Panels, bars and process rows resend only changed lines and cells; the terminal must
+    still end up showing exactly what a full repaint (forced by a resize) shows."""
+    stream = [
+        dataclasses.replace(
+            snapshot,
+            gpus=tuple(
+                dataclasses.replace(
+                    gpu,
+                    processes=tuple(
+                        dataclasses.replace(p, memory_used=(p.memory_used or 0) + n % 5 * 2**20)
+                        for p in gpu.processes
+                    ),
+                )
+                for gpu in snapshot.gpus
+            ),
+        )
+        for n, snapshot in enumerate(varied_stream(load(CAPTURES / "rtx3090x4-procs-v12.xml"), 60))
+    ]
     path = tmp_path / "stream.xml"
     path.write_bytes(b"".join(snapshot_to_xml(snapshot) for snapshot in stream))
     term = start(terminal, tmp_path, ["--replay", str(path)])

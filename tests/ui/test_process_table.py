@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 from collections.abc import Callable
 from dataclasses import replace
@@ -545,3 +546,42 @@ async def test_narrow_terminal_drops_host_columns_and_sort_keys_skip_them() -> N
         assert table.get_cell("0:2314", "cpu").plain.strip() == "101%"
         await pilot.press("<")
         assert widget.sort_column == COLUMN_INDEX["host_memory"]
+
+
+async def test_a_tick_that_changes_numbers_repaints_only_those_rows_up_to_the_change() -> None:
+    from textual.geometry import Region
+
+    from gputop.ui.widgets.process_grid import ProcessGrid
+
+    app = TableApp()
+    async with app.run_test(size=(120, 20)) as pilot:
+        widget = app.query_one(ProcessTable)
+        grid = app.query_one(ProcessGrid)
+        await pilot.pause()
+        asked: list[tuple[Region, ...]] = []
+        refresh = grid.refresh
+
+        def spy(*regions: Region, **options: bool) -> ProcessGrid:
+            if regions:
+                asked.append(regions)
+            return refresh(*regions, **options)
+
+        grid.refresh = spy  # type: ignore[method-assign]
+        wholes = grid.whole_repaints
+        heavier = dataclasses.replace(BOB, memory_used=(BOB.memory_used or 0) + 2**20)
+        widget.show(snap((ALICE, XORG), (heavier, FOREIGN)))
+        await pilot.pause()
+        # One region: BOB's row, from the left edge to the end of the GPU memory column.
+        memory_end = sum(
+            column.get_render_width(grid)
+            for column in grid.ordered_columns[: widget.columns.index("gpu_memory") + 1]
+        )
+        row = displayed_pids(app).index(str(BOB.pid))
+        assert asked == [(Region(0, row + grid.header_height, memory_end, 1),)]
+        assert grid.whole_repaints == wholes
+        # A new process moves rows: the whole table is repainted.
+        newcomer = dataclasses.replace(BOB, pid=777, memory_used=1)
+        widget.show(snap((ALICE, XORG), (heavier, FOREIGN, newcomer)))
+        await pilot.pause()
+        assert grid.whole_repaints > wholes
+        assert "777" in displayed_pids(app)

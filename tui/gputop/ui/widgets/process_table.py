@@ -41,6 +41,7 @@ from gputop.ui.process_rows import (
     target_pid,
     visible_rows,
 )
+from gputop.ui.widgets.process_grid import ProcessGrid, RepaintBatch
 
 _ARROWS = {False: "▲", True: "▼"}
 
@@ -191,9 +192,7 @@ class ProcessTable(Widget):
     def compose(self) -> ComposeResult:
         """A status line and the table; the filter input is added when first wanted."""
         yield Static(id="process-status")
-        yield DataTable[Text](
-            id="process-data", cursor_type="row", zebra_stripes=True, cell_padding=0
-        )
+        yield ProcessGrid(id="process-data", cursor_type="row", zebra_stripes=True, cell_padding=0)
 
     def watch_readonly(self) -> None:
         """Say so in the status line (the footer follows through ``bindings=True``)."""
@@ -239,8 +238,8 @@ class ProcessTable(Widget):
         self._apply(restyle=True)
 
     @property
-    def _table(self) -> DataTable[Text]:
-        return self.query_one("#process-data", DataTable)
+    def _table(self) -> ProcessGrid:
+        return self.query_one("#process-data", ProcessGrid)
 
     @property
     def rows(self) -> list[ProcessRow]:
@@ -306,22 +305,59 @@ class ProcessTable(Widget):
         )
         cursor_key = cursor_key or self._cursor_key()
         wanted = {row.key_text: row for row in ordered}
+        with table.repaint_batch() as touched:
+            touched.whole = restyle
+            self._update_rows(ordered, wanted, restyle, touched)
+            if self._fit_columns():
+                touched.whole = True
+            self._by_key = wanted
+            order = [row.key_text for row in ordered]
+            # Sorting makes the table drop every cached row render, so only sort when the
+            # order on screen is wrong (changed values, added rows) or the header needs
+            # repainting.
+            if resort or order != [row.key.value for row in table.ordered_rows]:
+                touched.whole = True
+                # DataTable.sort hands the key function cells, not row keys; (GPU label, PID)
+                # is unique per row because the label starts with the GPU index.
+                rank = {
+                    (_pad(row.cell("gpu")), _pad(row.cell("pid"))): place
+                    for place, row in enumerate(ordered)
+                }
+                table.sort("gpu", "pid", key=lambda cells: rank[(cells[0].plain, cells[1].plain)])
+        if cursor_key in wanted:
+            place = table.get_row_index(cursor_key)
+            if place != table.cursor_row:
+                table.move_cursor(row=place)
+        self._update_status(len(ordered))
+
+    def _update_rows(
+        self,
+        ordered: list[ProcessRow],
+        wanted: dict[str, ProcessRow],
+        restyle: bool,
+        touched: RepaintBatch,
+    ) -> None:
+        """Remove, add and update rows; note in ``touched`` what a repaint must cover."""
+        table = self._table
         widths = self._widths
         columns = {index: table.columns[ColumnKey(COLUMNS[index].key)] for index in widths}
         for key in [key for key in self._shown if key not in wanted]:
             table.remove_row(key)
             self._count_widths(self._shown.pop(key)[0], -1)
+            touched.whole = True
         for row in ordered:
             state = (row.cells, row.foreign)
             before = self._shown.get(row.key_text)
             if before is None:
                 table.add_row(*self._cells(row).values(), key=row.key_text)
                 self._count_widths(row.cells, 1)
+                touched.whole = True
             elif restyle or before != state:
                 cells = self._cells(row)
-                for index, cell in cells.items():
+                for position, (index, cell) in enumerate(cells.items()):
                     old, new = before[0][index], row.cells[index]
                     if restyle or before[1] != row.foreign or old != new:
+                        touched.rows[row.key_text] = position + 1
                         old_width, new_width = _width(old), _width(new)
                         if old_width != new_width:
                             widths[index][old_width] -= 1
@@ -331,30 +367,12 @@ class ProcessTable(Widget):
                         key = COLUMNS[index].key
                         table.update_cell(row.key_text, key, cell, update_width=False)
             self._shown[row.key_text] = state
-        self._fit_columns()
-        self._by_key = wanted
-        order = [row.key_text for row in ordered]
-        # Sorting makes the table drop every cached row render, so only sort when the order
-        # on screen is wrong (changed values, added rows) or the header needs repainting.
-        if resort or order != [row.key.value for row in table.ordered_rows]:
-            # DataTable.sort hands the key function cells, not row keys; (GPU label, PID) is
-            # unique per row because the label starts with the GPU index.
-            rank = {
-                (_pad(row.cell("gpu")), _pad(row.cell("pid"))): place
-                for place, row in enumerate(ordered)
-            }
-            table.sort("gpu", "pid", key=lambda cells: rank[(cells[0].plain, cells[1].plain)])
-        if cursor_key in wanted:
-            place = table.get_row_index(cursor_key)
-            if place != table.cursor_row:
-                table.move_cursor(row=place)
-        self._update_status(len(ordered))
 
     def _count_widths(self, cells: tuple[str, ...], step: int) -> None:
         for index, counter in self._widths.items():
             counter[_width(cells[index])] += step
 
-    def _fit_columns(self) -> None:
+    def _fit_columns(self) -> bool:
         """Size the columns as ``update_width=True`` on every changed cell would, cheaply.
 
         With ``update_width=True`` DataTable re-measures every cell of a column whenever a new
@@ -366,6 +384,7 @@ class ProcessTable(Widget):
         or, when it shrinks, re-measures it that one time.
         """
         table = self._table
+        resized = False
         for index in sorted(self._refit):
             counts = self._widths.get(index)
             if counts is None:
@@ -379,10 +398,12 @@ class ProcessTable(Widget):
             )
             cell = table.get_cell(row_key, column.key)
             table.update_cell(row_key, column.key, cell, update_width=True)
+            resized = True
         if self._refit:
             # DataTable measures when it next goes idle, over the rows it has then: a column
             # stays due for fitting until then, should rows go away before.
             self.call_later(self._refitted)
+        return resized
 
     def _refitted(self) -> None:
         self._refit.clear()
