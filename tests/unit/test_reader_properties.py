@@ -12,6 +12,7 @@ import contextlib
 import gzip
 import re
 import tempfile
+import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 
 from gputop.errors import BadCapture
 from gputop.model import GpuSample, Reason, Snapshot
+from gputop.sources import smi_xml
 from gputop.sources.recording import Recording
 from gputop.sources.smi_xml import parse_document
 
@@ -243,6 +245,41 @@ def test_every_text_replaced(name: str, replacements: list[tuple[str, int]]) -> 
     except BadCapture:
         return
     _touch(snapshot)
+
+
+def _whole(data: bytes) -> Snapshot | None:
+    """The snapshot of a parse of the whole document (nothing cut by lines or remembered),
+    or None where parse_document must refuse it."""
+    try:
+        smi_xml._refuse_entities(data)
+        root, gpus = smi_xml._parse_whole(data)
+    except (BadCapture, ET.ParseError, LookupError, ValueError):
+        return None
+    return smi_xml._snapshot(root, gpus) if root.tag == "nvidia_smi_log" else None
+
+
+@st.composite
+def _versions(draw: st.DrawFn) -> list[bytes]:
+    """Damaged versions of one capture, as the documents of a damaged recording."""
+    name = draw(st.sampled_from(NAMES))
+    return [CAPTURES[name], *draw(st.lists(damaged(name), min_size=1, max_size=4))]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_versions())
+def test_split_documents_read_as_whole_ones(documents: list[bytes]) -> None:
+    """Cutting children by their lines and remembering those read never changes a snapshot.
+
+    Each document is read twice: the second time its children are remembered. Damage in a
+    child that is not read may leave the document readable where a whole parse fails.
+    """
+    for data in documents * 2:
+        reference = _whole(data)
+        if reference is None:
+            with contextlib.suppress(BadCapture):
+                _touch(parse_document(data))
+        else:
+            assert parse_document(data) == reference
 
 
 def _probe(path: Path) -> None:

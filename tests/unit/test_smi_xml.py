@@ -15,6 +15,7 @@ import pytest
 
 from gputop.errors import BadCapture
 from gputop.model import GpuSample, Reason, Snapshot
+from gputop.sources import smi_blocks, smi_xml
 from gputop.sources.smi_xml import parse_document, parse_timestamp, snapshot_from_path
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
@@ -1039,3 +1040,140 @@ def test_whitespace_inside_values_is_tolerated() -> None:
         b"<product_name>Tesla T4</product_name>", b"<product_name>\n\t  Tesla T4 \n</product_name>"
     )
     assert parse_document(raw).gpus[0].name == "Tesla T4"
+
+
+# --- cutting and remembering children of <gpu> ------------------------------------------
+# The reader cuts unread children of <gpu> by their lines and remembers the values of the
+# children it read by their bytes (smi_blocks); a whole parse of the same bytes is the
+# reference it must agree with, whatever it saw before.
+
+
+def _whole(data: bytes) -> Snapshot:
+    """The snapshot of a parse of the whole document, nothing cut by lines or remembered."""
+    root, gpus = smi_xml._parse_whole(data)
+    assert root.tag == "nvidia_smi_log"
+    return smi_xml._snapshot(root, gpus)
+
+
+def _vary(raw: bytes, second: int) -> bytes:
+    """A capture as it could read ``second`` seconds later: readings changed, the rest not."""
+
+    def reading(match: re.Match[bytes]) -> bytes:
+        tag, number = match.group(1), int(match.group(2))
+        return b"<%s>%d%s</%s>" % (tag, number + second % 7, match.group(3), tag)
+
+    return re.sub(
+        rb"<(gpu_util|memory_util|gpu_temp|tx_util|rx_util|graphics_clock)>(\d+)([^<]*)</\1>",
+        reading,
+        raw,
+    )
+
+
+def test_a_recording_reads_as_each_document_alone() -> None:
+    names = sorted(CAPTURES)
+    for second in range(12):
+        for name in names[second % 3 :: 3] if second < 6 else names:
+            raw = _vary(_read(name), second)
+            assert parse_document(raw) == _whole(raw), (name, second)
+
+
+def test_layout_reuse_sees_a_child_that_moved() -> None:
+    raw = _read("rtx3090-deprecated-v13.xml")
+    parse_document(raw)
+    # As many children's lines as before, but the UUID sits on the serial's line, and a
+    # child of <pci> at the indentation of the children of <gpu>.
+    moved = raw.replace(b"</serial>\n\t\t<uuid>", b"</serial><uuid>", 1).replace(
+        b"\t\t\t<pci_bus>", b"\t\t<pci_bus>", 1
+    )
+    assert moved.count(b"\n\t\t<") == raw.count(b"\n\t\t<")
+    assert parse_document(moved) == _whole(moved)
+    assert parse_document(moved).gpus[0].uuid == "GPU-12345678-aaaa-bbbb-cccc-0123456789ab"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # A child that is read, not on a line of its own.
+        (
+            b"</product_brand>\n\t\t<product_architecture>",
+            b"</product_brand><product_architecture>",
+        ),
+        # One that is not read, on the line of one that is.
+        (b"</persistence_mode>\n\t\t<addressing_mode>", b"</persistence_mode><addressing_mode>"),
+        # A child that is read, inside one that is not, on a line at the children's indent.
+        (
+            b"\t\t<display_active>Enabled</display_active>\n",
+            b"\t\t<display_active>\n\t\t<fan_speed>99 %</fan_speed>\n\t\t</display_active>\n",
+        ),
+        # Attributes and empty-element tags.
+        (b"<fan_speed>", b'<fan_speed unit="%">'),
+        (b"<display_active>Enabled</display_active>", b'<display_active a="1"/>'),
+        (b"<fan_speed>0 %</fan_speed>", b"<fan_speed/>"),
+        (b"<fan_speed>0 %</fan_speed>", b"<fan_speed />"),
+        # Text in <gpu> outside its children.
+        (b'<gpu id="00000000:09:00.0">\n', b'<gpu id="00000000:09:00.0">text\n'),
+        # Windows line ends.
+        (b"\n", b"\r\n"),
+    ],
+)
+def test_children_on_unusual_lines_read_as_a_whole_parse_would(old: bytes, new: bytes) -> None:
+    raw = _read("rtx3090-deprecated-v13.xml")
+    assert old in raw
+    changed = raw.replace(old, new) if old == b"\n" else raw.replace(old, new, 1)
+    assert parse_document(changed) == _whole(changed)
+    assert parse_document(changed) == _whole(changed)  # and once its children are known
+
+
+def test_pci_throughput_does_not_change_the_bus_id() -> None:
+    raw = _read("rtx-a5000x2-v13.xml")
+    first = parse_document(raw)
+    busy = raw.replace(b"<tx_util>488 KB/s</tx_util>", b"<tx_util>91234 KB/s</tx_util>")
+    assert busy != raw
+    assert parse_document(busy) == first
+    # A second <pci_bus_id>, before the one at its place: the first one counts.
+    extra = raw.replace(
+        b"\t\t\t<pci_bus>81</pci_bus>", b"\t\t\t<pci_bus>81</pci_bus><pci_bus_id>X</pci_bus_id>"
+    )
+    assert parse_document(extra).gpus[0].pci_bus_id == "X" == _whole(extra).gpus[0].pci_bus_id
+    # One inside another child of <pci>, on a line of its own: not the <pci>'s.
+    nested = raw.replace(b"<pci_bus_id>00000000:81:00.0<", b"<pci_bus_id>X<", 1)
+    nested = nested.replace(b"<pci_bus>81</pci_bus>", b"<pci_bus>", 1)
+    nested = nested.replace(b"<pci_sub_system_id>147E10DE</pci_sub_system_id>", b"</pci_bus>", 1)
+    assert parse_document(nested) == _whole(nested)
+    assert parse_document(nested).gpus[0].pci_bus_id == "00000000:81:00.0"  # from <gpu id>
+
+
+def test_remembered_values_follow_the_document_encoding() -> None:
+    raw = _read("grid-k520-v7.xml").replace(b"GRID K520", b"GRID \xc3\xa9")
+    latin = raw.replace(b'<?xml version="1.0" ?>', b'<?xml version="1.0" encoding="ISO-8859-1"?>')
+    assert latin != raw
+    for data in (raw, latin, raw):
+        assert parse_document(data) == _whole(data)
+    assert parse_document(raw).gpus[0].name == "GRID \u00e9"
+    assert parse_document(latin).gpus[0].name == "GRID \u00c3\u00a9"
+
+
+def test_an_inline_dtd_after_a_known_beginning_is_still_checked() -> None:
+    # A document without a DTD is found safe; the next begins the same up to where the
+    # first one's root began, then declares an entity: it is refused all the same.
+    plain = b'<?xml version="1.0" ?>\n<nvidia_smi_log></nvidia_smi_log>'
+    parse_document(plain)
+    bomb = b'<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log [<!ENTITY a "b">]>\n' + plain[23:]
+    with pytest.raises(BadCapture, match="entit"):
+        parse_document(bomb)
+    parse_document(_INLINE_DTD % b"")
+    with pytest.raises(BadCapture, match="entit"):
+        parse_document(_INLINE_DTD % b'<!ENTITY lol "lol">')
+    assert parse_document(_INLINE_DTD % b"").gpus[0].name == "GRID K520"
+
+
+def test_what_is_remembered_stays_bounded() -> None:
+    raw = _read("rtx3090x4-procs-v12.xml")
+    for second in range(2 * smi_blocks._MEMO_ENTRIES // 4 + 10):
+        data = raw.replace(b"<gpu_util>", b"<gpu_util>%d" % second)
+        parse_document(data)
+        assert len(smi_blocks.MEMO.young) <= smi_blocks._MEMO_ENTRIES
+        assert len(smi_blocks.MEMO.old) <= smi_blocks._MEMO_ENTRIES
+    assert len(smi_blocks._LAYOUTS) <= smi_blocks._LAYOUTS_KEPT
+    assert len(smi_xml._SAFE_HEADS) <= smi_xml._SAFE_HEADS_KEPT
+    assert parse_document(data) == _whole(data)
