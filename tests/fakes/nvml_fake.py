@@ -24,6 +24,7 @@ instance is destroyed (for a test that rebuilds the layout between ticks).
 from __future__ import annotations
 
 import ctypes
+import itertools
 import threading
 import time
 from collections import Counter
@@ -301,6 +302,7 @@ class FakeNvml:
         self._lock = threading.Lock()
         self._gpus: dict[int, _GpuState] = {}
         self._gpm_next = 0
+        self._alloc_calls = itertools.count(1)
         self._gpm_live: set[int] = set()
         self._gpm_samples: dict[int, tuple[int, int, int]] = {}
         self._mig_generation: dict[int, int] = {}
@@ -395,8 +397,9 @@ class FakeNvml:
 
     def _key(self, fn: _CFunction, args: tuple[Any, ...]) -> tuple[Any, ...]:
         if fn.name == "nvmlGpmSampleAlloc":
-            # Each allocation is a new buffer, not the same question asked again.
-            return ("buffer", self._gpm_next + 1)
+            # Each allocation is a new buffer, not the same question asked again; the count
+            # is taken atomically, since sampling threads allocate at the same time.
+            return ("buffer", next(self._alloc_calls))
         if fn.name == "nvmlGpmMetricsGet":
             request = _obj(args[0])
             return (_handle_value(request.sample1), _handle_value(request.sample2))
