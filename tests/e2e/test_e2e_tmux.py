@@ -231,8 +231,13 @@ def test_partial_repaints_leave_what_a_full_repaint_draws(
     term.wait_for("paused")
     time.sleep(0.5)
     term._tmux("resize-window", "-t", "t", "-x", "120", "-y", "40")
-    time.sleep(1.0)
+    # The full repaint lands when it lands (a loaded CI box): wait for it, not a fixed time.
+    # Were partial repaints to leave stale cells, the screens would never match.
+    deadline = time.monotonic() + TIMEOUT
     full = term.screen_with_escapes()
+    while full != partial and time.monotonic() < deadline:
+        time.sleep(0.2)
+        full = term.screen_with_escapes()
     assert "paused" in full and "NVIDIA GeForce RTX 3090" in full
     assert partial == full
     term.press("q")
