@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from typing import TypeVar, cast
 
 from gputop.model import Reason
 
@@ -154,58 +154,41 @@ flag_of = _Memo(_flag_of)
 """Enabled/Disabled (and the like) as a bool, or why it is neither."""
 
 
-def number(node: Element | None, path: str, missing: Missing) -> float | None:
-    """The leading number of ``node``'s text."""
-    if node is None:
-        missing.append((path, _NOT_REPORTED))
+Reader = Callable[[Element | None, str, Missing], _T | None]
+"""Takes the element holding a value, the field's path and the sample's missing list."""
+
+
+def _reader(convert: Mapping[str | None, _T | Reason], kind: type[_T]) -> Reader[_T]:
+    """A reader of ``kind`` values through the memo ``convert``."""
+
+    def read(node: Element | None, path: str, missing: Missing) -> _T | None:
+        if node is None:
+            missing.append((path, _NOT_REPORTED))
+            return None
+        value = convert[node.text]
+        # An exact class check: cheaper than isinstance, and a bool is not taken for an int.
+        if value.__class__ is kind:
+            return value
+        missing.append((path, cast(Reason, value)))
         return None
-    value = number_of[node.text]
-    if value.__class__ is float:
-        return value
-    missing.append((path, value))  # type: ignore[arg-type]
-    return None
+
+    return read
+
+
+number: Reader[float] = _reader(number_of, float)
+"""The leading number of an element's text."""
+size: Reader[int] = _reader(size_of, int)
+"""A size in bytes."""
+text: Reader[str] = _reader(text_of, str)
+"""The text without surrounding white space (possibly empty)."""
+flag: Reader[bool] = _reader(flag_of, bool)
+"""Enabled/Disabled, Yes/No, Active/Not Active, On/Off."""
 
 
 def integer(node: Element | None, path: str, missing: Missing) -> int | None:
     """The leading number of ``node``'s text, truncated to an int."""
     value = number(node, path, missing)
     return None if value is None else int(value)
-
-
-def size(node: Element | None, path: str, missing: Missing) -> int | None:
-    """A size in bytes."""
-    if node is None:
-        missing.append((path, _NOT_REPORTED))
-        return None
-    value = size_of[node.text]
-    if value.__class__ is int:
-        return value
-    missing.append((path, value))  # type: ignore[arg-type]
-    return None
-
-
-def text(node: Element | None, path: str, missing: Missing) -> str | None:
-    """The text without surrounding white space (possibly empty)."""
-    if node is None:
-        missing.append((path, _NOT_REPORTED))
-        return None
-    value = text_of[node.text]
-    if value.__class__ is str:
-        return value
-    missing.append((path, value))  # type: ignore[arg-type]
-    return None
-
-
-def flag(node: Element | None, path: str, missing: Missing) -> bool | None:
-    """Enabled/Disabled, Yes/No, Active/Not Active, On/Off."""
-    if node is None:
-        missing.append((path, _NOT_REPORTED))
-        return None
-    value = flag_of[node.text]
-    if value.__class__ is bool:
-        return value
-    missing.append((path, value))  # type: ignore[arg-type]
-    return None
 
 
 def count(text: str | None) -> int | None:
