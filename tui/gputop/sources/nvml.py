@@ -389,27 +389,12 @@ _HOST_FIELDS = (
 )
 
 
-def _host_changes(host: HostFields) -> tuple[dict[str, Any], str | None]:
-    """What to change on every copy of one PID's row, and the host's name for it."""
-    if host.foreign:
-        return {"foreign": True, "local_pid": None}, None
-    changes = {
-        "user": host.user,
-        "command": host.command,
-        "cpu_percent": host.cpu_percent,
-        "host_memory": host.host_memory,
-        "start_time": host.start_time,
-        "foreign": False,
-        "local_pid": host.local_pid,
-    }
-    return changes, host.name
-
-
 def _changes(host: object) -> tuple[dict[str, Any], str | None]:
     """The changes for a PID from a HostLookup's fields or a plain Enrich's row."""
     if isinstance(host, ProcessSample):
         return {name: getattr(host, name) for name in _HOST_FIELDS}, host.name
-    return _host_changes(cast("HostFields", host))
+    fields = cast("HostFields", host)
+    return fields.row_changes(), None if fields.foreign else fields.name
 
 
 class _Enrichment:

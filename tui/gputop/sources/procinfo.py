@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import psutil
 
@@ -274,6 +274,21 @@ class HostFields:
     local_pid: int | None = None
     """The PID here when it differs from the driver's."""
 
+    def row_changes(self) -> dict[str, Any]:
+        """The fields these facts set on the PID's process rows (the name aside: the
+        driver's name wins over the host's, so each row decides)."""
+        if self.foreign:
+            return {"foreign": True, "local_pid": None}
+        return {
+            "user": self.user,
+            "command": self.command,
+            "cpu_percent": self.cpu_percent,
+            "host_memory": self.host_memory,
+            "start_time": self.start_time,
+            "foreign": False,
+            "local_pid": self.local_pid,
+        }
+
 
 FOREIGN = HostFields(foreign=True)
 
@@ -292,19 +307,10 @@ class _Known:
 
 def with_host_fields(process: ProcessSample, host: HostFields) -> ProcessSample:
     """``process`` with the host's fields; the driver's name wins over the host's."""
-    if host.foreign:
-        return dataclasses.replace(process, foreign=True, local_pid=None)
-    return dataclasses.replace(
-        process,
-        name=process.name or host.name,
-        user=host.user,
-        command=host.command,
-        cpu_percent=host.cpu_percent,
-        host_memory=host.host_memory,
-        start_time=host.start_time,
-        foreign=False,
-        local_pid=host.local_pid,
-    )
+    changes = host.row_changes()
+    if not host.foreign:
+        changes["name"] = process.name or host.name
+    return dataclasses.replace(process, **changes)
 
 
 class ProcessEnricher:
