@@ -208,9 +208,14 @@ class Run:
     """CPU seconds spent inside the fake NVML library (None when not on the fake)."""
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def _stat_cpu_seconds(stat: Path) -> float:
+    """User + system CPU seconds from a ``/proc/.../stat`` file (a process's or a thread's)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _cpu_seconds(pid: int) -> float:
+    return _stat_cpu_seconds(Path(f"/proc/{pid}/stat"))
 
 
 def _thread_cpu(pid: int) -> dict[str, float]:
@@ -219,10 +224,9 @@ def _thread_cpu(pid: int) -> dict[str, float]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             name = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            seconds = _stat_cpu_seconds(task / "stat")
         except OSError:
             continue
-        seconds = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
         names[name] = names.get(name, 0.0) + seconds
     return names
 

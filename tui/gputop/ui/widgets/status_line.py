@@ -40,6 +40,8 @@ class Bar(Widget):
         self._left: tuple[Segment, ...] = ()
         self._right: tuple[Segment, ...] = ()
         self._role_styles: dict[str, Style] = {}
+        self._shown_cells: tuple[int, list[tuple[str, str]]] = (-1, [])
+        """(width, cells) as last laid out, to compare the next content with."""
 
     def set_segments(self, left: tuple[Segment, ...], right: tuple[Segment, ...]) -> None:
         """Replace the content; repaints only if it differs, and only up to the change.
@@ -50,9 +52,11 @@ class Bar(Widget):
         if (left, right) == (self._left, self._right):
             return
         width = self.content_size.width
-        before = self._cells(width)
+        shown_width, shown = self._shown_cells
+        before = shown if shown_width == width else self._cells(width)
         self._left, self._right = left, right
         after = self._cells(width)
+        self._shown_cells = (width, after)
         if width <= 0 or len(before) != len(after):
             self.refresh()
             return
