@@ -15,6 +15,7 @@ Usage: ``python benchmarks/bench_tui.py [--seconds 60] [--warmup 5]``. Needs tmu
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import fcntl
 import os
@@ -51,7 +52,10 @@ def child(argv: Sequence[str]) -> int:
     from fakes.nvml_fake import FakeNvml
     from fakes.nvml_install import install
     from fakes.nvml_scenarios import h100_mig_box, varying
+    from gputop.startup import hold_collection, release_collection
 
+    # As the `gputop` console script does (cli.run).
+    hold_collection()
     name_os_threads()
     ticks = int(os.environ.get("GPUTOP_BENCH_TICKS", "120"))
     fake = FakeNvml(varying(h100_mig_box(8, 7, 200), ticks=ticks))
@@ -62,7 +66,10 @@ def child(argv: Sequence[str]) -> int:
     install(fake)
     from gputop.cli import main
 
-    return main(list(argv))
+    try:
+        return main(list(argv))
+    finally:
+        release_collection()
 
 
 def name_os_threads() -> None:
@@ -143,7 +150,10 @@ BARE_TEXTUAL = [
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    # PYTHONDONTWRITEBYTECODE goes too: an installed gputop runs from bytecode that pip
+    # compiled, and compiling every module on every start is not what a user waits for.
+    unset = ("COLUMNS", "LINES", "NO_COLOR", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(TERM="xterm-256color", COLORTERM="truecolor", PYTHONPATH=str(REPO / "tui"))
     env.update(_TICKS)
     return env
@@ -166,7 +176,8 @@ def first_frame_tmux(command: Sequence[str], marker: str, count: int = 1) -> flo
     tmux = ["tmux", "-L", socket]
     quoted = " ".join(f"'{part}'" for part in command)
     env = " ".join(f"{k}='{v}'" for k, v in _env().items() if k in ("TERM", "COLORTERM"))
-    script = f"cd '{REPO}' && env -u COLUMNS -u LINES {env} {quoted}; sleep 30"
+    unset = "-u COLUMNS -u LINES -u PYTHONDONTWRITEBYTECODE"
+    script = f"cd '{REPO}' && env {unset} {env} {quoted}; sleep 30"
     # The server and an empty session exist first, so only gputop's start is timed.
     subprocess.run([*tmux, "new-session", "-d", "-s", "idle", "-x", "10", "-y", "5"], check=True)
     try:
@@ -375,6 +386,8 @@ def main() -> int:
         print("tmux is required", file=sys.stderr)
         return 2
     print(f"terminal {COLUMNS}x{ROWS}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    # What `pip install` does at install time, so the first start below is not a compile.
+    compileall.compile_dir(REPO / "tui" / "gputop", quiet=1)
     _TICKS["GPUTOP_BENCH_TICKS"] = str(int(options.seconds + options.warmup + 30))
 
     replay = _gputop(["--replay", str(CAPTURE)])

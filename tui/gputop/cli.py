@@ -14,6 +14,7 @@ from pathlib import Path
 from gputop import __version__
 from gputop.errors import BadArguments, GputopError
 from gputop.options import MIN_INTERVAL, Options
+from gputop.startup import hold_collection, release_collection
 
 
 def _interval(text: str) -> float:
@@ -134,10 +135,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args[:1] == ["report"]:
+            release_collection()
             from gputop.report_cli import report_main
 
             return report_main(args[1:])
         options = parse_options(args)
+        if options.headless:
+            release_collection()
         return _dispatch(options)
     except GputopError as error:
         print(f"gputop: {error}", file=sys.stderr)
@@ -166,4 +170,10 @@ def _dispatch(options: Options) -> int:
 
 def run() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    # The TUI releases it after its first frame; a headless run as it begins.
+    hold_collection()
+    try:
+        code = main()
+    finally:
+        release_collection()
+    sys.exit(code)

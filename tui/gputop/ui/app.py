@@ -5,16 +5,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from pathlib import Path
-from typing import ClassVar
+from pathlib import Path, PurePath
+from typing import Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from gputop.pipeline import Command, Tick, TickLoop
+from gputop.startup import release_collection
 from gputop.ui.messages import SourceFailed, TickArrived
-from gputop.ui.screens.main import MainScreen
+from gputop.ui.screens.main import MAIN_SCREEN_CSS, MainScreen
 from gputop.ui.settings import UiSettings
 
 
@@ -26,7 +27,9 @@ class GputopApp(App[int]):
     go back to the loop with ``submit``.
     """
 
-    CSS_PATH = Path(__file__).parent / "app.tcss"
+    # The main screen's sheet is loaded with the app's: as the default screen it is not
+    # pushed, and only pushed screens have their CSS_PATH read.
+    CSS_PATH: ClassVar[list[str | PurePath]] = [Path(__file__).parent / "app.tcss", MAIN_SCREEN_CSS]
     TITLE = "gputop"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
@@ -63,10 +66,18 @@ class GputopApp(App[int]):
         # Set before mounting: changing the theme later restyles every widget once more.
         self.theme = self.settings.textual_theme
 
+    def get_default_screen(self) -> Screen[Any]:
+        """The main screen is the bottom of the stack, not pushed over an empty default one.
+
+        Pushing it from ``on_mount`` composed, styled and resumed two screens before the
+        first frame.
+        """
+        return self.main_screen
+
     def on_mount(self) -> None:
-        """Show the main screen, start the loop."""
-        self.push_screen(self.main_screen)
+        """Start the loop."""
         self.loop.start(self._deliver, self._failed)
+        self.call_after_refresh(release_collection)
 
     @property
     def main_screen(self) -> MainScreen:

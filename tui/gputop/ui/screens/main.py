@@ -89,10 +89,13 @@ def choose_layout(width: int, height: int, gpus: int, replaying: bool) -> tuple[
     return compact, wide and not compact
 
 
+MAIN_SCREEN_CSS = Path(__file__).parent / "main.tcss"
+
+
 class MainScreen(Screen[None]):
     """Everything about the current tick."""
 
-    CSS_PATH = Path(__file__).parent / "main.tcss"
+    CSS_PATH = MAIN_SCREEN_CSS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("m", "toggle_mig", "MIG"),
@@ -190,7 +193,10 @@ class MainScreen(Screen[None]):
         if self.is_mounted:
             self._show(tick, previous=self.tick)
         else:
+            # As the app's default screen this one mounts alongside the app, so a tick
+            # can arrive first: on_mount shows it.
             self.tick = tick
+            self._first_tick = tick
 
     def _show(self, tick: Tick, previous: Tick | None) -> None:
         self.tick = tick

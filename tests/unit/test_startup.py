@@ -1,0 +1,77 @@
+"""Collection is held while gputop starts and always given back."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gputop import cli, startup
+
+CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
+
+
+@pytest.fixture(autouse=True)
+def _restore_gc() -> Iterator[None]:
+    yield
+    startup.release_collection()
+    gc.unfreeze()
+    gc.enable()
+
+
+def test_hold_then_release_freezes_what_exists_and_collects_again() -> None:
+    startup.hold_collection()
+    assert not gc.isenabled()
+    startup.release_collection()
+    assert gc.isenabled()
+    assert gc.get_freeze_count() > 0
+
+
+def test_release_without_hold_changes_nothing() -> None:
+    frozen = gc.get_freeze_count()
+    startup.release_collection()
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen
+
+
+def test_hold_leaves_a_collector_someone_else_turned_off_alone() -> None:
+    gc.disable()
+    startup.hold_collection()
+    startup.release_collection()
+    assert not gc.isenabled()
+
+
+def test_a_headless_run_collects_again_before_it_works(capsys: pytest.CaptureFixture[str]) -> None:
+    startup.hold_collection()
+    assert cli.main(["--replay", str(CAPTURE), "--once"]) == 0
+    assert gc.isenabled()
+    assert "RTX 3090" in capsys.readouterr().out
+
+
+def test_the_entry_point_gives_collection_back_when_the_run_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bool] = []
+
+    def failing_main() -> int:
+        seen.append(gc.isenabled())
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "main", failing_main)
+    with pytest.raises(RuntimeError):
+        cli.run()
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+async def test_the_tui_collects_again_once_its_first_frame_is_drawn() -> None:
+    from gputop.ui.testing import load, replay_app
+
+    app = replay_app([load(CAPTURE)])
+    startup.hold_collection()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert gc.isenabled()
+        assert "MEM" in app.screen.query_one("GpuPanel").render_line(0).text
