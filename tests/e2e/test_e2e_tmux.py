@@ -87,6 +87,17 @@ class Terminal:
     def close(self) -> None:
         self._tmux("kill-server")
 
+    def wakeups(self) -> int:
+        """Voluntary context switches of every thread of the gputop process so far."""
+        shell = int(self._tmux("list-panes", "-t", "t", "-F", "#{pane_pid}"))
+        children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        total = 0
+        for task in Path(f"/proc/{children[0]}/task").iterdir():
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+        return total
+
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[list[Terminal]]:
@@ -240,5 +251,28 @@ def test_partial_repaints_leave_what_a_full_repaint_draws(
         full = term.screen_with_escapes()
     assert "paused" in full and "NVIDIA GeForce RTX 3090" in full
     assert partial == full
+    term.press("q")
+    assert term.exit_code() == 0
+
+
+def test_a_still_replay_sleeps_and_keys_still_arrive(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    """Nothing to redraw means no thread wakes: Textual's input thread alone polled ten
+    times a second. A key (and a lone Esc) must still get through once everything sleeps."""
+    term = start(terminal, tmp_path, ["--replay", str(CAPTURES / "rtx3090x4-procs-v12.xml")])
+    term.wait_for("RTX 3090", "still")
+    time.sleep(2.0)  # past the input thread's polling after the last key
+    before = term.wakeups()
+    time.sleep(3.0)
+    assert term.wakeups() - before <= 5
+    term.press("?")
+    term.wait_for("gputop keys")
+    time.sleep(2.0)
+    term.press("Escape")
+    deadline = time.monotonic() + TIMEOUT
+    while "gputop keys" in term.screen() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "gputop keys" not in term.screen()
     term.press("q")
     assert term.exit_code() == 0

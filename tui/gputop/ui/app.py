@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.screen import Screen
 
 from gputop.pipeline import Command, Tick, TickLoop
@@ -65,6 +66,17 @@ class GputopApp(App[int]):
             self.animation_level = "none"
         # Set before mounting: changing the theme later restyles every widget once more.
         self.theme = self.settings.textual_theme
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's choice, except that a Linux terminal gets the driver that does not poll."""
+        driver = super().get_driver_class()
+        from textual.drivers.linux_driver import LinuxDriver
+
+        if driver is LinuxDriver:
+            from gputop.ui.quiet_driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver
 
     def get_default_screen(self) -> Screen[Any]:
         """The main screen is the bottom of the stack, not pushed over an empty default one.
