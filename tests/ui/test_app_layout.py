@@ -315,7 +315,7 @@ async def test_a_dead_poller_is_announced() -> None:
 def test_panel_cell_widths_match_rich_for_what_panels_draw_and_for_wide_text() -> None:
     from rich.cells import cell_len
 
-    from gputop.ui.widgets.gpu_panel import cell_width
+    from gputop.ui.widgets.line_strip import cell_width
 
     for text in ("▁▂▃▄▅▆▇█", "12.3G · 45%", "…─", "日本語 GPU", "", "é"):
         assert cell_width(text) == cell_len(text)

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from rich.cells import cell_len
-from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
@@ -21,7 +19,6 @@ from textual.widget import Widget
 
 from gputop.history import Metric, Series
 from gputop.model import GpuSample
-from gputop.ui.gauges import BARS
 from gputop.ui.panel_lines import (
     FULL_HEIGHT,
     Line,
@@ -32,18 +29,7 @@ from gputop.ui.panel_lines import (
     full_lines,
     title,
 )
-
-SINGLE_CELL = frozenset(BARS + "·…─")
-"""Non-ASCII characters panels draw that are known to be one cell wide."""
-
-
-def cell_width(text: str) -> int:
-    """Cells ``text`` takes; quick for what panels draw (Rich's general measure of block
-    characters costs more than the rest of a panel's line)."""
-    if text.isascii() or SINGLE_CELL.issuperset(text):
-        return len(text)
-    return cell_len(text)
-
+from gputop.ui.widgets.line_strip import line_strip
 
 ROLES = ("label", "name", "value", "warn", "crit", "na", "spark", "dim")
 """Every role a panel part may have; each is styled by ``gpu-panel--<role>``."""
@@ -185,10 +171,7 @@ class GpuPanel(Widget, can_focus=True):
         cached = self._strips.get(y)
         if cached is not None and cached[0] == line:
             return cached[1]
-        segments = [Segment(text, styles[role]) for text, role in line]
-        strip = Strip(segments, sum(cell_width(text) for text, _ in line)).crop_extend(
-            0, width, styles[""]
-        )
+        strip = line_strip(line, styles, width, styles[""])
         self._strips[y] = (line, strip)
         return strip
 

@@ -9,13 +9,14 @@ import platform
 from typing import ClassVar
 
 from rich.style import Style
-from rich.text import Text
 from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 
 from gputop.model.units import NA
 from gputop.pipeline import Tick
 from gputop.sources.replay import ReplayStatus, speed_label
+from gputop.ui.widgets.line_strip import line_strip
 
 Segment = tuple[str, str]
 """(text, role); role names a ``bar--<role>`` component style."""
@@ -91,20 +92,24 @@ class Bar(Widget):
         """(character, role) per cell at ``width``."""
         return [(char, role) for part, role in self._parts(width) for char in part]
 
-    def render(self) -> Text:
-        """Left segments, stretch, right segments; the left side is cut when it must be."""
-        width = self.content_size.width
-        # Resolving a component style walks the CSS; the answers hold until a style change.
+    def render_line(self, y: int) -> Strip:
+        """The bar drawn straight to segments (Line API); the left side is cut when it must
+        be, ending in "…"."""
+        width = self.size.width
         styles = self._role_styles
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        for part, role in self._parts(width):
-            style = styles.get(role)
-            if style is None:
-                style = styles[role] = self.get_component_rich_style(f"bar--{role}", partial=True)
-            text.append(part, style)
-        if text.cell_len > width:
-            text.truncate(width, overflow="ellipsis")
-        return text
+        if not styles:
+            # Resolving a component style walks the CSS; the answers hold until a style
+            # change (notify_style_update).
+            base = self.rich_style
+            styles = {
+                role: base + self.get_component_rich_style(f"bar--{role}", partial=True)
+                for role in BAR_ROLES
+            }
+            styles[""] = base
+            self._role_styles = styles
+        if y != 0:
+            return Strip.blank(width, styles[""])
+        return line_strip(self._parts(width), styles, width, styles[""], ellipsis=True)
 
 
 class StatusHeader(Bar):
