@@ -22,6 +22,10 @@ Columns:
 The target: ``ours`` under 2 ms per steady tick for 8 GPUs. ``--slow-refresh 0`` re-reads
 everything every tick (how gputop polled before slow values). Run:
 ``.venv/bin/python benchmarks/bench_nvml.py [--ticks N] [--slow-refresh S]``.
+
+``--cpu`` measures something else: the thread CPU per tick of the whole live pipeline (sampling
+threads, less the fake library's own CPU, and the polling thread with its host enrichment,
+history and diagnosis) on the 8x7 MIG box with values moving, as the TUI runs it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import statistics
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +48,7 @@ import pynvml  # noqa: TID251 -- the real pynvml over the fake library
 
 from fakes.nvml_fake import FakeNvml
 from fakes.nvml_install import installed
-from fakes.nvml_scenarios import gpu_sample, h100_mig_box, plain_box, snapshot
+from fakes.nvml_scenarios import gpu_sample, h100_mig_box, plain_box, snapshot, varying
 from gputop.model import Snapshot
 from gputop.sources.nvml import NvmlSource
 from gputop.sources.nvml_device import SLOW_REFRESH
@@ -77,10 +82,25 @@ class TimedModule:
         if wrapped is not None:
             return wrapped
         value = getattr(self._module, name)
-        if callable(value) and not isinstance(value, type):
+        if name == "_nvmlGetFunctionPointer":
+            # gputop calls some C functions directly (the process lists): time those too, so
+            # their NVML time is not taken for ours.
+            value = self._pointers(value)
+        elif callable(value) and not isinstance(value, type):
             value = self._timed(value)
         self._wrapped[name] = value
         return value
+
+    def _pointers(self, lookup: Callable[[str], Any]) -> Callable[[str], Any]:
+        timed: dict[str, Any] = {}
+
+        def pointer(name: str) -> Any:
+            fn = timed.get(name)
+            if fn is None:
+                fn = timed[name] = self._timed(lookup(name))
+            return fn
+
+        return pointer
 
     def _timed(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -175,6 +195,78 @@ def split(later: list[Tick], slow_refresh: float) -> tuple[list[Tick], list[Tick
     return steady, refresh
 
 
+@dataclass
+class ThreadCpu:
+    """CPU milliseconds per tick, by side."""
+
+    sampling: float
+    """The sampling threads, less the fake library's own CPU."""
+    fake: float
+    """The fake library's own CPU (it stands in for the driver)."""
+    poller: float
+    """The polling thread: hand-offs, host enrichment, history, diagnosis."""
+
+
+def cpu_per_tick(ticks: int, gap: float) -> ThreadCpu:
+    """Thread CPU of ``ticks`` ticks of the live pipeline on the 8x7/200 box, values moving.
+
+    Threads and enrichment as the TUI runs them; the source's clock moves 1 s a tick (so slow
+    values are re-read every 5th) while ticks are ``gap`` s apart in real time, long enough
+    for the sampling threads to go back to sleep between ticks as they do at a 1 s interval.
+    """
+    from gputop.live import LiveFeed
+    from gputop.pipeline import Pipeline
+    from gputop.sources.procinfo import ProcessEnricher
+
+    fake = FakeNvml(varying(h100_mig_box(), ticks=ticks + 20))
+    fake.calls = deque(maxlen=16)  # type: ignore[assignment]  # the log would only grow
+    fake_ns: dict[int, int] = {}
+    dispatch = fake._dispatch
+
+    def timed(*args: Any) -> Any:
+        started = time.thread_time_ns()
+        try:
+            return dispatch(*args)
+        finally:
+            spent = time.thread_time_ns() - started
+            thread = threading.get_ident()
+            fake_ns[thread] = fake_ns.get(thread, 0) + spent
+
+    fake._dispatch = timed  # type: ignore[method-assign]
+    clock = TickClock()
+    with installed(fake):
+        pynvml.nvmlInit()
+        enricher = ProcessEnricher(clock=clock)
+        source = NvmlSource(pynvml, host="bench", enrich=enricher, clock=clock)
+        pipeline = Pipeline(LiveFeed(source))
+        try:
+            pipeline.start()
+            for _ in range(10):
+                clock.now += INTERVAL
+                pipeline.advance()
+            samplers = [t.ident for t in threading.enumerate() if t.name.startswith("gputop-nvml")]
+            me = threading.get_ident()
+
+            def cpu() -> tuple[int, int, int, int]:
+                sampling = sum(
+                    time.clock_gettime_ns(time.pthread_getcpuclockid(t)) for t in samplers if t
+                )
+                faked = sum(fake_ns.get(t, 0) for t in samplers if t)
+                return sampling, faked, time.thread_time_ns(), fake_ns.get(me, 0)
+
+            before = cpu()
+            for _ in range(ticks):
+                clock.now += INTERVAL
+                time.sleep(gap)
+                pipeline.advance()
+            after = cpu()
+        finally:
+            source.close()
+            pynvml.nvmlShutdown()
+    spent = [(b - a) / ticks / 1e6 for a, b in zip(before, after, strict=True)]
+    return ThreadCpu(spent[0] - spent[1], spent[1], spent[2] - spent[3])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=50, help="ticks after the first (50)")
@@ -184,7 +276,23 @@ def main(argv: list[str] | None = None) -> int:
         default=SLOW_REFRESH,
         help=f"seconds between re-reads of slow values ({SLOW_REFRESH:g}); 0: every tick",
     )
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="instead: thread CPU per tick of the live pipeline on the 8x7 MIG box",
+    )
+    parser.add_argument(
+        "--gap", type=float, default=0.05, help="with --cpu: real seconds between ticks (0.05)"
+    )
     args = parser.parse_args(argv)
+    if args.cpu:
+        got = cpu_per_tick(args.ticks, args.gap)
+        print(
+            f"thread CPU per tick, 8 GPUs x 7 MIG, 200 procs, as the TUI polls ({args.ticks} "
+            f"ticks, {args.gap:g} s apart): sampling threads {got.sampling:.2f} ms (the fake "
+            f"library's own {got.fake:.2f} ms left out), poller {got.poller:.2f} ms"
+        )
+        return 0
     machines = {
         "1 GPU": snapshot(gpu_sample(0)),
         "8 GPUs": plain_box(8),

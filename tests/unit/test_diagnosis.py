@@ -387,6 +387,32 @@ def test_findings_are_worst_first_and_per_gpu() -> None:
     assert diagnose([first, second], 1) == ()
 
 
+def test_a_gpu_found_wherever_it_sits_in_the_snapshot() -> None:
+    # A --gpu selection keeps GPU 1 alone, at position 0; a capture may list GPUs out of order.
+    alone = [Snapshot(s.timestamp, (make_gpu(12.0, index=1),)) for s in steady(60)]
+    swapped = [
+        Snapshot(s.timestamp, (make_gpu(12.0, index=1), make_gpu(97.0, index=0)))
+        for s in steady(60)
+    ]
+    for snapshots in (alone, swapped):
+        (finding,) = diagnose(snapshots, 1)
+        assert finding.kind is FindingKind.WAITING and "averaged 12%" in finding.text
+    assert diagnose(swapped, 0) == ()
+
+
+def test_the_window_mixes_aware_and_naive_timestamps() -> None:
+    naive = steady(60, util=12.0)
+    aware = [
+        Snapshot(s.timestamp.astimezone(timezone.utc), s.gpus)  # type: ignore[union-attr]
+        if i % 2
+        else s
+        for i, s in enumerate(naive)
+    ]
+    assert diagnose(aware, 0) == diagnose(naive, 0)
+    (finding,) = diagnose(aware, 0)
+    assert "over the last 30s" in finding.text
+
+
 # -- per-sample state ---------------------------------------------------------------------
 
 

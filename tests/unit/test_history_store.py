@@ -6,7 +6,7 @@ import math
 from datetime import datetime, timedelta
 
 from gputop.history import HistoryStore, Metric, gpu_key, metric_value
-from gputop.model import GpuSample, Memory, Power, Snapshot, Utilization
+from gputop.model import Clocks, GpuSample, Memory, Power, Snapshot, Temperature, Utilization
 
 T0 = datetime(2024, 9, 18, 21, 34, 12)
 
@@ -105,6 +105,39 @@ def test_keys_fall_back_to_the_index_and_lost_gpus_read_as_none() -> None:
     assert gpu_key(nameless) == "index:3"
     assert metric_value(gpu(0, 5.0, lost=True), Metric.GPU_UTIL) is None
     assert metric_value(gpu(0, 5.0), Metric.POWER) == 100.0
+
+
+def test_every_metric_reads_its_field_and_the_store_files_the_same() -> None:
+    full = GpuSample(
+        index=0,
+        uuid="GPU-0",
+        utilization=Utilization(gpu=1.0, memory=2.0, encoder=3.0, decoder=4.0),
+        memory=Memory(used=5),
+        power=Power(draw=6.0),
+        temperature=Temperature(gpu=7.0),
+        fan_speed=8.0,
+        clocks=Clocks(sm=9),
+    )
+    want = {
+        Metric.GPU_UTIL: 1.0,
+        Metric.MEM_UTIL: 2.0,
+        Metric.ENCODER: 3.0,
+        Metric.DECODER: 4.0,
+        Metric.MEM_USED: 5.0,
+        Metric.POWER: 6.0,
+        Metric.TEMP: 7.0,
+        Metric.FAN: 8.0,
+        Metric.SM_CLOCK: 9.0,
+    }
+    assert {metric: metric_value(full, metric) for metric in Metric} == want
+    assert all(metric_value(GpuSample(index=0), metric) is None for metric in Metric)
+    store = HistoryStore(capacity=4)
+    store.append(snap(0, full))
+    store.append(snap(1, GpuSample(index=0, uuid="GPU-0", fan_speed=8.0, lost=True)))
+    view = store.view()
+    assert {metric: values(view.series("GPU-0", metric)) for metric in Metric} == {
+        metric: [value, None] for metric, value in want.items()
+    }
 
 
 def test_an_hour_at_one_second_for_eight_gpus_stays_small() -> None:

@@ -20,7 +20,9 @@ import enum
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from functools import partial
+from typing import NamedTuple
 
 from gputop.insight.textfmt import fmt_clock, fmt_duration, seconds_between
 from gputop.model import GpuSample, ProcessSample, Snapshot
@@ -205,10 +207,26 @@ def gpu_states(
 # -- a window of samples ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Point:
+class _Point(NamedTuple):
     at: datetime | None
     gpu: GpuSample
+
+
+_point: Callable[[tuple[datetime | None, GpuSample]], _Point] = partial(tuple.__new__, _Point)
+"""``_Point`` from an (at, gpu) pair without the Python-level ``__new__`` that NamedTuple
+generates: the window holds a point per GPU and snapshot, rebuilt on every tick."""
+
+
+def _before(
+    at: datetime | None, latest: datetime | None, oldest: datetime | None, window_s: float
+) -> bool:
+    """``at`` lies more than ``window_s`` before ``latest`` (``oldest`` is ``latest`` minus
+    the window), or either time is unknown."""
+    if at is None or latest is None or oldest is None:
+        return True
+    if (at.tzinfo is None) == (latest.tzinfo is None):
+        return at < oldest
+    return seconds_between(at, latest) > window_s
 
 
 def _recent(snapshots: Sequence[Snapshot], gpu_index: int, window_s: float) -> list[_Point]:
@@ -217,21 +235,24 @@ def _recent(snapshots: Sequence[Snapshot], gpu_index: int, window_s: float) -> l
     Walks back from the end, so a long history costs only what the window holds.
     """
     latest_at = snapshots[-1].timestamp
+    oldest = None if latest_at is None else latest_at - timedelta(seconds=window_s)
     points: list[_Point] = []
     for position in range(len(snapshots) - 1, -1, -1):
         snapshot = snapshots[position]
-        gpu = snapshot.gpu(gpu_index)
-        if points and (
-            latest_at is None
-            or snapshot.timestamp is None
-            or seconds_between(snapshot.timestamp, latest_at) > window_s
-        ):
+        at = snapshot.timestamp
+        if points and _before(at, latest_at, oldest, window_s):
             break
+        # snapshot.gpu() without its scan where the GPU sits at its own position, as in every
+        # snapshot of a live source (this runs for each GPU and snapshot on every tick).
+        gpus = snapshot.gpus
+        gpu = gpus[gpu_index] if 0 <= gpu_index < len(gpus) else None
+        if gpu is None or gpu.index != gpu_index:
+            gpu = snapshot.gpu(gpu_index)
         if gpu is None:
             if points:
                 break  # the GPU vanished: what came before is another run
             continue
-        points.append(_Point(snapshot.timestamp, gpu))
+        points.append(_point((at, gpu)))
     points.reverse()
     return points
 

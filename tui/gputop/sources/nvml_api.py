@@ -10,6 +10,7 @@ A few entry points are missing from older nvidia-ml-py releases; the source look
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -58,19 +59,6 @@ class FieldValue(Protocol):
     nvmlReturn: int
     valueType: int
     value: Any
-
-
-class ProcessInfo(Protocol):
-    """pynvml's friendly object for ``c_nvmlProcessInfo_v2_t``/``_v3_t``.
-
-    ``usedGpuMemory`` is None where the driver cannot tell (Windows WDDM); instance ids are
-    0xFFFFFFFF outside MIG.
-    """
-
-    pid: int
-    usedGpuMemory: int | None
-    gpuInstanceId: int
-    computeInstanceId: int
 
 
 class ProcessUtilizationSample(Protocol):
@@ -180,6 +168,9 @@ class NvmlApi(Protocol):
 
     # ctypes types used to build arguments.
     c_nvmlGpmMetricsGet_t: Callable[[], GpmMetricsGet]
+    # What the _v2 and _v3 process lists fill (the same struct in every release so far).
+    c_nvmlProcessInfo_v2_t: type[ctypes.Structure]
+    c_nvmlProcessInfo_v3_t: type[ctypes.Structure]
 
     # Library.
     def nvmlInit(self) -> None: ...
@@ -190,7 +181,8 @@ class NvmlApi(Protocol):
     def nvmlDeviceGetCount(self) -> int: ...
     def nvmlDeviceGetHandleByIndex(self, index: int) -> Handle: ...
     def _nvmlGetFunctionPointer(self, name: str) -> Callable[..., int]:
-        """Used only for the v1 process lists, which pynvml no longer wraps."""
+        """Used for the process lists, read from the C arrays without pynvml's per-entry
+        objects (and for the v1 lists, which pynvml no longer wraps)."""
         ...
 
     # Identity (read once per GPU).
@@ -233,13 +225,8 @@ class NvmlApi(Protocol):
     def nvmlDeviceGetCurrentClocksEventReasons(self, handle: Handle) -> int: ...
     def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: Handle) -> int: ...
 
-    # Processes.
-    def nvmlDeviceGetComputeRunningProcesses_v3(self, handle: Handle) -> list[ProcessInfo]: ...
-    def nvmlDeviceGetComputeRunningProcesses_v2(self, handle: Handle) -> list[ProcessInfo]: ...
-    def nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: Handle) -> list[ProcessInfo]: ...
-    def nvmlDeviceGetGraphicsRunningProcesses_v2(self, handle: Handle) -> list[ProcessInfo]: ...
-    def nvmlDeviceGetMPSComputeRunningProcesses_v3(self, handle: Handle) -> list[ProcessInfo]: ...
-    def nvmlDeviceGetMPSComputeRunningProcesses_v2(self, handle: Handle) -> list[ProcessInfo]: ...
+    # Processes. The lists (compute, graphics, MPS; _v3, _v2 and v1 entry points) are called
+    # through _nvmlGetFunctionPointer: see gputop.sources.nvml_processes.
     def nvmlDeviceGetProcessUtilization(
         self, handle: Handle, timeStamp: int
     ) -> list[ProcessUtilizationSample]: ...

@@ -41,7 +41,7 @@ from gputop.sources.nvml_codes import (
 )
 from gputop.sources.nvml_memory import read_bar1, read_memory
 from gputop.sources.nvml_mig import MigState, sample_mig_devices
-from gputop.sources.nvml_processes import ProcessRows, running_processes, sm_utilization
+from gputop.sources.nvml_processes import ProcessLists, ProcessRows, sm_utilization
 
 _UTILIZATION_PATHS = (
     "utilization.gpu",
@@ -121,6 +121,7 @@ class GpuSampler:
         self._mig_mode: bool | None = None
         self._process_since = 0
         self._rows = ProcessRows()
+        self._lists: ProcessLists | None = None
         self._lost = False
         self._last = GpuSample(index=index)
         # Clock call keys and field paths, built once rather than formatted every tick.
@@ -502,7 +503,10 @@ class GpuSampler:
         return throttle_names(mask)
 
     def _processes(self, c: DeviceCalls, h: Handle) -> tuple[ProcessSample, ...]:
-        found = running_processes(c, self._nvml, h)
+        lists = self._lists
+        if lists is None:
+            lists = self._lists = ProcessLists(self._nvml)
+        found = lists.read(c, h)
         if not found:
             self._rows = ProcessRows()
             return ()

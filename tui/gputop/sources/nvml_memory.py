@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gputop.model import Memory, Reason
-from gputop.sources.nvml_api import Handle, NvmlApi
-from gputop.sources.nvml_calls import CallFailed, DeviceCalls
+from gputop.sources.nvml_api import Handle, MemoryInfoV2, NvmlApi
+from gputop.sources.nvml_calls import CallFailed, DeviceCalls, read_number
 
 
 def read_memory(calls: DeviceCalls, nvml: NvmlApi, handle: Handle, prefix: str) -> Memory:
@@ -15,7 +15,7 @@ def read_memory(calls: DeviceCalls, nvml: NvmlApi, handle: Handle, prefix: str) 
     """
     v2 = calls.attempt("memory_v2", nvml.nvmlDeviceGetMemoryInfo, handle, nvml.nvmlMemory_v2)
     if not isinstance(v2, CallFailed):
-        return Memory(total=v2.total, used=v2.used, free=v2.free, reserved=v2.reserved)
+        return calls.decode("memory_v2", v2, _memory_v2)
     reserved = (f"{prefix}.reserved",)
     basic = (f"{prefix}.total", f"{prefix}.used", f"{prefix}.free")
     if v2.reason is not Reason.NOT_SUPPORTED:
@@ -26,6 +26,15 @@ def read_memory(calls: DeviceCalls, nvml: NvmlApi, handle: Handle, prefix: str) 
     if v1 is None:
         return Memory()
     return Memory(total=v1.total, used=v1.used, free=v1.free)
+
+
+def _memory_v2(v2: MemoryInfoV2) -> Memory:
+    return Memory(
+        total=read_number(v2, "total"),
+        used=read_number(v2, "used"),
+        free=read_number(v2, "free"),
+        reserved=read_number(v2, "reserved"),
+    )
 
 
 def read_bar1(calls: DeviceCalls, nvml: NvmlApi, handle: Handle, prefix: str) -> Memory:

@@ -23,18 +23,21 @@ enumerate. An instance created with no process on it shows up at the next refres
 from __future__ import annotations
 
 import ctypes
+import operator
 from dataclasses import dataclass, field
 
 from gputop.model import Memory, MigDeviceSample, ProcessSample, Reason, Unavailable, Utilization
 from gputop.model.mig_profiles import derive_profile
-from gputop.sources.nvml_api import DeviceAttributes, GpmMetricsGet, Handle, NvmlApi
-from gputop.sources.nvml_calls import CallFailed, CallMemo, DeviceCalls, ErrorCodes
+from gputop.sources.nvml_api import DeviceAttributes, GpmMetric, GpmMetricsGet, Handle, NvmlApi
+from gputop.sources.nvml_calls import CallFailed, CallMemo, DeviceCalls, ErrorCodes, read_number
 from gputop.sources.nvml_codes import text
 from gputop.sources.nvml_memory import read_bar1, read_memory
 
 _MIG_PREFIX = "MIG "
 _ACTIVITY_PATHS = ("utilization.gpu", "utilization.memory")
 _ENGINE_PATHS = ("utilization.encoder", "utilization.decoder")
+_ACTIVITY_UNDER_MIG = tuple((path, Reason.UNDER_MIG) for path in _ACTIVITY_PATHS)
+_ENGINE_UNDER_MIG = tuple((path, Reason.UNDER_MIG) for path in _ENGINE_PATHS)
 
 
 @dataclass(slots=True)
@@ -47,6 +50,10 @@ class _GpmPair:
 
     buffers: tuple[Handle, Handle]
     requests: tuple[GpmMetricsGet, GpmMetricsGet]
+    slots: tuple[tuple[GpmMetric, GpmMetric], tuple[GpmMetric, GpmMetric]]
+    """Each request's two metric entries (views into it), looked up once."""
+    sample_key: str
+    metrics_key: str
     older: int = 0
     """Which buffer holds the older sample (the one the next sample overwrites)."""
     primed: bool = False
@@ -86,6 +93,42 @@ class _Found:
     address: int
 
 
+class _InstanceRows:
+    """A GPU's process rows split by MIG instance, kept while the GPU's rows are the same
+    tuple (nothing changed, see ``nvml_processes.ProcessRows``). A device whose rows are the
+    very rows it listed last tick lists last tick's tuple."""
+
+    __slots__ = ("_before", "_by_instance", "_split", "processes")
+
+    def __init__(
+        self, processes: tuple[ProcessSample, ...], before: _InstanceRows | None = None
+    ) -> None:
+        self.processes = processes
+        self._before = {} if before is None else before._split
+        self._by_instance: dict[int, list[ProcessSample]] = {}
+        for process in processes:
+            if process.gpu_instance_id is not None:
+                self._by_instance.setdefault(process.gpu_instance_id, []).append(process)
+        self._split: dict[tuple[int, int | None], tuple[ProcessSample, ...]] = {}
+
+    def of(self, gi: int | None, ci: int | None) -> tuple[ProcessSample, ...]:
+        """The rows on GPU instance ``gi``, compute instance ``ci``."""
+        if gi is None:
+            return ()
+        mine = self._split.get((gi, ci))
+        if mine is None:
+            mine = tuple(
+                p
+                for p in self._by_instance.get(gi, ())
+                if p.compute_instance_id is None or p.compute_instance_id == ci
+            )
+            old = self._before.get((gi, ci))
+            if old is not None and len(old) == len(mine) and all(map(operator.is_, old, mine)):
+                mine = old
+            self._split[gi, ci] = mine
+        return mine
+
+
 @dataclass(slots=True)
 class MigState:
     """What one GPU's MIG sampling keeps across ticks."""
@@ -105,17 +148,22 @@ class MigState:
     instances: frozenset[tuple[int, int | None]] = frozenset()
     """(GPU instance id, compute instance id) of every device sampled last tick."""
     gpu_instances: frozenset[int] = frozenset()
+    rows: _InstanceRows | None = None
+    """Last tick's process rows by instance."""
+    placed: tuple[ProcessSample, ...] | None = None
+    """Process rows found to run on known instances only (same tuple: same answer)."""
 
     def gpm_samples(self) -> list[Handle]:
         """Every GPM sample buffer allocated, for freeing."""
         return [h for pair in self.gpm.values() for h in pair.buffers]
 
 
-@dataclass(slots=True)
-class _Activity:
-    gpu: float | None = None
-    memory: float | None = None
-    missing: list[tuple[str, Reason]] = field(default_factory=list)
+_Activity = tuple[Utilization, Unavailable]
+"""A GPU instance's activity, and what of it could not be read."""
+
+
+def _no_activity(reason: Reason) -> _Activity:
+    return Utilization(), tuple((path, reason) for path in _ACTIVITY_PATHS)
 
 
 def sample_mig_devices(
@@ -155,10 +203,9 @@ def sample_mig_devices(
         parent.missing.extend(state.found_notes)
         identified = [(device, state.devices[device.address], None) for device in found]
 
-    by_instance: dict[int, list[ProcessSample]] = {}
-    for process in processes:
-        if process.gpu_instance_id is not None:
-            by_instance.setdefault(process.gpu_instance_id, []).append(process)
+    rows = state.rows
+    if rows is None or rows.processes is not processes:
+        rows = state.rows = _InstanceRows(processes, rows)
     activity: dict[int, _Activity] = {}
     devices: list[MigDeviceSample] = []
     reread = enumerating
@@ -194,22 +241,13 @@ def sample_mig_devices(
         if gi is not None and gpm:
             if gi not in activity:
                 activity[gi] = _gpm_activity(nvml, codes, parent, handle, state, gi)
-            used = activity[gi]
-            calls.missing.extend(used.missing)
-            utilization = Utilization(gpu=used.gpu, memory=used.memory)
+            utilization, missing = activity[gi]
+            calls.missing.extend(missing)
         else:
-            calls.note(_ACTIVITY_PATHS, Reason.UNDER_MIG)
+            calls.missing.extend(_ACTIVITY_UNDER_MIG)
             utilization = Utilization()
-        calls.note(_ENGINE_PATHS, Reason.UNDER_MIG)
-        mine: tuple[ProcessSample, ...] = ()
-        if gi is not None:
-            listed = by_instance.get(gi)
-            if listed:
-                mine = tuple(
-                    p
-                    for p in listed
-                    if p.compute_instance_id is None or p.compute_instance_id == ci
-                )
+        calls.missing.extend(_ENGINE_UNDER_MIG)
+        mine = rows.of(gi, ci)
         devices.append(
             MigDeviceSample(
                 index=device.index,
@@ -234,6 +272,7 @@ def sample_mig_devices(
         }
         state.instances = frozenset(instances)
         state.gpu_instances = frozenset(gi for gi, _ in instances)
+        state.placed = None
     return tuple(devices)
 
 
@@ -379,6 +418,8 @@ def _enumerate(
 
 def _strangers(processes: tuple[ProcessSample, ...], state: MigState) -> bool:
     """True when a process runs on a MIG instance the cached layout does not have."""
+    if processes is state.placed:
+        return False
     instances = state.instances
     gis = state.gpu_instances
     for process in processes:
@@ -388,6 +429,7 @@ def _strangers(processes: tuple[ProcessSample, ...], state: MigState) -> bool:
         ci = process.compute_instance_id
         if (gi not in gis) if ci is None else ((gi, ci) not in instances):
             return True
+    state.placed = processes
     return False
 
 
@@ -466,40 +508,55 @@ def _gpm_activity(
         second = parent.attempt(f"gpm_alloc:{gi}:1", nvml.nvmlGpmSampleAlloc)
         for buffer in (first, second):
             if isinstance(buffer, CallFailed):
-                return _Activity(missing=[(p, buffer.reason) for p in _ACTIVITY_PATHS])
+                return _no_activity(buffer.reason)
+        requests = (_metrics_request(nvml, second, first), _metrics_request(nvml, first, second))
         pair = state.gpm[gi] = _GpmPair(
             (first, second),
-            (_metrics_request(nvml, second, first), _metrics_request(nvml, first, second)),
+            requests,
+            (_slots(requests[0]), _slots(requests[1])),
+            f"gpm_sample:{gi}",
+            f"gpm_metrics:{gi}",
         )
     older = pair.older
     taken = parent.attempt(
-        f"gpm_sample:{gi}", nvml.nvmlGpmMigSampleGet, handle, gi, pair.buffers[older]
+        pair.sample_key, nvml.nvmlGpmMigSampleGet, handle, gi, pair.buffers[older]
     )
     if isinstance(taken, CallFailed):
         if taken.code in codes.gone:
             state.found = None  # the instance is gone: enumerate next tick
-        return _Activity(missing=[(p, taken.reason) for p in _ACTIVITY_PATHS])
+        return _no_activity(taken.reason)
     pair.older = 1 - older
     if not pair.primed:
         # One sample is not a rate; the next tick has two.
         pair.primed = True
-        return _Activity(missing=[(p, Reason.NOT_AVAILABLE) for p in _ACTIVITY_PATHS])
+        return _no_activity(Reason.NOT_AVAILABLE)
     # The buffer just written is the newer sample: from the other one to it.
-    result = parent.attempt(f"gpm_metrics:{gi}", nvml.nvmlGpmMetricsGet, pair.requests[older])
+    result = parent.attempt(pair.metrics_key, nvml.nvmlGpmMetricsGet, pair.requests[older])
     if isinstance(result, CallFailed):
-        return _Activity(missing=[(p, result.reason) for p in _ACTIVITY_PATHS])
-    activity = _Activity()
-    values: list[float | None] = []
-    metrics = result.metrics
-    for slot, path in enumerate(_ACTIVITY_PATHS):
-        metric = metrics[slot]
-        if metric.nvmlReturn != nvml.NVML_SUCCESS:
-            activity.missing.append((path, Reason.NOT_SUPPORTED))
-            values.append(None)
-        else:
-            values.append(float(metric.value))
-    activity.gpu, activity.memory = values
-    return activity
+        return _no_activity(result.reason)
+    success = nvml.NVML_SUCCESS
+    graphics, dram = pair.slots[older]
+    gpu = _metric(graphics, success)
+    memory = _metric(dram, success)
+    if gpu is not None and memory is not None:
+        return Utilization(gpu=gpu, memory=memory), ()
+    missing = tuple(
+        (path, Reason.NOT_SUPPORTED)
+        for path, value in zip(_ACTIVITY_PATHS, (gpu, memory), strict=True)
+        if value is None
+    )
+    return Utilization(gpu=gpu, memory=memory), missing
+
+
+def _slots(request: GpmMetricsGet) -> tuple[GpmMetric, GpmMetric]:
+    """The request's two metric entries: views into it, which NVML fills on each call."""
+    return request.metrics[0], request.metrics[1]
+
+
+def _metric(metric: GpmMetric, success: int) -> float | None:
+    if read_number(metric, "nvmlReturn") != success:
+        return None
+    return float(read_number(metric, "value"))
 
 
 def _metrics_request(nvml: NvmlApi, first: Handle, second: Handle) -> GpmMetricsGet:
