@@ -15,9 +15,11 @@ CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v
 
 @pytest.fixture(autouse=True)
 def _restore_gc() -> Iterator[None]:
+    threshold = gc.get_threshold()
     yield
     startup.release_collection()
     gc.unfreeze()
+    gc.set_threshold(*threshold)
     gc.enable()
 
 
@@ -27,13 +29,15 @@ def test_hold_then_release_freezes_what_exists_and_collects_again() -> None:
     startup.release_collection()
     assert gc.isenabled()
     assert gc.get_freeze_count() > 0
+    assert gc.get_threshold()[0] == startup.YOUNG_GENERATION
 
 
 def test_release_without_hold_changes_nothing() -> None:
-    frozen = gc.get_freeze_count()
+    frozen, threshold = gc.get_freeze_count(), gc.get_threshold()
     startup.release_collection()
     assert gc.isenabled()
     assert gc.get_freeze_count() == frozen
+    assert gc.get_threshold() == threshold
 
 
 def test_hold_leaves_a_collector_someone_else_turned_off_alone() -> None:

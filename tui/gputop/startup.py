@@ -6,12 +6,18 @@ generations fill over and over while they are built and each full collection wal
 them again: tens of milliseconds of a first frame spent proving that nothing is garbage.
 So the console entry point holds collection until the first frame is on screen (or a
 headless run begins), then freezes what exists (``gc.freeze``: later full collections
-skip it) and collects as usual from there.
+skip it) and collects again, with a larger young generation: each tick allocates a few
+thousand short-lived objects that reference counting frees anyway, and with Python's default
+of 700 the collector ran about once a tick for nothing (0.55 ms a tick on the 8x7 MIG box;
+0.13 ms with 20,000).
 """
 
 from __future__ import annotations
 
 import gc
+
+YOUNG_GENERATION = 20_000
+"""Allocations between two collections of the youngest generation (Python's default: 700)."""
 
 _held = False
 
@@ -25,9 +31,11 @@ def hold_collection() -> None:
 
 
 def release_collection() -> None:
-    """Freeze what start-up built and collect as usual again; does nothing unless held."""
+    """Freeze what start-up built and collect again; does nothing unless held."""
     global _held
     if _held:
         _held = False
         gc.freeze()
+        _, middle, old = gc.get_threshold()
+        gc.set_threshold(YOUNG_GENERATION, middle, old)
         gc.enable()

@@ -32,6 +32,10 @@ class Level(enum.Enum):
     CRIT = "crit"
     NA = "na"
 
+    # Members are singletons compared by identity; Enum's own hash (of the name, in Python)
+    # was a tenth of drawing a compact panel line, which looks levels up in role tables.
+    __hash__ = object.__hash__
+
 
 TEMP_WARN_MARGIN = 10.0
 """Degrees below the slowdown threshold where a temperature turns to a warning."""
@@ -165,8 +169,8 @@ def gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
 
 def compact_gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
     """The same four gauges with shorter texts, for one-line-per-GPU layouts."""
-    util, memory, power, temperature = gauges(gpu)
     lost = gpu.lost
+    slowdown = gpu.temperature.slowdown
     used, total = gpu.memory.used, gpu.memory.total
     if lost or used is None:
         mem_text = NA
@@ -182,14 +186,14 @@ def compact_gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
     else:
         pwr_text = f"{draw:.0f}/{limit:.0f}W"
     return (
-        Gauge("", util.value, util.level, util.scale),
-        Gauge("", mem_text, memory.level, memory.scale),
-        Gauge("", pwr_text, power.level, power.scale),
+        Gauge("", NA if lost else fmt_percent(gpu.utilization.gpu), utilization_level(gpu), 100.0),
+        Gauge("", mem_text, memory_level(gpu), _positive(total)),
+        Gauge("", pwr_text, power_level(gpu), _positive(limit)),
         Gauge(
             "",
             NA if lost else fmt_celsius(gpu.temperature.gpu),
-            temperature.level,
-            temperature.scale,
+            temperature_level(gpu),
+            _positive(slowdown) or FALLBACK_TEMP_SCALE,
         ),
     )
 
