@@ -88,29 +88,54 @@ def name_os_threads() -> None:
 
 def count_fake_cpu(fake: Any) -> None:
     """Count the CPU time the fake library itself burns (its Python stands in for the C
-    driver), and append the running total to ``GPUTOP_BENCH_FAKE_LOG`` on each SIGUSR1."""
+    driver), and append ``<fake ns> <counter ns>`` to ``GPUTOP_BENCH_FAKE_LOG`` on each
+    SIGUSR1.
+
+    The counter costs CPU of its own (two clock reads and a lock per NVML call), which
+    would otherwise count as gputop's: its cost per call is measured here on a call that
+    does nothing, and reported apart.
+    """
     import threading
 
     lock = threading.Lock()
-    total = [0]
-    dispatch = fake._dispatch
+    total = [0, 0]  # fake ns, calls
 
-    def timed(*args: Any) -> Any:
-        started = time.thread_time_ns()
-        try:
-            return dispatch(*args)
-        finally:
-            spent = time.thread_time_ns() - started
-            with lock:
-                total[0] += spent
+    def counted(dispatch: Any) -> Any:
+        def timed(*args: Any) -> Any:
+            started = time.thread_time_ns()
+            try:
+                return dispatch(*args)
+            finally:
+                spent = time.thread_time_ns() - started
+                with lock:
+                    total[0] += spent
+                    total[1] += 1
 
-    fake._dispatch = timed
+        return timed
+
+    def nothing(*_args: Any) -> None:
+        return None
+
+    rounds = 20000
+    timed_nothing = counted(nothing)
+    started = time.thread_time_ns()
+    for _ in range(rounds):
+        nothing()
+    direct = time.thread_time_ns() - started
+    started = time.thread_time_ns()
+    for _ in range(rounds):
+        timed_nothing()
+    wrapped = time.thread_time_ns() - started
+    per_call = max(0, wrapped - direct - total[0]) / rounds
+    total[:] = [0, 0]
+
+    fake._dispatch = counted(fake._dispatch)
     log = os.environ.get("GPUTOP_BENCH_FAKE_LOG")
     if log:
 
         def report(_signal: int, _frame: object) -> None:
             with open(log, "a") as out:
-                out.write(f"{total[0]}\n")
+                out.write(f"{total[0]} {total[1] * per_call:.0f}\n")
 
         signal.signal(signal.SIGUSR1, report)
 
@@ -217,6 +242,8 @@ class Run:
     """CPU seconds per thread name over the measured window."""
     fake_s: float | None
     """CPU seconds spent inside the fake NVML library (None when not on the fake)."""
+    counter_s: float | None
+    """CPU seconds the benchmark's own counting of the fake's time cost."""
 
 
 def _stat_cpu_seconds(stat: Path) -> float:
@@ -242,8 +269,9 @@ def _thread_cpu(pid: int) -> dict[str, float]:
     return names
 
 
-def _fake_log_mark(pid: int, log: Path | None) -> float | None:
-    """Ask the fake for its CPU so far; seconds, or None when not on the fake."""
+def _fake_log_mark(pid: int, log: Path | None) -> tuple[float, float] | None:
+    """Ask the fake for its CPU and its counter's so far; seconds, or None when not on the
+    fake."""
     if log is None:
         return None
     before = log.read_text().count("\n") if log.exists() else 0
@@ -252,7 +280,8 @@ def _fake_log_mark(pid: int, log: Path | None) -> float | None:
     while time.perf_counter() < deadline:
         lines = log.read_text().splitlines() if log.exists() else []
         if len(lines) > before:
-            return int(lines[-1]) / 1e9
+            fake_ns, counter_ns = lines[-1].split()
+            return int(fake_ns) / 1e9, int(counter_ns) / 1e9
         time.sleep(0.01)
     return None
 
@@ -290,7 +319,7 @@ def run_on_pty(
     )
     os.close(slave)
     threads_start: dict[str, float] = {}
-    fake_start: float | None = None
+    fake_start: tuple[float, float] | None = None
     seen = bytearray()
     first_output = first_frame = -1.0
     counted = 0
@@ -332,7 +361,9 @@ def run_on_pty(
             name: spent - threads_start.get(name, 0.0) for name, spent in threads_end.items()
         }
         fake_end = _fake_log_mark(process.pid, fake_log)
-        fake = None if fake_start is None or fake_end is None else fake_end - fake_start
+        fake = counter = None
+        if fake_start is not None and fake_end is not None:
+            fake, counter = fake_end[0] - fake_start[0], fake_end[1] - fake_start[1]
         rss, peak = _rss_kib(process.pid)
         os.write(master, quit_key)
         try:
@@ -342,7 +373,7 @@ def run_on_pty(
             process.wait()
     finally:
         os.close(master)
-    return Run(first_output, first_frame, cpu, elapsed, counted, rss, peak, threads, fake)
+    return Run(first_output, first_frame, cpu, elapsed, counted, rss, peak, threads, fake, counter)
 
 
 def report(name: str, run: Run) -> None:
@@ -365,10 +396,14 @@ def report(name: str, run: Run) -> None:
         "    by thread: "
         + ", ".join(f"{names.get(name, name)} {share(spent)}" for name, spent in by_thread)
     )
-    if run.fake_s is not None:
+    if run.fake_s is not None and run.counter_s is not None:
         print(
             f"    inside the fake NVML library: {share(run.fake_s)}; gputop without it: "
             f"{share(run.cpu_s - run.fake_s)} of one core"
+        )
+        print(
+            f"    the benchmark's counting of the fake's time: {share(run.counter_s)}; "
+            f"gputop without either: {share(run.cpu_s - run.fake_s - run.counter_s)}"
         )
     peak = run.peak_rss_kib / 1024
     print(f"  RSS                    {run.rss_kib / 1024:7.1f} MiB (peak {peak:.1f})")
