@@ -36,6 +36,7 @@ from gputop.model import (
 from gputop.model.mig_profiles import derive_profile
 from gputop.sources.smi_values import (
     Missing,
+    Reader,
     count,
     flag,
     integer,
@@ -53,41 +54,14 @@ _NOT_REPORTED = Reason.NOT_REPORTED
 _NOTHING: Unavailable = ()
 
 
-def _flag_in(child: str, path: str) -> Callable[[Element], Part]:
+def _part(read: Reader[Any], path: str, child: str | None = None) -> Callable[[Element], Part]:
+    """A child read whole by one of ``smi_values``' readers (or its own ``child`` element)."""
+
     def convert(node: Element) -> Part:
         missing: Missing = []
-        return flag(node.find(child), path, missing), tuple(missing)
+        return read(node if child is None else node.find(child), path, missing), tuple(missing)
 
     return convert
-
-
-def _text(path: str) -> Callable[[Element], Part]:
-    def convert(node: Element) -> Part:
-        missing: Missing = []
-        return text(node, path, missing), tuple(missing)
-
-    return convert
-
-
-def _flag(path: str) -> Callable[[Element], Part]:
-    def convert(node: Element) -> Part:
-        missing: Missing = []
-        return flag(node, path, missing), tuple(missing)
-
-    return convert
-
-
-def _number(path: str) -> Callable[[Element], Part]:
-    def convert(node: Element) -> Part:
-        missing: Missing = []
-        return number(node, path, missing), tuple(missing)
-
-    return convert
-
-
-def _pci_bus_id(node: Element) -> Part:
-    missing: Missing = []
-    return text(node.find("pci_bus_id"), "pci_bus_id", missing), tuple(missing)
 
 
 def _memory_of(node: Element, paths: tuple[str, ...], missing: Missing) -> Memory:
@@ -276,23 +250,23 @@ def _as_is(node: Element) -> Part:
 
 
 CONVERTERS: dict[str, Callable[[Element], Part]] = {
-    "product_name": _text("name"),
-    "product_architecture": _text("architecture"),
-    "persistence_mode": _flag("persistence_mode"),
-    "mig_mode": _flag_in("current_mig", "mig_mode"),
+    "product_name": _part(text, "name"),
+    "product_architecture": _part(text, "architecture"),
+    "persistence_mode": _part(flag, "persistence_mode"),
+    "mig_mode": _part(flag, "mig_mode", "current_mig"),
     "mig_devices": _as_is,
-    "serial": _text("serial"),
-    "uuid": _text("uuid"),
-    "pci": _pci_bus_id,
-    "fan_speed": _number("fan_speed"),
-    "performance_state": _text("performance_state"),
+    "serial": _part(text, "serial"),
+    "uuid": _part(text, "uuid"),
+    "pci": _part(text, "pci_bus_id", "pci_bus_id"),
+    "fan_speed": _part(number, "fan_speed"),
+    "performance_state": _part(text, "performance_state"),
     "clocks_event_reasons": _throttle("clocks_event_reason_"),
     "clocks_throttle_reasons": _throttle("clocks_throttle_reason_"),
     "fb_memory_usage": _memory("memory"),
     "bar1_memory_usage": _memory("bar1"),
-    "compute_mode": _text("compute_mode"),
+    "compute_mode": _part(text, "compute_mode"),
     "utilization": _utilization,
-    "ecc_mode": _flag_in("current_ecc", "ecc_mode"),
+    "ecc_mode": _part(flag, "ecc_mode", "current_ecc"),
     "ecc_errors": _ecc,
     "temperature": _temperature,
     "gpu_power_readings": _power,
