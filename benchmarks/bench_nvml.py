@@ -214,25 +214,16 @@ def cpu_per_tick(ticks: int, gap: float) -> ThreadCpu:
     values are re-read every 5th) while ticks are ``gap`` s apart in real time, long enough
     for the sampling threads to go back to sleep between ticks as they do at a 1 s interval.
     """
+    from fake_cpu import FakeCpu
     from gputop.live import LiveFeed
     from gputop.pipeline import Pipeline
     from gputop.sources.procinfo import ProcessEnricher
 
     fake = FakeNvml(varying(h100_mig_box(), ticks=ticks + 20))
     fake.calls = deque(maxlen=16)  # type: ignore[assignment]  # the log would only grow
-    fake_ns: dict[int, int] = {}
-    dispatch = fake._dispatch
-
-    def timed(*args: Any) -> Any:
-        started = time.thread_time_ns()
-        try:
-            return dispatch(*args)
-        finally:
-            spent = time.thread_time_ns() - started
-            thread = threading.get_ident()
-            fake_ns[thread] = fake_ns.get(thread, 0) + spent
-
-    fake._dispatch = timed  # type: ignore[method-assign]
+    counter = FakeCpu()
+    counter.install(fake)
+    fake_ns = counter.ns_by_thread
     clock = TickClock()
     with installed(fake):
         pynvml.nvmlInit()

@@ -88,54 +88,19 @@ def name_os_threads() -> None:
 
 def count_fake_cpu(fake: Any) -> None:
     """Count the CPU time the fake library itself burns (its Python stands in for the C
-    driver), and append ``<fake ns> <counter ns>`` to ``GPUTOP_BENCH_FAKE_LOG`` on each
-    SIGUSR1.
+    driver), and append ``<fake ns> <counting ns>`` to ``GPUTOP_BENCH_FAKE_LOG`` on each
+    SIGUSR1 (what the counting itself cost is reported apart, see ``fake_cpu``)."""
+    from fake_cpu import FakeCpu, counting_cost_ns
 
-    The counter costs CPU of its own (two clock reads and a lock per NVML call), which
-    would otherwise count as gputop's: its cost per call is measured here on a call that
-    does nothing, and reported apart.
-    """
-    import threading
-
-    lock = threading.Lock()
-    total = [0, 0]  # fake ns, calls
-
-    def counted(dispatch: Any) -> Any:
-        def timed(*args: Any) -> Any:
-            started = time.thread_time_ns()
-            try:
-                return dispatch(*args)
-            finally:
-                spent = time.thread_time_ns() - started
-                with lock:
-                    total[0] += spent
-                    total[1] += 1
-
-        return timed
-
-    def nothing(*_args: Any) -> None:
-        return None
-
-    rounds = 20000
-    timed_nothing = counted(nothing)
-    started = time.thread_time_ns()
-    for _ in range(rounds):
-        nothing()
-    direct = time.thread_time_ns() - started
-    started = time.thread_time_ns()
-    for _ in range(rounds):
-        timed_nothing()
-    wrapped = time.thread_time_ns() - started
-    per_call = max(0, wrapped - direct - total[0]) / rounds
-    total[:] = [0, 0]
-
-    fake._dispatch = counted(fake._dispatch)
+    per_call = counting_cost_ns()
+    counter = FakeCpu()
+    counter.install(fake)
     log = os.environ.get("GPUTOP_BENCH_FAKE_LOG")
     if log:
 
         def report(_signal: int, _frame: object) -> None:
             with open(log, "a") as out:
-                out.write(f"{total[0]} {total[1] * per_call:.0f}\n")
+                out.write(f"{counter.total_ns} {counter.calls * per_call:.0f}\n")
 
         signal.signal(signal.SIGUSR1, report)
 
