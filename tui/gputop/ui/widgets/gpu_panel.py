@@ -29,7 +29,7 @@ from gputop.ui.panel_lines import (
     full_lines,
     title,
 )
-from gputop.ui.widgets.line_strip import line_strip
+from gputop.ui.widgets.line_strip import line_strip, role_styles
 
 ROLES = ("label", "name", "value", "warn", "crit", "na", "spark", "dim")
 """Every role a panel part may have; each is styled by ``gpu-panel--<role>``."""
@@ -159,11 +159,7 @@ class GpuPanel(Widget, can_focus=True):
         self.paints += 1
         styles = self._styles
         if styles is None:
-            # Textual empties its own style cache on every refresh; ours lives until the
-            # styles really change (theme, classes, focus).
-            base = self.rich_style
-            styles = self._styles = {role: base + self._style(role) for role in ROLES}
-            styles[""] = base
+            styles = self._styles = role_styles(self, "gpu-panel", ROLES)
             self._strips.clear()
         if y >= len(self._lines):
             return Strip.blank(width, styles[""])
@@ -180,9 +176,6 @@ class GpuPanel(Widget, can_focus=True):
         self._styles = None
         self._strips.clear()
         super().notify_style_update()
-
-    def _style(self, role: str) -> Style:
-        return self.get_component_rich_style(f"gpu-panel--{role}", partial=True)
 
     def action_open_history(self) -> None:
         """Ask the screen for this GPU's history."""

@@ -13,6 +13,7 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
+from textual.widget import Widget
 
 from gputop.ui.gauges import BARS
 
@@ -50,3 +51,19 @@ def line_strip(
         cut = strip.crop(0, width - 1)
         return Strip([*cut, Segment(ELLIPSIS, last_style)], width)
     return strip.crop_extend(0, width, fill)
+
+
+def role_styles(widget: Widget, component: str, roles: Iterable[str]) -> dict[str, Style]:
+    """The style of each role: the widget's own style plus its ``<component>--<role>``
+    component style; ``""`` is the widget's own style, for padding.
+
+    Resolving a component style walks the CSS, so callers keep the table until their styles
+    change (``notify_style_update``): Textual empties its own cache on every refresh.
+    """
+    base = widget.rich_style
+    styles = {
+        role: base + widget.get_component_rich_style(f"{component}--{role}", partial=True)
+        for role in roles
+    }
+    styles[""] = base
+    return styles

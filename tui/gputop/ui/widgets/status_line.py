@@ -16,7 +16,7 @@ from textual.widget import Widget
 from gputop.model.units import NA
 from gputop.pipeline import Tick
 from gputop.sources.replay import ReplayStatus, speed_label
-from gputop.ui.widgets.line_strip import line_strip
+from gputop.ui.widgets.line_strip import line_strip, role_styles
 
 Segment = tuple[str, str]
 """(text, role); role names a ``bar--<role>`` component style."""
@@ -98,15 +98,7 @@ class Bar(Widget):
         width = self.size.width
         styles = self._role_styles
         if not styles:
-            # Resolving a component style walks the CSS; the answers hold until a style
-            # change (notify_style_update).
-            base = self.rich_style
-            styles = {
-                role: base + self.get_component_rich_style(f"bar--{role}", partial=True)
-                for role in BAR_ROLES
-            }
-            styles[""] = base
-            self._role_styles = styles
+            styles = self._role_styles = role_styles(self, "bar", BAR_ROLES)
         if y != 0:
             return Strip.blank(width, styles[""])
         return line_strip(self._parts(width), styles, width, styles[""], ellipsis=True)
