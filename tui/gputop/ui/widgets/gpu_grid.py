@@ -58,13 +58,16 @@ class GpuGrid(Widget):
     """Column header (compact), the panels, and the focused GPU's detail line (compact)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {f"gpu-panel--{role}" for role in ROLES}
-    """The same roles as a panel's, for the header and detail lines."""
+    """``--label`` titles, ``--name`` product name (compact), ``--value`` normal numbers,
+    ``--warn``/``--crit`` numbers past a threshold, ``--na`` values not reported, ``--spark``
+    sparklines, ``--dim`` separators and the detail line: for the compact header and detail
+    lines, and for the parts of every panel."""
 
     def __init__(self, *, id: str | None = None, keys: list[str] | None = None) -> None:
         """A grid composed with panels for ``keys`` (``show`` adds or drops panels later)."""
         super().__init__(id=id)
         self._keys: list[str] = list(keys or [])
-        self._panels: list[GpuPanel] = [GpuPanel(key) for key in self._keys]
+        self._panels: list[GpuPanel] = [GpuPanel(key, self) for key in self._keys]
         self._entries: list[Entry] = []
         self._tick: Tick | None = None
         self._compact = False
@@ -103,7 +106,7 @@ class GpuGrid(Widget):
         if keys != self._keys:
             self._keys = keys
             container.remove_children()
-            self._panels = [GpuPanel(key) for key in keys]
+            self._panels = [GpuPanel(key, self) for key in keys]
             container.mount_all(self._panels)
         width = container.content_size.width
         self._compact = compact

@@ -36,12 +36,15 @@ ROLES = ("label", "name", "value", "warn", "crit", "na", "spark", "dim")
 
 
 class GpuPanel(Widget, can_focus=True):
-    """One GPU's panel; ``show`` hands it a new sample and its history series."""
+    """One GPU's panel; ``show`` hands it a new sample and its history series.
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {f"gpu-panel--{role}" for role in ROLES}
-    """``--label`` titles, ``--name`` product name (compact), ``--value`` normal numbers,
-    ``--warn``/``--crit`` numbers past a threshold, ``--na`` values not reported, ``--spark``
-    sparklines, ``--dim`` separators and the detail line."""
+    Its parts are styled by the ``gpu-panel--<role>`` component classes of the widget that
+    holds it (a ``GpuGrid``), not by component classes of its own: Textual styles each
+    component class of each panel as a node of its own, every time the panel is restyled,
+    which for four panels was a tenth of the work before the first frame. Every panel's
+    parts look the same anyway; what differs between panels (focus, a lost GPU) is the
+    panel's own style, which each part's style is laid over.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_history", "History", key_display="⏎"),
@@ -55,10 +58,14 @@ class GpuPanel(Widget, can_focus=True):
             super().__init__()
             self.gpu_index = gpu_index
 
-    def __init__(self, key: str, *, id: str | None = None) -> None:
-        """A panel for the GPU filed under history ``key``; empty until ``show``."""
+    def __init__(self, key: str, styled_by: Widget, *, id: str | None = None) -> None:
+        """A panel for the GPU filed under history ``key``; empty until ``show``.
+
+        ``styled_by`` has the ``gpu-panel--<role>`` component classes (see the class).
+        """
         super().__init__(id=id)
         self.key = key
+        self._styled_by = styled_by
         self._state: PanelState | None = None
         self._compact = False
         self._name_width = 12
@@ -159,7 +166,7 @@ class GpuPanel(Widget, can_focus=True):
         self.paints += 1
         styles = self._styles
         if styles is None:
-            styles = self._styles = role_styles(self, "gpu-panel", ROLES)
+            styles = self._styles = role_styles(self, "gpu-panel", ROLES, self._styled_by)
             self._strips.clear()
         if y >= len(self._lines):
             return Strip.blank(width, styles[""])

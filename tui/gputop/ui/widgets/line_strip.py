@@ -53,16 +53,20 @@ def line_strip(
     return strip.crop_extend(0, width, fill)
 
 
-def role_styles(widget: Widget, component: str, roles: Iterable[str]) -> dict[str, Style]:
-    """The style of each role: the widget's own style plus its ``<component>--<role>``
-    component style; ``""`` is the widget's own style, for padding.
+def role_styles(
+    widget: Widget, component: str, roles: Iterable[str], styled_by: Widget | None = None
+) -> dict[str, Style]:
+    """The style of each role: the widget's own style plus the ``<component>--<role>``
+    component style of ``styled_by`` (the widget itself by default); ``""`` is the widget's
+    own style, for padding.
 
     Resolving a component style walks the CSS, so callers keep the table until their styles
     change (``notify_style_update``): Textual empties its own cache on every refresh.
     """
     base = widget.rich_style
+    source = widget if styled_by is None else styled_by
     styles = {
-        role: base + widget.get_component_rich_style(f"{component}--{role}", partial=True)
+        role: base + source.get_component_rich_style(f"{component}--{role}", partial=True)
         for role in roles
     }
     styles[""] = base
