@@ -1,0 +1,225 @@
+"""Instructions to the first frame: a start-up figure that does not drift with the machine's load.
+
+A first frame timed by the wall clock on the development VM moves by up to 1.5x within an
+hour (``bench_tui.py`` gives it, with a bare Textual app timed in the same minute as the
+yardstick). The number of instructions the process executes until it hands its first frame
+to the terminal does not: with ``PYTHONHASHSEED`` fixed, repeated runs agree to within 0.1 %,
+so a change of a few milliseconds can be seen, and seen to be real.
+
+Counted with valgrind (callgrind, no cache simulation) on a 120x40 pseudo-terminal. Each
+process ends as soon as its first frame has been written (the write that carries the GPU
+names), so shutting down does not count. Rows:
+
+* gputop replaying a bundled capture (``--replay``), as the ``gputop`` command starts;
+* gputop on the fake NVML, 8 H100 x 7 MIG instances and 200 processes; the fake's Python
+  stands in for the driver and counts, but building the fake's scenario (before gputop
+  starts) does not: it is measured on its own and taken off;
+* a bare Textual app with the widget kinds gputop uses (a Static, a DataTable, a Footer),
+  the same yardstick as ``bench_tui.py``;
+* Python doing nothing.
+
+Each app is also counted to just before ``App.run``: imports, options, opening the source
+and the first tick; the rest is Textual composing, styling and rendering the first frame.
+
+Usage: ``python benchmarks/bench_startup.py`` (about two minutes). Needs valgrind.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+# The counted process runs this file too: what only the parent needs is imported in the
+# parent's functions, so that it does not count.
+
+REPO = Path(__file__).resolve().parents[1]
+CAPTURE = REPO / "snapshots" / "rtx3090x4-procs-v12.xml"
+COLUMNS, ROWS = 120, 40
+MARKERS = {"replay": "RTX 3090", "live": "H100", "bare": "floor-marker"}
+"""Text the first frame of each kind holds; the write that carries it ends the count."""
+
+
+# -- in the counted process ------------------------------------------------------------
+
+
+def _stop_at_first_frame(marker: str) -> None:
+    """End the process once a write to the terminal carries ``marker``."""
+    from textual.drivers.linux_driver import LinuxDriver
+
+    write = LinuxDriver.write
+
+    def write_then_stop(self: LinuxDriver, data: str) -> None:
+        write(self, data)
+        if marker in data:
+            self.flush()
+            os._exit(0)
+
+    LinuxDriver.write = write_then_stop  # type: ignore[method-assign]
+
+
+def _stop_before_run() -> None:
+    """End the process when the app is about to run."""
+    from textual.app import App
+
+    def stop(_self: object, *_args: object, **_kwargs: object) -> None:
+        os._exit(0)
+
+    App.run = stop  # type: ignore[method-assign]
+
+
+def _bare_app() -> None:
+    """``bench_tui.BARE_TEXTUAL``'s app."""
+    from textual.app import App, ComposeResult
+    from textual.widgets import DataTable, Footer, Static
+
+    class Bare(App[None]):
+        BINDINGS: ClassVar = [("q", "quit", "Quit")]
+
+        def compose(self) -> ComposeResult:
+            yield Static("floor-marker")
+            yield DataTable()
+            yield Footer()
+
+    Bare().run()
+
+
+def _fake_box() -> Any:
+    """The fake 8 H100 x 7 MIG, 200-process box, installed under pynvml."""
+    sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
+    from fakes.nvml_fake import FakeNvml
+    from fakes.nvml_install import install
+    from fakes.nvml_scenarios import h100_mig_box, varying
+
+    fake = FakeNvml(varying(h100_mig_box(8, 7, 200), ticks=3))
+    install(fake)
+    return fake
+
+
+def child(kind: str, stop: str) -> int:
+    """The counted process: start ``kind`` and end at ``stop`` ("setup", "run" or "frame")."""
+    if kind == "live":
+        _fake_box()
+    if stop == "setup":
+        os._exit(0)
+    if stop == "run":
+        _stop_before_run()
+    else:
+        _stop_at_first_frame(MARKERS[kind])
+    if kind == "bare":
+        _bare_app()
+        return 1
+    from gputop.cli import run
+
+    sys.argv = ["gputop", *(["--replay", str(CAPTURE)] if kind == "replay" else [])]
+    run()
+    return 1  # run() exits; reaching here means no frame was drawn
+
+
+# -- the parent ------------------------------------------------------------------------
+
+
+def count_instructions(argv: Sequence[str]) -> int:
+    """Instructions ``argv`` executes under callgrind, on a 120x40 pseudo-terminal."""
+    import fcntl
+    import re
+    import struct
+    import subprocess
+    import tempfile
+    import termios
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    # As installed: pip leaves compiled bytecode, so no start compiles gputop's modules.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.update(
+        TERM="xterm-256color",
+        COLORTERM="truecolor",
+        PYTHONPATH=str(REPO / "tui"),
+        PYTHONHASHSEED="0",
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "callgrind.log"
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            f"--log-file={log}",
+            *argv,
+        ]
+        process = subprocess.Popen(
+            command, stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env
+        )
+        os.close(slave)
+        try:
+            # Read what it writes, or it blocks once the terminal's buffer is full.
+            while True:
+                try:
+                    if not os.read(master, 1 << 16):
+                        break
+                except OSError:
+                    break
+        finally:
+            os.close(master)
+            process.wait()
+        found = re.search(r"Collected : (\d+)", log.read_text())
+        if found is None:
+            raise RuntimeError(f"no count from {' '.join(argv)}:\n{log.read_text()}")
+        return int(found.group(1))
+
+
+def main() -> int:
+    """Count and print."""
+    import compileall
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        print("valgrind is required", file=sys.stderr)
+        return 2
+    compileall.compile_dir(REPO / "tui" / "gputop", quiet=1)
+    me = [sys.executable, str(Path(__file__).resolve()), "child"]
+    counts: dict[tuple[str, str], int] = {}
+    for kind, stop in [
+        ("bare", "run"),
+        ("bare", "frame"),
+        ("replay", "run"),
+        ("replay", "frame"),
+        ("live", "setup"),
+        ("live", "run"),
+        ("live", "frame"),
+    ]:
+        counts[kind, stop] = count_instructions([*me, kind, stop])
+    nothing = count_instructions([sys.executable, "-c", "pass"])
+    setup = counts["live", "setup"] - nothing
+
+    def mega(value: float) -> str:
+        return f"{value / 1e6:,.0f} M"
+
+    bare_frame = counts["bare", "frame"]
+    print(f"instructions to the first frame, {COLUMNS}x{ROWS} (callgrind, PYTHONHASHSEED=0)")
+    print(f"  python doing nothing: {mega(nothing)}")
+    rows: list[tuple[str, Callable[[str], int]]] = [
+        ("bare Textual app (yardstick)", lambda stop: counts["bare", stop]),
+        (f"gputop --replay {CAPTURE.name}", lambda stop: counts["replay", stop]),
+        (
+            "gputop live, fake 8x H100 x 7 MIG, 200 processes (less the fake's setup)",
+            lambda stop: counts["live", stop] - setup,
+        ),
+    ]
+    for name, count in rows:
+        frame, before_run = count("frame"), count("run")
+        print(
+            f"  {name}: {mega(frame)} ({frame / bare_frame:.2f}x the bare app); "
+            f"before App.run {mega(before_run)}, App.run to the frame {mega(frame - before_run)}"
+        )
+    print(f"  (the fake's scenario, built before gputop starts and taken off: {mega(setup)})")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["child"]:
+        sys.exit(child(sys.argv[2], sys.argv[3]))
+    sys.exit(main())
