@@ -179,7 +179,8 @@ def main() -> int:
     if shutil.which("valgrind") is None:
         print("valgrind is required", file=sys.stderr)
         return 2
-    compileall.compile_dir(REPO / "tui" / "gputop", quiet=1)
+    for folder in (REPO / "tui" / "gputop", REPO / "tests" / "fakes", REPO / "benchmarks"):
+        compileall.compile_dir(folder, quiet=1)
     me = [sys.executable, str(Path(__file__).resolve()), "child"]
     counts: dict[tuple[str, str], int] = {}
     for kind, stop in [
