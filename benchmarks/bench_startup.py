@@ -40,6 +40,9 @@ CAPTURE = REPO / "snapshots" / "rtx3090x4-procs-v12.xml"
 COLUMNS, ROWS = 120, 40
 MARKERS = {"replay": "RTX 3090", "live": "H100", "bare": "floor-marker"}
 """Text the first frame of each kind holds; the write that carries it ends the count."""
+TIME_LIMIT = 300.0
+"""Seconds one counted start may take under valgrind (about 15-40 s here) before it is
+taken for one that never draws its frame."""
 
 
 # -- in the counted process ------------------------------------------------------------
@@ -125,10 +128,12 @@ def count_instructions(argv: Sequence[str]) -> int:
     """Instructions ``argv`` executes under callgrind, on a 120x40 pseudo-terminal."""
     import fcntl
     import re
+    import select
     import struct
     import subprocess
     import tempfile
     import termios
+    import time
 
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
     # As installed: pip leaves compiled bytecode, so no start compiles gputop's modules.
@@ -154,20 +159,32 @@ def count_instructions(argv: Sequence[str]) -> int:
             command, stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env
         )
         os.close(slave)
+        tail = b""
+        deadline = time.monotonic() + TIME_LIMIT
         try:
             # Read what it writes, or it blocks once the terminal's buffer is full.
-            while True:
+            while time.monotonic() < deadline:
+                if not select.select([master], [], [], 1.0)[0]:
+                    continue
                 try:
-                    if not os.read(master, 1 << 16):
-                        break
+                    data = os.read(master, 1 << 16)
                 except OSError:
                     break
+                if not data:
+                    break
+                tail = (tail + data)[-2000:]
         finally:
             os.close(master)
-            process.wait()
+            if process.poll() is None:
+                process.kill()
+            code = process.wait()
         found = re.search(r"Collected : (\d+)", log.read_text())
-        if found is None:
-            raise RuntimeError(f"no count from {' '.join(argv)}:\n{log.read_text()}")
+        if code != 0 or found is None:
+            # A frame that never came (the app waits for keys) or a start that failed.
+            raise RuntimeError(
+                f"{' '.join(argv)} ended with {code} and no count; its last output:\n"
+                f"{tail.decode(errors='replace')}\n{log.read_text()}"
+            )
         return int(found.group(1))
 
 
