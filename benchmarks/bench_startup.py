@@ -37,7 +37,6 @@ from typing import Any, ClassVar
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "snapshots" / "rtx3090x4-procs-v12.xml"
-COLUMNS, ROWS = 120, 40
 MARKERS = {"replay": "RTX 3090", "live": "H100", "bare": "floor-marker"}
 """Text the first frame of each kind holds; the write that carries it ends the count."""
 TIME_LIMIT = 300.0
@@ -126,14 +125,12 @@ def child(kind: str, stop: str) -> int:
 
 def count_instructions(argv: Sequence[str]) -> int:
     """Instructions ``argv`` executes under callgrind, on a 120x40 pseudo-terminal."""
-    import fcntl
     import re
     import select
-    import struct
-    import subprocess
     import tempfile
-    import termios
     import time
+
+    from bench_tui import start_on_pty
 
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
     # As installed: pip leaves compiled bytecode, so no start compiles gputop's modules.
@@ -146,8 +143,6 @@ def count_instructions(argv: Sequence[str]) -> int:
     )
     with tempfile.TemporaryDirectory() as folder:
         log = Path(folder) / "callgrind.log"
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
         command = [
             "valgrind",
             "--tool=callgrind",
@@ -155,10 +150,7 @@ def count_instructions(argv: Sequence[str]) -> int:
             f"--log-file={log}",
             *argv,
         ]
-        process = subprocess.Popen(
-            command, stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env
-        )
-        os.close(slave)
+        master, process, _ = start_on_pty(command, env)
         tail = b""
         deadline = time.monotonic() + TIME_LIMIT
         try:
@@ -192,6 +184,8 @@ def main() -> int:
     """Count and print."""
     import compileall
     import shutil
+
+    from bench_tui import COLUMNS, ROWS
 
     if shutil.which("valgrind") is None:
         print("valgrind is required", file=sys.stderr)

@@ -193,9 +193,14 @@ def first_frame_tmux(command: Sequence[str], marker: str, count: int = 1) -> flo
 # -- a bare pseudo-terminal ------------------------------------------------------------
 
 
-def first_frame_pty(command: Sequence[str], marker: bytes) -> float:
-    """Seconds from starting ``command`` on a 120x40 pty to output that carries ``marker``
-    (Textual writes a frame in one piece, so one sighting of the marker is the frame)."""
+def start_on_pty(
+    command: Sequence[str], env: dict[str, str]
+) -> tuple[int, subprocess.Popen[bytes], float]:
+    """Start ``command`` on a new 120x40 pseudo-terminal, in a session of its own.
+
+    Returns the terminal's master side (the caller reads it, or the command blocks once
+    the terminal's buffer is full, and closes it), the process, and when it was started.
+    """
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
     started = time.perf_counter()
@@ -205,10 +210,17 @@ def first_frame_pty(command: Sequence[str], marker: bytes) -> float:
         stdout=slave,
         stderr=slave,
         cwd=REPO,
-        env=_env(),
+        env=env,
         start_new_session=True,
     )
     os.close(slave)
+    return master, process, started
+
+
+def first_frame_pty(command: Sequence[str], marker: bytes) -> float:
+    """Seconds from starting ``command`` on a 120x40 pty to output that carries ``marker``
+    (Textual writes a frame in one piece, so one sighting of the marker is the frame)."""
+    master, process, started = start_on_pty(command, _env())
     seen = bytearray()
     try:
         while time.perf_counter() - started < 30:
@@ -305,19 +317,7 @@ def run_on_pty(
     env = _env()
     if fake_log is not None:
         env["GPUTOP_BENCH_FAKE_LOG"] = str(fake_log)
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        command,
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        cwd=REPO,
-        env=env,
-        start_new_session=True,
-    )
-    os.close(slave)
+    master, process, started = start_on_pty(command, env)
     threads_start: dict[str, float] = {}
     fake_start: tuple[float, float] | None = None
     seen = bytearray()
