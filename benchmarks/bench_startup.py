@@ -30,14 +30,16 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
+
+import bare_app
 
 # The counted process runs this file too: what only the parent needs is imported in the
 # parent's functions, so that it does not count.
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "snapshots" / "rtx3090x4-procs-v12.xml"
-MARKERS = {"replay": "RTX 3090", "live": "H100", "bare": "floor-marker"}
+MARKERS = {"replay": "RTX 3090", "live": "H100", "bare": bare_app.MARKER}
 """Text the first frame of each kind holds; the write that carries it ends the count."""
 TIME_LIMIT = 300.0
 """Seconds one counted start may take under valgrind (about 15-40 s here) before it is
@@ -72,22 +74,6 @@ def _stop_before_run() -> None:
     App.run = stop  # type: ignore[method-assign]
 
 
-def _bare_app() -> None:
-    """``bench_tui.BARE_TEXTUAL``'s app."""
-    from textual.app import App, ComposeResult
-    from textual.widgets import DataTable, Footer, Static
-
-    class Bare(App[None]):
-        BINDINGS: ClassVar = [("q", "quit", "Quit")]
-
-        def compose(self) -> ComposeResult:
-            yield Static("floor-marker")
-            yield DataTable()
-            yield Footer()
-
-    Bare().run()
-
-
 def _fake_box() -> Any:
     """The fake 8 H100 x 7 MIG, 200-process box, installed under pynvml."""
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
@@ -111,7 +97,7 @@ def child(kind: str, stop: str) -> int:
     else:
         _stop_at_first_frame(MARKERS[kind])
     if kind == "bare":
-        _bare_app()
+        bare_app.run()
         return 1
     from gputop.cli import run
 

@@ -37,6 +37,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import bare_app
+
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "snapshots" / "rtx3090x4-procs-v12.xml"
 COLUMNS, ROWS = 120, 40
@@ -124,19 +126,7 @@ def write_stream(path: Path, seconds: int) -> Path:
     return path
 
 
-BARE_TEXTUAL = [
-    sys.executable,
-    "-c",
-    "from textual.app import App\n"
-    "from textual.widgets import DataTable, Footer, Static\n"
-    "class Bare(App[None]):\n"
-    '    BINDINGS = [("q", "quit", "Quit")]\n'
-    "    def compose(self):\n"
-    '        yield Static("floor-marker")\n'
-    "        yield DataTable()\n"
-    "        yield Footer()\n"
-    "Bare().run()\n",
-]
+BARE_TEXTUAL = [sys.executable, str(Path(__file__).resolve().parent / "bare_app.py")]
 """The floor: Textual's own start-up to a first frame with the widget kinds gputop uses."""
 
 
@@ -440,7 +430,7 @@ def main() -> int:
     replay = _gputop(["--replay", str(CAPTURE)])
     figures = first_frames(replay, "NVIDIA GeForce RTX 3090", 4)
     print(f"first frame {where}, replay of {CAPTURE.name}: {figures}")
-    figures = first_frames(BARE_TEXTUAL, "floor-marker", 1)
+    figures = first_frames(BARE_TEXTUAL, bare_app.MARKER, 1)
     print(
         f"yardstick: first frame {where} of a bare Textual app (a Static, a DataTable, a "
         f"Footer): {figures}"
