@@ -234,6 +234,37 @@ async def test_header_shows_driver_cuda_and_mode_but_hides_host_and_clock_in_tes
         assert datetime(2024, 9, 18, 21, 34, 12).strftime("%H:%M:%S") not in text
 
 
+@pytest.mark.parametrize("width", [80, 60])
+async def test_a_narrow_header_cuts_its_left_half_and_keeps_the_mode_whole(width: int) -> None:
+    from gputop.ui.testing import replay_app
+    from gputop.ui.widgets.status_line import StatusHeader
+
+    label = "a100-sxm4-80gb-mig-v12.xml"
+    app = replay_app([load(CAPTURES / label)], source_label=label)
+    async with app.run_test(size=(width, 24)) as pilot:
+        await pilot.pause()
+        header = app.main_screen.query_one(StatusHeader)
+        line = header.render_line(0).text
+    assert len(line) == width
+    # The halves never run together ("GPUs 1replay"): the left one gives way, marked "…".
+    assert line.endswith(f"…  replay · {label} ")
+    assert line.startswith(" gputop  driver 535.5")
+
+
+def test_a_header_too_narrow_for_its_right_half_shows_the_left_cut_at_its_end() -> None:
+    from gputop.ui.widgets.status_line import Bar
+
+    bar = Bar()
+    bar._left = ((" gputop", "title"), ("  driver 535.54.03  CUDA 12.2", "text"))
+    bar._right = (("replay", "accent"), (" · a-long-recording-name.xml ", "text"))
+    # At 40 cells the right half would leave the left 2: it goes, rather than run into it.
+    assert bar._parts(40) == bar._left
+    # At 60 both fit once the left is cut.
+    line = "".join(text for text, _ in bar._parts(60))
+    assert line == " gputop  driver 535.54…  replay · a-long-recording-name.xml "
+    assert len(line) == 60
+
+
 async def test_the_clock_sits_left_and_a_new_second_repaints_only_up_to_it() -> None:
     from textual.geometry import Region
 

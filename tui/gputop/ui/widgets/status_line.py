@@ -16,12 +16,16 @@ from textual.widget import Widget
 from gputop.model.units import NA
 from gputop.pipeline import Tick
 from gputop.sources.replay import ReplayStatus, speed_label
-from gputop.ui.widgets.line_strip import line_strip, role_styles
+from gputop.ui.widgets.line_strip import ELLIPSIS, line_strip, role_styles
 
 Segment = tuple[str, str]
 """(text, role); role names a ``bar--<role>`` component style."""
 
 BAR_ROLES = ("title", "text", "dim", "accent", "warn", "error", "track", "done")
+GAP = 2
+"""Spaces kept between the left and the right half, so they never run together."""
+MIN_LEFT = 8
+"""Fewest cells of the left half worth keeping when it is cut to make room for the right."""
 
 
 class Bar(Widget):
@@ -80,21 +84,34 @@ class Bar(Widget):
         super().notify_style_update()
 
     def _parts(self, width: int) -> tuple[Segment, ...]:
-        """Everything drawn at ``width``: left, fill, padding, right."""
-        right_len = sum(len(t) for t, _ in self._right)
-        left_len = sum(len(t) for t, _ in self._left)
+        """Everything drawn at ``width``: left, fill, padding, right.
+
+        When both halves do not fit, the left one is cut, ending in "…": the right half
+        says live or replay, which matters more than the tail of the left one (an error,
+        the GPU count). When the right half would leave the left too little room, it is
+        left out and ``render_line`` cuts the left one at the end instead.
+        """
+        left, right = self._left, self._right
+        right_len = sum(len(t) for t, _ in right)
+        left_len = sum(len(t) for t, _ in left)
+        if right and left_len + GAP + right_len > width:
+            keep = width - right_len - GAP - len(ELLIPSIS)
+            if keep < MIN_LEFT:
+                return left
+            left = (*cut_segments(left, keep), (ELLIPSIS, left[-1][1]))
+            left_len = keep + len(ELLIPSIS)
         room = max(0, width - right_len - left_len)
         middle = self.fill(room)
         used = sum(len(t) for t, _ in middle)
-        return (*self._left, *middle, (" " * max(0, room - used), "text"), *self._right)
+        return (*left, *middle, (" " * max(0, room - used), "text"), *right)
 
     def _cells(self, width: int) -> list[tuple[str, str]]:
         """(character, role) per cell at ``width``."""
         return [(char, role) for part, role in self._parts(width) for char in part]
 
     def render_line(self, y: int) -> Strip:
-        """The bar drawn straight to segments (Line API); the left side is cut when it must
-        be, ending in "…"."""
+        """The bar drawn straight to segments (Line API); a line that still does not fit
+        ends in "…"."""
         width = self.size.width
         styles = self._role_styles
         if not styles:
@@ -102,6 +119,17 @@ class Bar(Widget):
         if y != 0:
             return Strip.blank(width, styles[""])
         return line_strip(self._parts(width), styles, width, styles[""], ellipsis=True)
+
+
+def cut_segments(segments: tuple[Segment, ...], cells: int) -> tuple[Segment, ...]:
+    """The first ``cells`` characters of ``segments``, roles kept."""
+    kept: list[Segment] = []
+    for text, role in segments:
+        if cells <= 0:
+            break
+        kept.append((text[:cells], role))
+        cells -= len(text)
+    return tuple(kept)
 
 
 class StatusHeader(Bar):
