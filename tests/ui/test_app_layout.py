@@ -150,6 +150,27 @@ def test_compact_line_lines_up_with_its_header(width: int) -> None:
     assert short_name("NVIDIA GeForce RTX 3090") == "RTX 3090"
 
 
+@pytest.mark.parametrize("width", [80, 81, 83, 100])
+async def test_compact_titles_stand_over_their_columns_on_screen(width: int) -> None:
+    app = live_app([eight_gpus(load(CAPTURES / "rtx3090x4-procs-v12.xml"))])
+    async with app.run_test(size=(width, 24)) as pilot:
+        await pilot.pause()
+        assert app.main_screen.has_class("-compact")
+        grid = app.main_screen.query_one(GpuGrid)
+        header = grid._header_line
+        line = app.main_screen.query_one(GpuPanel)._lines[0]
+    assert header is not None
+
+    def starts(parts: tuple[tuple[str, str], ...], first: int, step: int) -> list[int]:
+        # Where each gauge's part begins, past its leading space.
+        offsets = [sum(len(text) for text, _ in parts[:i]) + 1 for i in range(len(parts))]
+        return offsets[first::step][:4]
+
+    # Titles are parts 2..5 of the header; the values parts 2, 4, 6, 8 of a line (each
+    # value followed by its sparkline).
+    assert starts(header, 2, 1) == starts(line, 2, 2)
+
+
 def test_badges_say_what_is_wrong_before_the_bus_id() -> None:
     gpu = card(pci_bus_id="00000000:01:00.0")
     assert badge(PanelState(gpu, {})).strip() == "00000000:01:00.0"

@@ -127,11 +127,14 @@ class GpuGrid(Widget):
     def _update_compact_lines(self) -> None:
         if not self._compact:
             return
-        width = self.content_size.width
+        columns = self.query_one("#gpu-columns", Static)
+        # The lines' own width, as the panels below get theirs: inside the padding. Built
+        # for the grid's width, the titles drifted off their columns by a cell or two.
+        width = self.content_size.width - columns.styles.padding.width
         header = compact_header(width, self._name_width)
         if header != self._header_line:
             self._header_line = header
-            self.query_one("#gpu-columns", Static).update(self._text(header), layout=False)
+            columns.update(self._text(header), layout=False)
         entry = self._selected_entry()
         detail: Line = ()
         if entry is not None:
