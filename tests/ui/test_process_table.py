@@ -122,6 +122,17 @@ async def test_default_sort_is_gpu_memory_largest_first() -> None:
         assert labels(app)["gpu_memory"] == "GPU MEM▼"
 
 
+async def test_a_status_line_too_long_for_the_terminal_ends_in_an_ellipsis() -> None:
+    app = TableApp(readonly=True)
+    async with app.run_test(size=(60, 24)) as pilot:
+        await pilot.pause()
+        line = app.query_one("#process-status").render_line(0).text.rstrip()
+        whole = status(app)
+    assert len(whole) > 60 and whole.endswith("read-only")
+    assert line.endswith("…") and len(line) <= 60
+    assert line.startswith("4 of 4 processes")
+
+
 async def test_sort_keys_move_the_column() -> None:
     app = TableApp()
     async with app.run_test() as pilot:

@@ -90,6 +90,8 @@ class ProcessTable(Widget):
         height: 1;
         padding: 0 1;
         color: $text-muted;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     ProcessTable > DataTable {
         height: 1fr;
