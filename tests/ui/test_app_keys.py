@@ -20,7 +20,7 @@ from gputop.pipeline import (
 from gputop.ui.app import GputopApp
 from gputop.ui.history_screen import HistoryScreen
 from gputop.ui.screens.goto import GotoDialog
-from gputop.ui.screens.help import HelpScreen
+from gputop.ui.screens.help import HelpScreen, balanced_split
 from gputop.ui.screens.main import MainScreen
 from gputop.ui.testing import FIXED_SETTINGS, live_app, load, replay_app, varied_stream
 from gputop.ui.widgets.gpu_panel import GpuPanel
@@ -72,6 +72,11 @@ async def test_question_mark_opens_the_help_and_escape_closes_it() -> None:
         rows = {row for _, section in app.screen.sections for row in section}
         assert ("Space", "Pause / Resume") in rows and ("←", "Step back") in rows
         assert ("/", "Filter") in rows and ("q", "Quit") in rows
+        assert ("Enter", "Details") in rows and ("3", "1 h") in rows
+        # Two columns of near equal height: General, Live, GPU panels, History | the rest.
+        assert [title for title, _ in app.screen.sections][4:] == ["Replay", "Processes"]
+        assert balanced_split([len(rows) + 2 for _, rows in app.screen.sections]) == 4
+        assert balanced_split([3, 1, 1, 1]) == 1 and balanced_split([]) == 0
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
         await pilot.press("question_mark", "question_mark")

@@ -51,6 +51,7 @@ _KEY_NAMES = {
 def help_sections() -> list[tuple[str, list[Row]]]:
     """The sections of the help, read from the classes' own ``BINDINGS``."""
     from gputop.ui.app import GputopApp
+    from gputop.ui.history_screen import HistoryScreen
     from gputop.ui.screens.main import MainScreen
     from gputop.ui.widgets.gpu_panel import GpuPanel
     from gputop.ui.widgets.process_table import ProcessTable
@@ -68,14 +69,22 @@ def help_sections() -> list[tuple[str, list[Row]]]:
         [b for b in main if isinstance(b, Binding) and b.action in replay_actions]
     )
     panels = [("Tab", "Focus the next panel or table"), *binding_rows(GpuPanel.BINDINGS)]
-    processes = binding_rows(ProcessTable.BINDINGS)
+    # Enter is DataTable's own row selection, which the table answers with the details.
+    processes = [("Enter", "Details"), *binding_rows(ProcessTable.BINDINGS)]
+    history = binding_rows(HistoryScreen.BINDINGS)
     return [
         ("General", general),
         ("Live", live),
         ("GPU panels", panels),
+        ("History", history),
         ("Replay", replay),
         ("Processes", processes),
     ]
+
+
+def balanced_split(heights: list[int]) -> int:
+    """Where to cut the sections into two columns, in order, so the taller one is shortest."""
+    return min(range(len(heights) + 1), key=lambda cut: max(sum(heights[:cut]), sum(heights[cut:])))
 
 
 def _table(rows: list[Row]) -> Table:
@@ -101,7 +110,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         """A title, then the sections in two columns."""
         sections = self.sections = help_sections()
-        half = (len(sections) + 1) // 2
+        half = balanced_split([len(rows) + 2 for _, rows in sections])
         with VerticalScroll(id="help-box", classes="dialog"):
             yield Label("gputop keys", classes="dialog-title")
             with Horizontal(id="help-columns"):
