@@ -19,6 +19,7 @@ from textual.widgets.tree import TreeNode
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Reason, Snapshot, reason_for
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_text
 from gputop.ui.process_rows import command_text, user_text
+from gputop.ui.widget_css import css_beside
 
 NodeKey = tuple[object, ...]
 """("gpu", i), ("gi", i, gi), ("ci", i, gi, ci), ("ci", i, gi, ci, "proc", pid), ("note", ...)."""
@@ -177,18 +178,7 @@ def mig_outline(snapshot: Snapshot | None, styles: MigStyles | None = None) -> l
 class MigTree(Tree[NodeKey]):
     """The MIG layout of the latest snapshot; expansion and cursor survive refreshes."""
 
-    DEFAULT_CSS = """
-    MigTree > .mig-tree--title {
-        text-style: bold;
-    }
-    MigTree > .mig-tree--note {
-        color: $text-muted;
-    }
-    MigTree > .mig-tree--derived {
-        color: $warning;
-        text-style: italic;
-    }
-    """
+    DEFAULT_CSS = css_beside(__file__)
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         *Tree.COMPONENT_CLASSES,

@@ -17,24 +17,7 @@ from textual.widgets import Static
 class ProcessDetails(ModalScreen[None]):
     """Shows (label, value) pairs, as made by ``process_rows.detail_fields``."""
 
-    DEFAULT_CSS = """
-    ProcessDetails {
-        align: center middle;
-    }
-    ProcessDetails > #details-box {
-        width: 90%;
-        max-width: 100;
-        height: auto;
-        max-height: 90%;
-        padding: 0 1;
-        border: thick $primary;
-        border-title-align: left;
-        background: $surface;
-    }
-    ProcessDetails #details-fields {
-        height: auto;
-    }
-    """
+    CSS_PATH = "process_details.tcss"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,enter,q", "dismiss", "Close"),

@@ -41,6 +41,7 @@ from gputop.ui.process_rows import (
     target_pid,
     visible_rows,
 )
+from gputop.ui.widget_css import css_beside
 from gputop.ui.widgets.process_grid import ProcessGrid, RepaintBatch
 
 _ARROWS = {False: "▲", True: "▼"}
@@ -81,41 +82,7 @@ class ProcessTable(Widget):
     Enter details, ``k`` ``K`` ``i`` SIGTERM/SIGKILL/SIGINT (absent when read-only).
     """
 
-    DEFAULT_CSS = """
-    ProcessTable {
-        height: 1fr;
-        layout: vertical;
-    }
-    ProcessTable > #process-status {
-        height: 1;
-        padding: 0 1;
-        color: $text-muted;
-        text-wrap: nowrap;
-        text-overflow: ellipsis;
-    }
-    ProcessTable > DataTable {
-        height: 1fr;
-    }
-    ProcessTable > #process-filter-bar {
-        display: none;
-        height: 1;
-        padding: 0 1;
-    }
-    ProcessTable.-filtering > #process-filter-bar {
-        display: block;
-    }
-    ProcessTable #process-filter-label {
-        width: auto;
-        color: $text-muted;
-    }
-    ProcessTable > .process-table--foreign {
-        color: $text-muted;
-        text-style: italic;
-    }
-    ProcessTable > .process-table--missing {
-        color: $text-muted;
-    }
-    """
+    DEFAULT_CSS = css_beside(__file__)
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "process-table--foreign",

@@ -19,35 +19,7 @@ class SignalDialog(ModalScreen[bool]):
     Cancel has the focus, so an Enter pressed out of habit sends nothing.
     """
 
-    DEFAULT_CSS = """
-    SignalDialog {
-        align: center middle;
-    }
-    SignalDialog > #signal-box {
-        width: auto;
-        max-width: 80%;
-        height: auto;
-        padding: 1 2;
-        border: thick $error;
-        background: $surface;
-    }
-    SignalDialog #signal-question {
-        text-style: bold;
-        width: auto;
-    }
-    SignalDialog #signal-process {
-        width: auto;
-        color: $text-muted;
-        margin-bottom: 1;
-    }
-    SignalDialog #signal-buttons {
-        width: auto;
-        height: auto;
-    }
-    SignalDialog Button {
-        margin-right: 2;
-    }
-    """
+    CSS_PATH = "signal_dialog.tcss"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Send"),

@@ -35,10 +35,6 @@ class Bar(Widget):
     """``--title`` the app name, ``--text``/``--dim`` ordinary parts, ``--accent`` the mode,
     ``--warn``/``--error`` problems, ``--track``/``--done`` the replay progress track."""
 
-    DEFAULT_CSS = """
-    Bar { height: 1; }
-    """
-
     def __init__(self, *, id: str | None = None) -> None:
         """An empty bar."""
         super().__init__(id=id)
