@@ -62,6 +62,10 @@ def child(argv: Sequence[str]) -> int:
     name_os_threads()
     ticks = int(os.environ.get("GPUTOP_BENCH_TICKS", "120"))
     fake = FakeNvml(varying(h100_mig_box(8, 7, 200), ticks=ticks))
+    # A driver that is slow to start, as where the GPUs are not kept initialised.
+    init_seconds = float(os.environ.get("GPUTOP_BENCH_NVML_INIT_S", "0"))
+    if init_seconds:
+        fake.faults.latency_by_name["nvmlInitWithFlags"] = init_seconds
     # The fake logs every call for its tests; a bounded log keeps the fake's own memory
     # out of gputop's RSS.
     fake.calls = deque(maxlen=16)  # type: ignore[assignment]
@@ -109,6 +113,11 @@ def count_fake_cpu(fake: Any) -> None:
 
 
 _TICKS = {"GPUTOP_BENCH_TICKS": "120"}
+SLOW_NVML_INIT_S = 0.3
+"""How long the fake's ``nvmlInit`` takes in the slow-start first frame. Where the GPUs are
+not kept initialised (no persistence daemon), the driver sets them up for each new client:
+"on the order of seconds", says NVIDIA (docs.nvidia.com/deploy/driver-persistence); 0.3 s is
+a mild case."""
 
 
 def write_stream(path: Path, seconds: int) -> Path:
@@ -130,13 +139,14 @@ BARE_TEXTUAL = [sys.executable, str(Path(__file__).resolve().parent / "bare_app.
 """The floor: Textual's own start-up to a first frame with the widget kinds gputop uses."""
 
 
-def _env() -> dict[str, str]:
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     # PYTHONDONTWRITEBYTECODE goes too: an installed gputop runs from bytecode that pip
     # compiled, and compiling every module on every start is not what a user waits for.
     unset = ("COLUMNS", "LINES", "NO_COLOR", "PYTHONDONTWRITEBYTECODE")
     env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(TERM="xterm-256color", COLORTERM="truecolor", PYTHONPATH=str(REPO / "tui"))
     env.update(_TICKS)
+    env.update(extra or {})
     return env
 
 
@@ -151,12 +161,15 @@ def _fake_gputop(args: Sequence[str]) -> list[str]:
 # -- first frame in tmux --------------------------------------------------------------
 
 
-def first_frame_tmux(command: Sequence[str], marker: str, count: int = 1) -> float:
+def first_frame_tmux(
+    command: Sequence[str], marker: str, count: int = 1, extra_env: dict[str, str] | None = None
+) -> float:
     """Seconds from starting ``command`` in a 120x40 tmux pane to ``marker`` on screen."""
     socket = f"gputop-bench-{uuid.uuid4().hex[:8]}"
     tmux = ["tmux", "-L", socket]
     quoted = " ".join(f"'{part}'" for part in command)
-    env = " ".join(f"{k}='{v}'" for k, v in _env().items() if k in ("TERM", "COLORTERM"))
+    wanted = ("TERM", "COLORTERM", *(extra_env or {}))
+    env = " ".join(f"{k}='{v}'" for k, v in _env(extra_env).items() if k in wanted)
     unset = "-u COLUMNS -u LINES -u PYTHONDONTWRITEBYTECODE"
     script = f"cd '{REPO}' && env {unset} {env} {quoted}; sleep 30"
     # The server and an empty session exist first, so only gputop's start is timed.
@@ -207,10 +220,12 @@ def start_on_pty(
     return master, process, started
 
 
-def first_frame_pty(command: Sequence[str], marker: bytes) -> float:
+def first_frame_pty(
+    command: Sequence[str], marker: bytes, extra_env: dict[str, str] | None = None
+) -> float:
     """Seconds from starting ``command`` on a 120x40 pty to output that carries ``marker``
     (Textual writes a frame in one piece, so one sighting of the marker is the frame)."""
-    master, process, started = start_on_pty(command, _env())
+    master, process, started = start_on_pty(command, _env(extra_env))
     seen = bytearray()
     try:
         while time.perf_counter() - started < 30:
@@ -416,11 +431,15 @@ def main() -> int:
     compileall.compile_dir(REPO / "tui" / "gputop", quiet=1)
     _TICKS["GPUTOP_BENCH_TICKS"] = str(int(options.seconds + options.warmup + 30))
 
-    def first_frames(command: Sequence[str], marker: str, count: int) -> str:
+    def first_frames(
+        command: Sequence[str], marker: str, count: int, env: dict[str, str] | None = None
+    ) -> str:
         if on_tmux:
-            samples = [first_frame_tmux(command, marker, count) for _ in range(options.repeat)]
+            samples = [first_frame_tmux(command, marker, count, env) for _ in range(options.repeat)]
         else:
-            samples = [first_frame_pty(command, marker.encode()) for _ in range(options.repeat)]
+            samples = [
+                first_frame_pty(command, marker.encode(), env) for _ in range(options.repeat)
+            ]
         samples.sort()
         return (
             f"median {samples[len(samples) // 2] * 1000:.0f} ms (min {samples[0] * 1000:.0f}, "
@@ -438,6 +457,12 @@ def main() -> int:
     live = _fake_gputop([])
     figures = first_frames(live, "H100", 8)
     print(f"first frame {where}, live 8x H100 x 7 MIG, 200 processes (fake NVML): {figures}")
+    slow_start = {"GPUTOP_BENCH_NVML_INIT_S": str(SLOW_NVML_INIT_S)}
+    figures = first_frames(live, "H100", 8, slow_start)
+    print(
+        f"first frame {where}, the same box with a driver {SLOW_NVML_INIT_S * 1000:.0f} ms slow "
+        f"to start (nvmlInit): {figures}"
+    )
 
     with tempfile.TemporaryDirectory() as folder:
         report(

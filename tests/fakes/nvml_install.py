@@ -10,7 +10,8 @@ calls :func:`install_from_environment` before gputop starts. Optional faults:
 * ``GPUTOP_FAKE_NVML_LOSE=1@3,2@5``: GPU 1 lost from its tick 3, GPU 2 from tick 5 (0-based).
 * ``GPUTOP_FAKE_NVML_HANG=0:nvmlDeviceGetPowerUsage@2``: that call on GPU 0 hangs for good
   from tick 2.
-* ``GPUTOP_FAKE_NVML_LATENCY=0.002``: every C call takes this many seconds.
+* ``GPUTOP_FAKE_NVML_LATENCY=0.002``: every C call takes this many seconds;
+  ``0.00005,nvmlInitWithFlags=0.2``: so does every call but the named ones, which take their own.
 """
 
 from __future__ import annotations
@@ -81,6 +82,15 @@ def _parse_hang(text: str, faults: Faults) -> None:
         faults.hang[(int(gpu), function)] = (int(tick or 0), threading.Event())
 
 
+def _parse_latency(spec: str, faults: Faults) -> None:
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        name, _, seconds = item.rpartition("=")
+        if name:
+            faults.latency_by_name[name] = float(seconds)
+        else:
+            faults.latency = float(seconds)
+
+
 def install_from_environment() -> FakeNvml | None:
     """Install the fake the environment asks for, if any; returns it."""
     spec = os.environ.get(ENV_SPEC)
@@ -89,8 +99,6 @@ def install_from_environment() -> FakeNvml | None:
     fake = fake_from_spec(spec)
     _parse_lose(os.environ.get(ENV_LOSE, ""), fake.faults)
     _parse_hang(os.environ.get(ENV_HANG, ""), fake.faults)
-    latency = os.environ.get(ENV_LATENCY)
-    if latency:
-        fake.faults.latency = float(latency)
+    _parse_latency(os.environ.get(ENV_LATENCY, ""), fake.faults)
     install(fake)
     return fake

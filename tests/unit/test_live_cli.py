@@ -209,6 +209,48 @@ def test_without_a_headless_flag_the_tui_gets_the_source_and_a_recorder(
         assert list(recording) == source.taken
 
 
+def test_the_tui_path_opens_the_driver_on_a_thread_while_the_ui_loads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    module = types.ModuleType("gputop.ui.launch")
+    module.run_tui = lambda options, source=None, recorder=None: 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gputop.ui.launch", module)
+    monkeypatch.delitem(sys.modules, "gputop.ui.app", raising=False)
+    opened_on: list[str] = []
+    source = StandIn()
+
+    def open_source() -> StandIn:
+        opened_on.append(threading.current_thread().name)
+        return source
+
+    code = run_live(Options(), open_source=open_source)
+
+    assert code == 0
+    assert opened_on == ["gputop-open"]
+    assert "gputop.ui.app" in sys.modules  # imported meanwhile, on this thread
+    assert len(source.taken) == 1 and source.closed == 1
+
+
+def test_a_driver_that_fails_to_open_on_the_thread_fails_in_the_caller() -> None:
+    def no_driver() -> Source:
+        raise NoDriver("NVIDIA driver not loaded")
+
+    with pytest.raises(NoDriver, match="driver not loaded"):
+        run_live(Options(), open_source=no_driver)
+
+
+def test_a_ui_that_fails_to_import_closes_the_driver_opened_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "gputop.ui.app", None)  # import raises ImportError
+    source = StandIn()
+    with pytest.raises(ImportError):
+        run_live(Options(), open_source=lambda: source)
+    assert source.closed == 1 and source.taken == []
+
+
 def test_live_feed_hands_out_the_first_snapshot_and_closes_once() -> None:
     source = StandIn()
     first = source.poll()
@@ -361,7 +403,9 @@ def test_e2e_a_bad_gpu_spec_is_one_line_and_exit_2(spec: str, words: str) -> Non
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("mode", [["--once"], ["--json"], ["--pick", "1"], ["--count", "2"]])
+@pytest.mark.parametrize(
+    "mode", [["--once"], ["--json"], ["--pick", "1"], ["--count", "2"], []], ids=str
+)
 def test_e2e_no_driver_is_one_line_naming_the_case_and_the_replay_hint(mode: list[str]) -> None:
     from gputop.sources.nvml import BUNDLED_CAPTURE_HINT
 

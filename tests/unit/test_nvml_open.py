@@ -128,3 +128,26 @@ def test_the_hint_names_a_bundled_capture(capture_path: Callable[[str], Path]) -
     assert f"snapshots/{name}" == BUNDLED_CAPTURE
     assert f"gputop --replay {BUNDLED_CAPTURE}" == BUNDLED_CAPTURE_HINT
     assert len(snapshot_from_path(capture_path(name)).gpus) == 4
+
+
+def test_a_slow_driver_start_as_the_environment_asks_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What bench_tui and the end-to-end runs use to play a driver that is slow to start.
+    import time
+
+    from fakes.nvml_install import install_from_environment
+
+    monkeypatch.setenv("GPUTOP_FAKE_NVML", str(BUNDLED_CAPTURE))
+    monkeypatch.setenv("GPUTOP_FAKE_NVML_LATENCY", "0.0001, nvmlInitWithFlags=0.2")
+    saved = pynvml.nvmlLib
+    try:
+        fake = install_from_environment()  # installs it for good: put back below
+        assert fake is not None
+        assert fake.faults.latency == 0.0001
+        assert fake.faults.latency_by_name == {"nvmlInitWithFlags": 0.2}
+        started = time.perf_counter()
+        open_nvml_source(deadline=None).close()
+        assert time.perf_counter() - started >= 0.2
+    finally:
+        with pynvml.libLoadLock:
+            pynvml.nvmlLib = saved
+            pynvml._nvmlGetFunctionPointer_cache.clear()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import TextIO
@@ -115,7 +116,8 @@ def run_live(
     err = sys.stderr if stderr is None else stderr
     # Syntax errors before NVML starts: no driver work for a typo.
     selection = GpuSelection.parse(options.gpu) if options.gpu is not None else None
-    source = (open_source or open_live_source)()
+    opener = open_source or open_live_source
+    source = opener() if options.headless else _open_while_the_ui_loads(opener)
     feed = LiveFeed(source)  # whichever feed is current closes the source, once
     recorder: SnapshotSinks | None = None
     try:
@@ -143,6 +145,40 @@ def run_live(
                 recorder.close()
         finally:
             feed.close()
+
+
+def _open_while_the_ui_loads(open_source: Callable[[], Source]) -> Source:
+    """``open_source()`` on a thread of its own while this one imports the TUI.
+
+    Starting the driver is mostly waiting in C calls that let go of the GIL (where the GPUs
+    are not kept initialised, ``nvmlInit`` sets them up first: seconds, by NVIDIA's driver
+    persistence notes), and importing Textual is mostly Python. Side by side, the first
+    frame waits for the longer of the two instead of both. The first snapshot is taken after,
+    here: it is Python-heavy, and run beside the import it would only make both wait their
+    turn for the GIL. Errors (no driver, no permission) are raised here as ever.
+    """
+    outcome: list[Source | BaseException] = []
+
+    def open_on_thread() -> None:
+        try:
+            outcome.append(open_source())
+        except BaseException as error:  # handed over to the caller's thread
+            outcome.append(error)
+
+    opener = threading.Thread(target=open_on_thread, name="gputop-open", daemon=True)
+    opener.start()
+    try:
+        import gputop.ui.app  # noqa: F401 -- only for its time: Textual loads meanwhile
+    except BaseException:
+        opener.join()
+        if outcome and not isinstance(outcome[0], BaseException):
+            outcome[0].close()
+        raise
+    opener.join()
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def _pick(feed: LiveFeed, count: int, env: Mapping[str, str], out: TextIO, err: TextIO) -> int:
