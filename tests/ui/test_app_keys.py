@@ -352,3 +352,29 @@ async def test_history_screen_gets_no_clock_in_replays(monkeypatch: object) -> N
         await pilot.press("enter")
         await pilot.pause()
     assert seen == [None]
+
+
+async def test_dialogs_over_the_main_screen_keep_it_in_sight() -> None:
+    from textual.widgets import DataTable
+
+    from gputop.ui.widgets.process_details import ProcessDetails
+    from gputop.ui.widgets.signal_dialog import SignalDialog
+
+    app = live_app([four_gpus()], readonly=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.screen.query_one(DataTable).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessDetails)
+        # The app's opaque Screen rule must not reach the dialogs: the table shows behind.
+        assert app.screen.styles.background.a < 1
+        await pilot.press("escape")
+        await pilot.press("k")
+        await pilot.pause()
+        assert isinstance(app.screen, SignalDialog)
+        assert app.screen.styles.background.a < 1
+        await pilot.press("escape")
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        assert app.screen.styles.background.a < 1
