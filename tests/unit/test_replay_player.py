@@ -181,6 +181,7 @@ def test_parse_target_accepts_indices_and_times(text: str, expected: int | datet
         ("100", T0, "out of range"),
         ("-101", T0, "out of range"),
         ("yesterday", T0, "not an index or a time"),
+        ("soon", datetime(2026, 1, 2, 3, 4, 5), r"try 12, -1, 03:04:05 or 2026-01-02 03:04:05"),
         ("21:34", None, "no timestamps"),
     ],
 )

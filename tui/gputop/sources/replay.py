@@ -257,6 +257,14 @@ def _nearest_speed(speed: float) -> int:
     return min(range(len(SPEEDS)), key=lambda i: abs(math.log(SPEEDS[i] / speed)))
 
 
+def time_examples(reference: datetime | None) -> str:
+    """Two ways to write ``reference`` (the shown document's time) that ``parse_target``
+    takes; a fixed example where the recording has no times."""
+    if reference is None:
+        return "21:34:12 or 2024-09-18 21:34:12"
+    return f"{reference:%H:%M:%S} or {reference:%Y-%m-%d %H:%M:%S}"
+
+
 def parse_target(text: str, *, length: int, reference: datetime | None) -> int | datetime:
     """What a user typed into "go to": a document index or a time.
 
@@ -286,7 +294,7 @@ def parse_target(text: str, *, length: int, reference: datetime | None) -> int |
         clock = time.fromisoformat(text)
     except ValueError:
         raise ValueError(
-            f"not an index or a time: {text!r} (try 12, -1, 21:34:12 or 2024-09-18 21:34:12)"
+            f"not an index or a time: {text!r} (try 12, -1, {time_examples(reference)})"
         ) from None
     if reference is None:
         raise ValueError("this recording has no timestamps: give an index")

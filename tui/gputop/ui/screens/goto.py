@@ -13,7 +13,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from gputop.sources.replay import ReplayStatus, parse_target
+from gputop.sources.replay import ReplayStatus, parse_target, time_examples
 
 
 class GotoDialog(ModalScreen[int | datetime | None]):
@@ -33,8 +33,8 @@ class GotoDialog(ModalScreen[int | datetime | None]):
         with Vertical(id="goto-box", classes="dialog"):
             yield Label("Go to", classes="dialog-title")
             yield Static(
-                f"a document index 0..{last} (-1 is the last), or a time: "
-                "21:34:12 or 2024-09-18 21:34:12",
+                f"a document index 0..{last} (-1 is the last), or a time such as "
+                f"{time_examples(self.status.timestamp)}",
                 classes="dialog-hint",
             )
             yield Input(placeholder="index or time", id="goto-input")
