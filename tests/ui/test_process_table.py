@@ -12,6 +12,7 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.notifications import Notification, Notify
 from textual.widgets import DataTable, Input
+from textual.widgets.data_table import ColumnKey
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
 from gputop.ui.process_rows import COLUMN_INDEX, COLUMNS
@@ -596,3 +597,34 @@ async def test_a_tick_that_changes_numbers_repaints_only_those_rows_up_to_the_ch
         await pilot.pause()
         assert grid.whole_repaints > wholes
         assert "777" in displayed_pids(app)
+
+
+async def test_an_empty_table_takes_a_screenful_first_and_the_rest_after_the_frame() -> None:
+    import dataclasses
+
+    from gputop.ui.widgets.process_table import MIN_FIRST_FILL
+
+    many = tuple(
+        dataclasses.replace(ALICE, pid=10_000 + n, memory_used=(200 - n) * MIB, command="python")
+        for n in range(100)
+    )
+    # The widest command belongs to the row that sorts last, far below the first screenful.
+    many = (*many[:-1], dataclasses.replace(many[-1], command="python " + "x" * 60))
+    app = TableApp(snap(()))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.pause()
+        widget, table = app.query_one(ProcessTable), app.query_one(DataTable)
+        widget.show(snap(many))
+        # Synchronously: a screenful of rows (the terminal's height, at least the minimum)...
+        assert table.row_count == max(30, MIN_FIRST_FILL) < 100
+        assert "100 of 100 processes" in status(app)
+        command = table.columns[ColumnKey("command")]
+        # ...with every column already as wide as all the rows need.
+        assert command.content_width == len(" python " + "x" * 60)
+        await pilot.pause()
+        assert table.row_count == 100
+        assert pids(app) == [10_000 + n for n in range(100)]
+        assert command.content_width == len(" python " + "x" * 60)
+        # A table that already has rows takes a new tick's rows in one go.
+        widget.show(snap((*many, dataclasses.replace(ALICE, pid=99, memory_used=1))))
+        assert table.row_count == 101

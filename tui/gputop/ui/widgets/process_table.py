@@ -51,6 +51,9 @@ NARROW_WIDTH = 100
 
 _NARROW_HIDDEN = frozenset({"cpu", "host_memory"})
 
+MIN_FIRST_FILL = 24
+"""Rows an empty table takes in at once, at least (more on a taller terminal: its height)."""
+
 
 def _justify(right: bool) -> JustifyMethod:
     return "right" if right else "left"
@@ -272,7 +275,17 @@ class ProcessTable(Widget):
             self.sort_column,
             self.sort_reverse,
         )
+        total = len(ordered)
         cursor_key = cursor_key or self._cursor_key()
+        first_fill = max(self.app.size.height, MIN_FIRST_FILL)
+        if not self._shown and cursor_key is None and total > first_fill:
+            # An empty table filling up, as on the first tick: the rows a screen can show
+            # go in first and the rest once that frame is out (each row is built, measured
+            # and diffed: on a 200-process box most of the first frame's table work). The
+            # columns get the widths of all rows now, so the rest moves nothing.
+            self._widen_columns_for(ordered)
+            ordered = ordered[:first_fill]
+            self.call_after_refresh(self._apply)
         wanted = {row.key_text: row for row in ordered}
         with table.repaint_batch() as touched:
             touched.whole = restyle
@@ -297,7 +310,15 @@ class ProcessTable(Widget):
             place = table.get_row_index(cursor_key)
             if place != table.cursor_row:
                 table.move_cursor(row=place)
-        self._update_status(len(ordered))
+        self._update_status(total)
+
+    def _widen_columns_for(self, rows: list[ProcessRow]) -> None:
+        """Make each column at least as wide as its widest cell among ``rows``."""
+        table = self._table
+        for index in self._columns:
+            column = table.columns[ColumnKey(COLUMNS[index].key)]
+            widest = max((_width(row.cells[index]) for row in rows), default=0)
+            column.content_width = max(column.content_width, widest)
 
     def _update_rows(
         self,
