@@ -43,6 +43,7 @@ MIN_SPARK = 3
 """Narrower than this a sparkline says nothing; it is left out."""
 
 SEPARATOR = " · "
+ELLIPSIS = "…"
 
 _LEVEL_ROLE = {Level.OK: "value", Level.WARN: "warn", Level.CRIT: "crit", Level.NA: "na"}
 _SPARK_ROLE = {Level.OK: "spark", Level.WARN: "warn", Level.CRIT: "crit", Level.NA: "spark"}
@@ -115,18 +116,35 @@ def _gauge_parts(gauge: Gauge, values: Series, value_width: int, width: int) -> 
 
 
 def _fit(parts: Sequence[Part], width: int) -> Line:
-    """Cut parts to ``width`` cells, ending in an ellipsis when something was cut."""
+    """Cut parts to ``width`` cells, ending in an ellipsis when something visible was cut.
+
+    The ellipsis never follows a separator left dangling by the cut ("dec 0% · …" reads as
+    if a part were missing but says nothing of it): the cut backs up to the last word.
+    """
+    if sum(len(text) for text, _ in parts) <= width:
+        return tuple(parts)
+    cells = [(char, role) for text, role in parts for char in text]
+    if not "".join(char for char, _ in cells[width:]).strip():
+        return _parts_of(cells[:width])  # only padding goes
+    kept = cells[: max(0, width - len(ELLIPSIS))]
+    while kept and kept[-1][0] in _DANGLING:
+        kept.pop()
+    cut_role = cells[len(kept)][1]
+    return _parts_of([*kept, (ELLIPSIS, cut_role)])
+
+
+_DANGLING = frozenset(" ·")
+"""What a cut line may not end in before its ellipsis: blanks and separator dots."""
+
+
+def _parts_of(cells: Sequence[tuple[str, str]]) -> Line:
+    """(character, role) cells joined back into parts, one per run of a role."""
     out: list[Part] = []
-    room = width
-    for text, role in parts:
-        if room <= 0:
-            break
-        if len(text) > room:
-            out.append((text[: max(0, room - 1)] + "…", role))
-            room = 0
-            break
-        out.append((text, role))
-        room -= len(text)
+    for char, role in cells:
+        if out and out[-1][1] == role:
+            out[-1] = (out[-1][0] + char, role)
+        else:
+            out.append((char, role))
     return tuple(out)
 
 
@@ -215,4 +233,4 @@ def compact_name_width(gpus: Sequence[GpuSample], width: int) -> int:
 
 
 def _pad(text: str, width: int) -> str:
-    return text[: width - 1] + "…" if len(text) > width else text.ljust(width)
+    return text[: width - 1] + ELLIPSIS if len(text) > width else text.ljust(width)
