@@ -123,29 +123,26 @@ def _fit(parts: Sequence[Part], width: int) -> Line:
     """
     if sum(len(text) for text, _ in parts) <= width:
         return tuple(parts)
-    cells = [(char, role) for text, role in parts for char in text]
-    if not "".join(char for char, _ in cells[width:]).strip():
-        return _parts_of(cells[:width])  # only padding goes
-    kept = cells[: max(0, width - len(ELLIPSIS))]
-    while kept and kept[-1][0] in _DANGLING:
-        kept.pop()
-    cut_role = cells[len(kept)][1]
-    return _parts_of([*kept, (ELLIPSIS, cut_role)])
+    line = "".join(text for text, _ in parts)
+    if not line[width:].strip():
+        return _take(parts, width)[0]  # only padding goes
+    kept, cut_role = _take(parts, len(line[: max(0, width - len(ELLIPSIS))].rstrip(" ·")))
+    if kept and kept[-1][1] == cut_role:
+        return (*kept[:-1], (kept[-1][0] + ELLIPSIS, cut_role))
+    return (*kept, (ELLIPSIS, cut_role))
 
 
-_DANGLING = frozenset(" ·")
-"""What a cut line may not end in before its ellipsis: blanks and separator dots."""
-
-
-def _parts_of(cells: Sequence[tuple[str, str]]) -> Line:
-    """(character, role) cells joined back into parts, one per run of a role."""
-    out: list[Part] = []
-    for char, role in cells:
-        if out and out[-1][1] == role:
-            out[-1] = (out[-1][0] + char, role)
-        else:
-            out.append((char, role))
-    return tuple(out)
+def _take(parts: Sequence[Part], cells: int) -> tuple[Line, str]:
+    """The first ``cells`` characters of ``parts``, and the role of the first one left out."""
+    kept: list[Part] = []
+    for text, role in parts:
+        if len(text) > cells:
+            if cells:
+                kept.append((text[:cells], role))
+            return tuple(kept), role
+        kept.append((text, role))
+        cells -= len(text)
+    return tuple(kept), parts[-1][1] if parts else ""
 
 
 def detail_line(state: PanelState, width: int) -> Line:
