@@ -172,19 +172,19 @@ async def test_compact_titles_stand_over_their_columns_on_screen(width: int) -> 
 
 
 def test_a_cut_line_ends_in_an_ellipsis_after_a_word_never_a_separator() -> None:
-    from gputop.ui.panel_lines import _fit
+    from gputop.ui.panel_lines import fit_line
 
     parts = (("fan 30%", "dim"), (" · ", "dim"), ("P2", "value"), (" · ", "dim"), ("sm", "dim"))
     # Room runs out just after a separator: it would dangle; the cut backs up to the word.
-    assert plain(_fit(parts, 14)) == "fan 30% · P2…"
-    assert plain(_fit(parts, 10)) == "fan 30%…"
-    assert plain(_fit(parts, 11)) == "fan 30%…"
+    assert plain(fit_line(parts, 14)) == "fan 30% · P2…"
+    assert plain(fit_line(parts, 10)) == "fan 30%…"
+    assert plain(fit_line(parts, 11)) == "fan 30%…"
     # A word cut in the middle keeps what fits, and the ellipsis takes the cut part's role.
-    assert _fit(parts, 12)[-1] == ("P…", "value")
+    assert fit_line(parts, 12)[-1] == ("P…", "value")
     # Whole lines, and lines that lose only blank padding, are not marked.
-    assert _fit(parts, 40) == parts
+    assert fit_line(parts, 40) == parts
     padded = (("GPU 50%", "value"), ("      ", "dim"))
-    assert _fit(padded, 9) == (("GPU 50%", "value"), ("  ", "dim"))
+    assert fit_line(padded, 9) == (("GPU 50%", "value"), ("  ", "dim"))
 
 
 def test_badges_say_what_is_wrong_before_the_bus_id() -> None:

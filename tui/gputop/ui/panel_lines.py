@@ -115,7 +115,7 @@ def _gauge_parts(gauge: Gauge, values: Series, value_width: int, width: int) -> 
     return parts
 
 
-def _fit(parts: Sequence[Part], width: int) -> Line:
+def fit_line(parts: Sequence[Part], width: int) -> Line:
     """Cut parts to ``width`` cells, ending in an ellipsis when something visible was cut.
 
     The ellipsis never follows a separator left dangling by the cut ("dec 0% · …" reads as
@@ -125,14 +125,14 @@ def _fit(parts: Sequence[Part], width: int) -> Line:
         return tuple(parts)
     line = "".join(text for text, _ in parts)
     if not line[width:].strip():
-        return _take(parts, width)[0]  # only padding goes
-    kept, cut_role = _take(parts, len(line[: max(0, width - len(ELLIPSIS))].rstrip(" ·")))
+        return _take_cells(parts, width)[0]  # only padding goes
+    kept, cut_role = _take_cells(parts, len(line[: max(0, width - len(ELLIPSIS))].rstrip(" ·")))
     if kept and kept[-1][1] == cut_role:
         return (*kept[:-1], (kept[-1][0] + ELLIPSIS, cut_role))
     return (*kept, (ELLIPSIS, cut_role))
 
 
-def _take(parts: Sequence[Part], cells: int) -> tuple[Line, str]:
+def _take_cells(parts: Sequence[Part], cells: int) -> tuple[Line, str]:
     """The first ``cells`` characters of ``parts``, and the role of the first one left out."""
     kept: list[Part] = []
     for text, role in parts:
@@ -160,7 +160,7 @@ def detail_line(state: PanelState, width: int) -> Line:
         if number:
             parts.append((SEPARATOR, "dim"))
         parts.append((text, "dim" if level is Level.OK else _LEVEL_ROLE[level]))
-    return _fit(parts, width)
+    return fit_line(parts, width)
 
 
 def full_lines(state: PanelState, width: int) -> tuple[Line, ...]:
@@ -181,7 +181,7 @@ def full_lines(state: PanelState, width: int) -> tuple[Line, ...]:
         gap,
         *_gauge_parts(temperature, _series(state, Metric.TEMP), 7, column),
     )
-    return (_fit(first, width), _fit(second, width), detail_line(state, width))
+    return (fit_line(first, width), fit_line(second, width), detail_line(state, width))
 
 
 def compact_spark_width(width: int, name_width: int) -> int:
@@ -209,7 +209,7 @@ def compact_line(state: PanelState, width: int, name_width: int) -> tuple[Line, 
         if spark_width:
             spark = sparkline(_series(state, metric), spark_width, gauge.scale)
             parts.append((" " + spark, _SPARK_ROLE[gauge.level]))
-    return (_fit(parts, width),)
+    return (fit_line(parts, width),)
 
 
 def compact_header(width: int, name_width: int) -> Line:
@@ -219,7 +219,7 @@ def compact_header(width: int, name_width: int) -> Line:
     for heading, value_width in zip(COMPACT_TITLES, COMPACT_VALUE_WIDTHS, strict=True):
         cell = value_width + (1 + spark_width if spark_width else 0)
         parts.append((" " + heading.ljust(cell), "label"))
-    return _fit(parts, width)
+    return fit_line(parts, width)
 
 
 def compact_name_width(gpus: Sequence[GpuSample], width: int) -> int:

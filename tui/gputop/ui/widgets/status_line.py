@@ -16,7 +16,8 @@ from textual.widget import Widget
 from gputop.model.units import NA
 from gputop.pipeline import Tick
 from gputop.sources.replay import ReplayStatus, speed_label
-from gputop.ui.widgets.line_strip import ELLIPSIS, line_strip, role_styles
+from gputop.ui.panel_lines import fit_line
+from gputop.ui.widgets.line_strip import line_strip, role_styles
 
 Segment = tuple[str, str]
 """(text, role); role names a ``bar--<role>`` component style."""
@@ -91,11 +92,11 @@ class Bar(Widget):
         right_len = sum(len(t) for t, _ in right)
         left_len = sum(len(t) for t, _ in left)
         if right and left_len + GAP + right_len > width:
-            keep = width - right_len - GAP - len(ELLIPSIS)
-            if keep < MIN_LEFT:
+            room = width - right_len - GAP
+            if room < MIN_LEFT:
                 return left
-            left = (*cut_segments(left, keep), (ELLIPSIS, left[-1][1]))
-            left_len = keep + len(ELLIPSIS)
+            left = fit_line(left, room)
+            left_len = sum(len(t) for t, _ in left)
         room = max(0, width - right_len - left_len)
         middle = self.fill(room)
         used = sum(len(t) for t, _ in middle)
@@ -115,17 +116,6 @@ class Bar(Widget):
         if y != 0:
             return Strip.blank(width, styles[""])
         return line_strip(self._parts(width), styles, width, styles[""], ellipsis=True)
-
-
-def cut_segments(segments: tuple[Segment, ...], cells: int) -> tuple[Segment, ...]:
-    """The first ``cells`` characters of ``segments``, roles kept."""
-    kept: list[Segment] = []
-    for text, role in segments:
-        if cells <= 0:
-            break
-        kept.append((text[:cells], role))
-        cells -= len(text)
-    return tuple(kept)
 
 
 class StatusHeader(Bar):
