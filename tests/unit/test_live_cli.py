@@ -437,3 +437,36 @@ def test_e2e_a_mig_uuid_prefix_selects_that_device_live() -> None:
     assert [d["uuid"] for d in chosen["mig_devices"]] == [device["uuid"]]
     on_device = [p for p in gpu["processes"] if p["gpu_instance_id"] == device["gpu_instance_id"]]
     assert on_device and chosen["processes"] == on_device
+
+
+def test_e2e_ctrl_c_during_a_slow_driver_start_ends_at_once_with_130() -> None:
+    import signal
+    import time
+
+    environ = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GPUTOP_", "CUDA_", "NVIDIA_"))
+    }
+    # nvmlInit takes 30 s; the TUI would start after it (no terminal is needed before).
+    environ.update(
+        PYTHONPATH=str(FAKES),
+        GPUTOP_FAKE_NVML=str(FOUR),
+        GPUTOP_FAKE_NVML_LATENCY="nvmlInitWithFlags=30",
+    )
+    command = [str(GPUTOP)] if GPUTOP.exists() else [sys.executable, "-m", "gputop"]
+    process = subprocess.Popen(
+        command, env=environ, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        time.sleep(2.0)  # well past the imports: waiting for the driver
+        assert process.poll() is None
+        interrupted = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=10)
+        assert time.monotonic() - interrupted < 5
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 130
+    assert "Traceback" not in err

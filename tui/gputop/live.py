@@ -169,11 +169,14 @@ def _open_while_the_ui_loads(open_source: Callable[[], Source]) -> Source:
     opener.start()
     try:
         import gputop.ui.app  # noqa: F401 -- only for its time: Textual loads meanwhile
-    except BaseException:
+    except Exception:
+        # The UI cannot start: the source, once open, is closed. (On Ctrl-C nothing waits
+        # for a driver that may take seconds: the thread is a daemon.)
         opener.join()
         if outcome and not isinstance(outcome[0], BaseException):
             outcome[0].close()
         raise
+    # Interruptible, unlike the driver call it waits for: Ctrl-C still ends a stuck start.
     opener.join()
     result = outcome[0]
     if isinstance(result, BaseException):
