@@ -103,6 +103,13 @@ def test_lost_gpus_read_not_available_everywhere() -> None:
     assert all(g.value.startswith(NA) and g.level is Level.NA for g in gauges(lost))
     assert [g.value for g in compact_gauges(lost)] == [NA, NA, NA, NA]
     assert detail_parts(lost)[0][1] is Level.CRIT
+    # Known limits stay beside the unknown values; unknown limits are not spelled out twice.
+    assert [g.value for g in gauges(lost)][1:3] == ["n/a/80.0GiB", "n/a/400W"]
+    blank = card(
+        lost=True, memory=Memory(total=None, used=None), power=Power(draw=None, limit=None)
+    )
+    assert [g.value for g in gauges(blank)][1:3] == [NA, NA]
+    assert gauges(card(power=Power(draw=250.0, limit=None)))[2].value == "250W"
 
 
 def test_sparkline_uses_a_fixed_scale_gaps_and_left_padding() -> None:

@@ -154,10 +154,10 @@ def gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
     )
     total = gpu.memory.total
     used = NA if lost else fmt_bytes(gpu.memory.used)
-    memory = Gauge("MEM", f"{used}/{fmt_bytes(total)}", memory_level(gpu), _positive(total))
+    memory = Gauge("MEM", _of(used, fmt_bytes(total)), memory_level(gpu), _positive(total))
     limit = gpu.power.limit
     draw = NA if lost else fmt_watts(gpu.power.draw)
-    power = Gauge("PWR", f"{draw}/{fmt_watts(limit)}", power_level(gpu), _positive(limit))
+    power = Gauge("PWR", _of(draw, fmt_watts(limit)), power_level(gpu), _positive(limit))
     slowdown = gpu.temperature.slowdown
     temp = NA if lost else fmt_celsius(gpu.temperature.gpu)
     temp_text = temp if slowdown is None else f"{temp}/{fmt_celsius(slowdown)}"
@@ -165,6 +165,12 @@ def gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
         "TEMP", temp_text, temperature_level(gpu), _positive(slowdown) or FALLBACK_TEMP_SCALE
     )
     return util, memory, power, temperature
+
+
+def _of(value: str, bound: str) -> str:
+    """``value/bound``; the value alone where the bound is not known ("n/a/n/a" says less
+    than "n/a"). A known bound stays beside an unknown value: "n/a/24.0GiB"."""
+    return value if bound == NA else f"{value}/{bound}"
 
 
 def compact_gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
