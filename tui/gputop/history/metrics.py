@@ -27,11 +27,11 @@ def metric_value(gpu: GpuSample, metric: Metric) -> float | None:
     """The current value of ``metric`` on ``gpu``; None when not reported or the GPU is lost."""
     if gpu.lost:
         return None
-    value: float | int | None = READERS[metric](gpu)
+    value: float | int | None = _READERS[metric](gpu)
     return None if value is None else float(value)
 
 
-READERS: dict[Metric, Callable[[GpuSample], float | int | None]] = {
+_READERS: dict[Metric, Callable[[GpuSample], float | int | None]] = {
     metric: attrgetter(metric.value) for metric in Metric
 }
 """Each metric's reader: its field path, read in C (history appends every metric each tick)."""

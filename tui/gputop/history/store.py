@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gputop.history.metrics import READERS, Metric, gpu_key
+from gputop.history.metrics import Metric, gpu_key, metric_value
 from gputop.history.ring import Ring
 from gputop.model import Snapshot
 
@@ -106,14 +106,8 @@ class HistoryStore:
                 rings = self._new_key(key)
             self._last_seen[key] = self._ticks
             seen.add(key)
-            if gpu.lost:
-                for ring in rings.values():
-                    ring.append(None)
-                continue
             for metric, ring in rings.items():
-                # metric_value, inlined: this runs for every GPU and metric on every tick.
-                value = READERS[metric](gpu)
-                ring.append(None if value is None else float(value))
+                ring.append(metric_value(gpu, metric))
         for key, rings in self._rings.items():
             if key not in seen:
                 for ring in rings.values():

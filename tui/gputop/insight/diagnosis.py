@@ -242,12 +242,7 @@ def _recent(snapshots: Sequence[Snapshot], gpu_index: int, window_s: float) -> l
         at = snapshot.timestamp
         if points and _before(at, latest_at, oldest, window_s):
             break
-        # snapshot.gpu() without its scan where the GPU sits at its own position, as in every
-        # snapshot of a live source (this runs for each GPU and snapshot on every tick).
-        gpus = snapshot.gpus
-        gpu = gpus[gpu_index] if 0 <= gpu_index < len(gpus) else None
-        if gpu is None or gpu.index != gpu_index:
-            gpu = snapshot.gpu(gpu_index)
+        gpu = snapshot.gpu(gpu_index)
         if gpu is None:
             if points:
                 break  # the GPU vanished: what came before is another run

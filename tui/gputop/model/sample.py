@@ -210,7 +210,12 @@ class Snapshot:
 
     def gpu(self, index: int) -> GpuSample | None:
         """The GPU with NVML index ``index``, if present."""
-        for gpu in self.gpus:
+        gpus = self.gpus
+        # Straight to it where it sits at its own position, as in every snapshot of a live
+        # source (history and diagnosis ask for each GPU of each snapshot on every tick).
+        if 0 <= index < len(gpus) and gpus[index].index == index:
+            return gpus[index]
+        for gpu in gpus:
             if gpu.index == index:
                 return gpu
         return None
