@@ -16,10 +16,10 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields, replace
 from datetime import datetime
-from operator import attrgetter, is_
+from operator import attrgetter
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, cast, runt
 from gputop.errors import GputopError, NoDriver, NoPermission
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
 from gputop.sources.nvml_api import NvmlApi
-from gputop.sources.nvml_calls import ErrorCodes
+from gputop.sources.nvml_calls import ErrorCodes, same_objects
 from gputop.sources.nvml_codes import cuda_version
 from gputop.sources.nvml_device import SLOW_REFRESH, GpuSampler
 from gputop.sources.nvml_pool import SamplerPool
@@ -225,7 +225,7 @@ class NvmlSource:
         else:
             gpus = self._pool.sample()
         rows = [gpu.processes for gpu in gpus]
-        if not _same(rows, self._rows):  # the same tuples hold the same PIDs
+        if not same_objects(rows, self._rows):  # the same tuples hold the same PIDs
             self._names.keep_only({p.pid for listed in rows for p in listed})
             self._rows = rows
         if self._enrich is not None:
@@ -335,11 +335,6 @@ def _known(old: _Merged | None) -> _Known:
     }
 
 
-def _same(new: Sequence[object], old: Sequence[object]) -> bool:
-    """The same objects, in the same order."""
-    return len(new) == len(old) and all(map(is_, new, old))
-
-
 class _Merged(NamedTuple):
     """Driver rows of a GPU or MIG device, their host facts, and the merged rows."""
 
@@ -404,7 +399,7 @@ class _Enrichment:
                 merged = tuple(
                     of_gpu.get(id(row)) or merge(row, facts.get(row.pid), {}) for row in rows
                 )
-                if old is not None and _same(merged, old.merged):
+                if old is not None and same_objects(merged, old.merged):
                     merged = old.merged
                 old = _Merged(rows, [], merged)
             now[key] = old
@@ -419,7 +414,7 @@ class _Enrichment:
             key = (gpu.index, -1)
             hosts = [facts.get(process.pid) for process in rows]
             old = last.get(key)
-            same = old is not None and old.rows is rows and _same(hosts, old.hosts)
+            same = old is not None and old.rows is rows and same_objects(hosts, old.hosts)
             if old is not None and same:
                 entry = old
             else:
@@ -427,7 +422,7 @@ class _Enrichment:
                 merged = tuple(
                     merge(process, host, known) for process, host in zip(rows, hosts, strict=True)
                 )
-                if old is not None and _same(merged, old.merged):
+                if old is not None and same_objects(merged, old.merged):
                     merged = old.merged
                 entry = _Merged(rows, hosts, merged)
             now[key] = entry

@@ -19,7 +19,8 @@ slow read that fails is not reused, so the next tick asks again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from gputop.model import Reason
@@ -36,6 +37,12 @@ read_number: Callable[[object, str], Any] = object.__getattribute__
 pynvml's structs run a Python hook on every attribute read, which only turns char arrays into
 str; for a number the generic lookup gives the same value in a fraction of the time, which
 counts on fields read for every MIG device on every tick."""
+
+
+def same_objects(new: Sequence[object], old: Sequence[object]) -> bool:
+    """The same objects, in the same order: how the sampling side tells that nothing changed
+    since last tick (an unchanged row, list or tuple is last tick's object again)."""
+    return len(new) == len(old) and all(map(operator.is_, new, old))
 
 
 class GpuLost(Exception):

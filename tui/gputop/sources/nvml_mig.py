@@ -23,13 +23,19 @@ enumerate. An instance created with no process on it shows up at the next refres
 from __future__ import annotations
 
 import ctypes
-import operator
 from dataclasses import dataclass, field
 
 from gputop.model import Memory, MigDeviceSample, ProcessSample, Reason, Unavailable, Utilization
 from gputop.model.mig_profiles import derive_profile
 from gputop.sources.nvml_api import DeviceAttributes, GpmMetric, GpmMetricsGet, Handle, NvmlApi
-from gputop.sources.nvml_calls import CallFailed, CallMemo, DeviceCalls, ErrorCodes, read_number
+from gputop.sources.nvml_calls import (
+    CallFailed,
+    CallMemo,
+    DeviceCalls,
+    ErrorCodes,
+    read_number,
+    same_objects,
+)
 from gputop.sources.nvml_codes import text
 from gputop.sources.nvml_memory import read_bar1, read_memory
 
@@ -123,7 +129,7 @@ class _InstanceRows:
                 if p.compute_instance_id is None or p.compute_instance_id == ci
             )
             old = self._before.get((gi, ci))
-            if old is not None and len(old) == len(mine) and all(map(operator.is_, old, mine)):
+            if old is not None and same_objects(mine, old):
                 mine = old
             self._split[gi, ci] = mine
         return mine

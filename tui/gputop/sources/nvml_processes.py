@@ -17,7 +17,6 @@ identity.
 from __future__ import annotations
 
 import ctypes
-import operator
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from typing import NamedTuple
 
 from gputop.model import ProcessSample, Reason
 from gputop.sources.nvml_api import Handle, NvmlApi
-from gputop.sources.nvml_calls import CallFailed, DeviceCalls, read_number
+from gputop.sources.nvml_calls import CallFailed, DeviceCalls, read_number, same_objects
 from gputop.sources.nvml_codes import instance_id, text
 
 _NOT_AVAILABLE_U64 = 0xFFFFFFFFFFFFFFFF
@@ -196,7 +195,7 @@ class ProcessLists:
         could be read."""
         lists = [_one_list(calls, self._readers, spec, handle) for spec in _LISTS]
         last = self._lists
-        if len(last) == len(lists) and all(map(operator.is_, lists, last)):
+        if same_objects(lists, last):
             return self._merged
         self._lists = lists
         merged = _merge(lists)
