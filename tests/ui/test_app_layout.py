@@ -307,6 +307,10 @@ def test_a_header_too_narrow_for_its_right_half_shows_the_left_cut_at_its_end() 
     line = "".join(text for text, _ in bar._parts(60))
     assert line == " gputop  driver 535.54…  replay · a-long-recording-name.xml "
     assert len(line) == 60
+    # Narrower than the left half itself: cut like a panel line, ending in "…".
+    assert "".join(text for text, _ in bar._parts(20)) == " gputop  driver 535…"
+    bar._right = ()
+    assert "".join(text for text, _ in bar._parts(20)) == " gputop  driver 535…"
 
 
 async def test_the_clock_sits_left_and_a_new_second_repaints_only_up_to_it() -> None:

@@ -20,8 +20,6 @@ from gputop.ui.gauges import BARS
 SINGLE_CELL = frozenset(BARS + "·…─━●■‖▶⚠")
 """Non-ASCII characters gputop draws that are known to be one cell wide."""
 
-ELLIPSIS = "…"
-
 
 def cell_width(text: str) -> int:
     """Cells ``text`` takes; quick for what gputop draws (Rich's general measure of block
@@ -32,25 +30,13 @@ def cell_width(text: str) -> int:
 
 
 def line_strip(
-    parts: Iterable[tuple[str, str]],
-    styles: Mapping[str, Style],
-    width: int,
-    fill: Style,
-    *,
-    ellipsis: bool = False,
+    parts: Iterable[tuple[str, str]], styles: Mapping[str, Style], width: int, fill: Style
 ) -> Strip:
-    """``parts`` styled by role, cut or padded with ``fill`` to exactly ``width`` cells.
-
-    With ``ellipsis`` a line that does not fit ends in "…" instead of being cut short.
-    """
+    """``parts`` styled by role, cut or padded with ``fill`` to exactly ``width`` cells
+    (callers fit their lines first: ``panel_lines.fit_line`` cuts with an ellipsis)."""
     segments = [Segment(text, styles[role]) for text, role in parts if text]
     used = sum(cell_width(segment.text) for segment in segments)
-    strip = Strip(segments, used)
-    if ellipsis and used > width > 0:
-        last_style = segments[-1].style if segments else fill
-        cut = strip.crop(0, width - 1)
-        return Strip([*cut, Segment(ELLIPSIS, last_style)], width)
-    return strip.crop_extend(0, width, fill)
+    return Strip(segments, used).crop_extend(0, width, fill)
 
 
 def role_styles(

@@ -86,7 +86,7 @@ class Bar(Widget):
         When both halves do not fit, the left one is cut, ending in "…": the right half
         says live or replay, which matters more than the tail of the left one (an error,
         the GPU count). When the right half would leave the left too little room, it is
-        left out and ``render_line`` cuts the left one at the end instead.
+        left out and the left one is cut to the whole width instead.
         """
         left, right = self._left, self._right
         right_len = sum(len(t) for t, _ in right)
@@ -94,9 +94,11 @@ class Bar(Widget):
         if right and left_len + GAP + right_len > width:
             room = width - right_len - GAP
             if room < MIN_LEFT:
-                return left
+                return fit_line(left, width)
             left = fit_line(left, room)
             left_len = sum(len(t) for t, _ in left)
+        elif left_len > width:
+            return fit_line(left, width)
         room = max(0, width - right_len - left_len)
         middle = self.fill(room)
         used = sum(len(t) for t, _ in middle)
@@ -107,15 +109,14 @@ class Bar(Widget):
         return [(char, role) for part, role in self._parts(width) for char in part]
 
     def render_line(self, y: int) -> Strip:
-        """The bar drawn straight to segments (Line API); a line that still does not fit
-        ends in "…"."""
+        """The bar drawn straight to segments (Line API)."""
         width = self.size.width
         styles = self._role_styles
         if not styles:
             styles = self._role_styles = role_styles(self, "bar", BAR_ROLES)
         if y != 0:
             return Strip.blank(width, styles[""])
-        return line_strip(self._parts(width), styles, width, styles[""], ellipsis=True)
+        return line_strip(self._parts(width), styles, width, styles[""])
 
 
 class StatusHeader(Bar):
