@@ -50,17 +50,26 @@ def uninstall() -> None:
 
 
 @contextmanager
-def installed(fake: FakeNvml) -> Iterator[FakeNvml]:
-    """Install ``fake`` for the duration of the block; release hung calls on the way out."""
+def restored() -> Iterator[None]:
+    """Whatever library the block installs, pynvml has the one it had before afterwards."""
     saved = pynvml.nvmlLib
-    install(fake)
     try:
-        yield fake
+        yield
     finally:
-        fake.release_hangs()
         with pynvml.libLoadLock:
             pynvml.nvmlLib = saved
             pynvml._nvmlGetFunctionPointer_cache.clear()
+
+
+@contextmanager
+def installed(fake: FakeNvml) -> Iterator[FakeNvml]:
+    """Install ``fake`` for the duration of the block; release hung calls on the way out."""
+    with restored():
+        install(fake)
+        try:
+            yield fake
+        finally:
+            fake.release_hangs()
 
 
 def fake_from_spec(spec: str) -> FakeNvml:

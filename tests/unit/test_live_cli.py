@@ -306,7 +306,8 @@ FAKES = ROOT / "tests" / "fakes"
 LIVE_ONLY = ("timestamp", "host")
 
 
-def gputop(*args: str, fake: str = str(FOUR), **env: str) -> subprocess.CompletedProcess[str]:
+def gputop_command(fake: str = str(FOUR), **env: str) -> tuple[list[str], dict[str, str]]:
+    """The real ``gputop`` command and its environment, on the fake NVML ``fake``."""
     environ = {
         key: value
         for key, value in os.environ.items()
@@ -314,6 +315,11 @@ def gputop(*args: str, fake: str = str(FOUR), **env: str) -> subprocess.Complete
     }
     environ.update(PYTHONPATH=str(FAKES), GPUTOP_FAKE_NVML=fake, **env)
     command = [str(GPUTOP)] if GPUTOP.exists() else [sys.executable, "-m", "gputop"]
+    return command, environ
+
+
+def gputop(*args: str, fake: str = str(FOUR), **env: str) -> subprocess.CompletedProcess[str]:
+    command, environ = gputop_command(fake, **env)
     return subprocess.run(
         [*command, *args], capture_output=True, text=True, env=environ, cwd=ROOT, timeout=60
     )
@@ -443,18 +449,8 @@ def test_e2e_ctrl_c_during_a_slow_driver_start_ends_at_once_with_130() -> None:
     import signal
     import time
 
-    environ = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GPUTOP_", "CUDA_", "NVIDIA_"))
-    }
     # nvmlInit takes 30 s; the TUI would start after it (no terminal is needed before).
-    environ.update(
-        PYTHONPATH=str(FAKES),
-        GPUTOP_FAKE_NVML=str(FOUR),
-        GPUTOP_FAKE_NVML_LATENCY="nvmlInitWithFlags=30",
-    )
-    command = [str(GPUTOP)] if GPUTOP.exists() else [sys.executable, "-m", "gputop"]
+    command, environ = gputop_command(GPUTOP_FAKE_NVML_LATENCY="nvmlInitWithFlags=30")
     process = subprocess.Popen(
         command, env=environ, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

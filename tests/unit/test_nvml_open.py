@@ -134,20 +134,15 @@ def test_a_slow_driver_start_as_the_environment_asks_for(monkeypatch: pytest.Mon
     # What bench_tui and the end-to-end runs use to play a driver that is slow to start.
     import time
 
-    from fakes.nvml_install import install_from_environment
+    from fakes.nvml_install import install_from_environment, restored
 
     monkeypatch.setenv("GPUTOP_FAKE_NVML", str(BUNDLED_CAPTURE))
     monkeypatch.setenv("GPUTOP_FAKE_NVML_LATENCY", "0.0001, nvmlInitWithFlags=0.2")
-    saved = pynvml.nvmlLib
-    try:
-        fake = install_from_environment()  # installs it for good: put back below
+    with restored():  # install_from_environment installs for good
+        fake = install_from_environment()
         assert fake is not None
         assert fake.faults.latency == 0.0001
         assert fake.faults.latency_by_name == {"nvmlInitWithFlags": 0.2}
         started = time.perf_counter()
         open_nvml_source(deadline=None).close()
         assert time.perf_counter() - started >= 0.2
-    finally:
-        with pynvml.libLoadLock:
-            pynvml.nvmlLib = saved
-            pynvml._nvmlGetFunctionPointer_cache.clear()
