@@ -146,25 +146,37 @@ class Gauge:
     """The value that fills a sparkline cell; None when unknown (no sparkline drawn)."""
 
 
+Mark = tuple[Level, float | None]
+"""A gauge's level and sparkline scale."""
+
+
+def _marks(gpu: GpuSample) -> tuple[Mark, Mark, Mark, Mark]:
+    """Level and scale of the utilization, memory, power and temperature gauges, the same
+    whichever texts the gauges carry."""
+    return (
+        (utilization_level(gpu), 100.0),
+        (memory_level(gpu), _positive(gpu.memory.total)),
+        (power_level(gpu), _positive(gpu.power.limit)),
+        (temperature_level(gpu), _positive(gpu.temperature.slowdown) or FALLBACK_TEMP_SCALE),
+    )
+
+
 def gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
     """Utilization, memory, power and temperature of ``gpu``, in that order."""
     lost = gpu.lost
-    util = Gauge(
-        "GPU", NA if lost else fmt_percent(gpu.utilization.gpu), utilization_level(gpu), 100.0
-    )
-    total = gpu.memory.total
+    util, memory, power, temperature = _marks(gpu)
     used = NA if lost else fmt_bytes(gpu.memory.used)
-    memory = Gauge("MEM", _of(used, fmt_bytes(total)), memory_level(gpu), _positive(total))
-    limit = gpu.power.limit
     draw = NA if lost else fmt_watts(gpu.power.draw)
-    power = Gauge("PWR", _of(draw, fmt_watts(limit)), power_level(gpu), _positive(limit))
     slowdown = gpu.temperature.slowdown
     temp = NA if lost else fmt_celsius(gpu.temperature.gpu)
-    temp_text = temp if slowdown is None else f"{temp}/{fmt_celsius(slowdown)}"
-    temperature = Gauge(
-        "TEMP", temp_text, temperature_level(gpu), _positive(slowdown) or FALLBACK_TEMP_SCALE
+    return (
+        Gauge("GPU", NA if lost else fmt_percent(gpu.utilization.gpu), *util),
+        Gauge("MEM", _of(used, fmt_bytes(gpu.memory.total)), *memory),
+        Gauge("PWR", _of(draw, fmt_watts(gpu.power.limit)), *power),
+        Gauge(
+            "TEMP", temp if slowdown is None else f"{temp}/{fmt_celsius(slowdown)}", *temperature
+        ),
     )
-    return util, memory, power, temperature
 
 
 def _of(value: str, bound: str) -> str:
@@ -176,7 +188,7 @@ def _of(value: str, bound: str) -> str:
 def compact_gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
     """The same four gauges with shorter texts, for one-line-per-GPU layouts."""
     lost = gpu.lost
-    slowdown = gpu.temperature.slowdown
+    util, memory, power, temperature = _marks(gpu)
     used, total = gpu.memory.used, gpu.memory.total
     if lost or used is None:
         mem_text = NA
@@ -192,15 +204,10 @@ def compact_gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
     else:
         pwr_text = f"{draw:.0f}/{limit:.0f}W"
     return (
-        Gauge("", NA if lost else fmt_percent(gpu.utilization.gpu), utilization_level(gpu), 100.0),
-        Gauge("", mem_text, memory_level(gpu), _positive(total)),
-        Gauge("", pwr_text, power_level(gpu), _positive(limit)),
-        Gauge(
-            "",
-            NA if lost else fmt_celsius(gpu.temperature.gpu),
-            temperature_level(gpu),
-            _positive(slowdown) or FALLBACK_TEMP_SCALE,
-        ),
+        Gauge("", NA if lost else fmt_percent(gpu.utilization.gpu), *util),
+        Gauge("", mem_text, *memory),
+        Gauge("", pwr_text, *power),
+        Gauge("", NA if lost else fmt_celsius(gpu.temperature.gpu), *temperature),
     )
 
 
