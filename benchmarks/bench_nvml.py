@@ -50,8 +50,8 @@ from fakes.nvml_fake import FakeNvml
 from fakes.nvml_install import installed
 from fakes.nvml_scenarios import gpu_sample, h100_mig_box, plain_box, snapshot, varying
 from gputop.model import Snapshot
-from gputop.sources.nvml import NvmlSource
-from gputop.sources.nvml_device import SLOW_REFRESH
+from gputop.sources.nvml.device import SLOW_REFRESH
+from gputop.sources.nvml.source import NvmlSource
 
 TARGET_OURS_MS_8_GPUS = 2.0
 INTERVAL = 1.0
@@ -215,9 +215,9 @@ def cpu_per_tick(ticks: int, gap: float) -> ThreadCpu:
     for the sampling threads to go back to sleep between ticks as they do at a 1 s interval.
     """
     from fake_cpu import FakeCpu
-    from gputop.live import LiveFeed
-    from gputop.pipeline import Pipeline
-    from gputop.sources.procinfo import ProcessEnricher
+    from gputop.cli.live import LiveFeed
+    from gputop.pipeline.core import Pipeline
+    from gputop.sources.host.procinfo import ProcessEnricher
 
     fake = FakeNvml(varying(h100_mig_box(), ticks=ticks + 20))
     fake.calls = deque(maxlen=16)  # type: ignore[assignment]  # the log would only grow
@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         for mode, deadline in (("inline", None), ("threads", 2.0)):
             first, later = measure(snap, args.ticks, deadline, args.slow_refresh)
             steady, refresh = split(later, args.slow_refresh)
-            rows = [("first", first, first.ours_ns)]
+            rows: list[tuple[str, Tick, float]] = [("first", first, first.ours_ns)]
             ours_median = statistics.median(t.ours_ns for t in steady)
             rows.append(("steady", _median(steady), ours_median))
             if refresh and steady:

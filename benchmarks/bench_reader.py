@@ -138,7 +138,7 @@ def child(mode: str, path: Path) -> dict[str, Any]:
     """One measurement, run in a fresh interpreter."""
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    from gputop.sources.recording import Recording
+    from gputop.sources.smi.recording import Recording
 
     size = path.stat().st_size
     rss_before = _rss_mb()

@@ -1,6 +1,6 @@
 """Speed of `gputop report` on a one-hour, 8-GPU, 1 s recording (3600 documents).
 
-Writes the recording with ``gputop.sources.smi_writer`` (nvidia-smi's XML, schema v12: what
+Writes the recording with ``gputop.sinks.smi_xml`` (nvidia-smi's XML, schema v12: what
 ``gputop --record`` writes) into a temporary directory: 8 GPUs each with a training process,
 utilization cycling between busy, input-bound and idle phases, a stretch of thermal
 throttling. Then measures, each run in this process after one warm-up:
@@ -32,6 +32,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from gputop.cli.report import job_count, report_main
 from gputop.insight.charts import render_gpu_charts
 from gputop.insight.report import ReportBuilder
 from gputop.model import (
@@ -45,9 +46,8 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
-from gputop.report_cli import job_count, report_main
-from gputop.sources.recording import Recording
-from gputop.sources.smi_writer import snapshot_to_xml
+from gputop.sinks.smi_xml import snapshot_to_xml
+from gputop.sources.smi.recording import Recording
 
 TARGET_S = 2.0
 GIB = 1024**3

@@ -71,7 +71,7 @@ def _stop_before_run() -> None:
     def stop(_self: object, *_args: object, **_kwargs: object) -> None:
         os._exit(0)
 
-    App.run = stop  # type: ignore[method-assign]
+    App.run = stop  # type: ignore[method-assign,assignment]
 
 
 def _fake_box() -> Any:
@@ -99,7 +99,7 @@ def child(kind: str, stop: str) -> int:
     if kind == "bare":
         bare_app.run()
         return 1
-    from gputop.cli import run
+    from gputop.cli.main import run
 
     sys.argv = ["gputop", *(["--replay", str(CAPTURE)] if kind == "replay" else [])]
     run()

@@ -55,7 +55,7 @@ def child(argv: Sequence[str]) -> int:
     from fakes.nvml_fake import FakeNvml
     from fakes.nvml_install import install
     from fakes.nvml_scenarios import h100_mig_box, varying
-    from gputop.startup import hold_collection, release_collection
+    from gputop.cli.startup import hold_collection, release_collection
 
     # As the `gputop` console script does (cli.run).
     hold_collection()
@@ -71,7 +71,7 @@ def child(argv: Sequence[str]) -> int:
     fake.calls = deque(maxlen=16)  # type: ignore[assignment]
     count_fake_cpu(fake)
     install(fake)
-    from gputop.cli import main
+    from gputop.cli.main import main
 
     try:
         return main(list(argv))
@@ -124,8 +124,8 @@ def write_stream(path: Path, seconds: int) -> Path:
     """The same 8x7 MIG, 200-process box as an `nvidia-smi -q -x -l 1` recording."""
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
     from fakes.nvml_scenarios import h100_mig_box, varying
-    from gputop.sources.smi_writer import snapshot_to_xml
-    from gputop.ui.testing import START
+    from gputop.sinks.smi_xml import snapshot_to_xml
+    from support.apps import START
 
     snapshots = varying(h100_mig_box(8, 7, 200), ticks=seconds)
     with path.open("wb") as out:

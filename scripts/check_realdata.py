@@ -32,7 +32,7 @@ def _number(text: str | None) -> float | None:
 
 
 def expected(raw: bytes) -> list[dict[str, object]]:
-    gpus = []
+    gpus: list[dict[str, object]] = []
     for block in _GPU_BLOCK.findall(raw):
         # MIG devices carry their own fb_memory_usage; the GPU's is the one outside them.
         block = re.sub(rb"<mig_devices>.*?</mig_devices>", b"", block, flags=re.S)
@@ -63,7 +63,7 @@ def check(path: Path) -> list[str]:
     problems = []
     if len(actual) != len(wanted):
         problems.append(f"{len(actual)} GPUs, expected {len(wanted)}")
-    for index, (got, want) in enumerate(zip(actual, wanted)):
+    for index, (got, want) in enumerate(zip(actual, wanted, strict=False)):
         for key, value in want.items():
             have = len(got["processes"]) if key == "processes" else got[key]
             if have != value:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop.sources.smi_writer import snapshot_to_xml
-from gputop.ui.testing import load, varied_stream
+from gputop.sinks.smi_xml import snapshot_to_xml
+from support.apps import load, varied_stream
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURES = REPO / "snapshots"

@@ -36,6 +36,17 @@ import pynvml  # noqa: TID251 -- the fake sits under the real pynvml
 
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
 
+# pynvml ships no types: the codes the fake returns, as ints.
+NVML_ERROR_ARGUMENT_VERSION_MISMATCH: int = pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+NVML_ERROR_GPU_IS_LOST: int = pynvml.NVML_ERROR_GPU_IS_LOST
+NVML_ERROR_INSUFFICIENT_SIZE: int = pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+NVML_ERROR_INVALID_ARGUMENT: int = pynvml.NVML_ERROR_INVALID_ARGUMENT
+NVML_ERROR_NOT_FOUND: int = pynvml.NVML_ERROR_NOT_FOUND
+NVML_ERROR_NOT_SUPPORTED: int = pynvml.NVML_ERROR_NOT_SUPPORTED
+NVML_ERROR_NO_PERMISSION: int = pynvml.NVML_ERROR_NO_PERMISSION
+NVML_PSTATE_UNKNOWN: int = pynvml.NVML_PSTATE_UNKNOWN
+NVML_SUCCESS: int = pynvml.NVML_SUCCESS
+
 MIB = 1024 * 1024
 _U32_NONE = 0xFFFFFFFF
 _U64_NONE = 0xFFFFFFFFFFFFFFFF
@@ -54,7 +65,7 @@ ARCHITECTURE_CODES = {
     "Blackwell": pynvml.NVML_DEVICE_ARCH_BLACKWELL,
 }
 
-THROTTLE_BITS = {
+THROTTLE_BITS: dict[str, int] = {
     "gpu_idle": pynvml.nvmlClocksEventReasonGpuIdle,
     "applications_clocks_setting": pynvml.nvmlClocksEventReasonApplicationsClocksSetting,
     "sw_power_cap": pynvml.nvmlClocksEventReasonSwPowerCap,
@@ -198,7 +209,8 @@ def _arg_key(arg: Any) -> Any:
 
 def _obj(ref: Any) -> Any:
     """What a ``byref()`` argument points at."""
-    return ref._obj if isinstance(ref, _CARG_TYPE) else ref
+    target: Any = ref  # ctypes declares no _obj on byref() results, but it has one
+    return target._obj if isinstance(ref, _CARG_TYPE) else ref
 
 
 def _put(ref: Any, value: int | float) -> None:
@@ -434,7 +446,7 @@ class FakeNvml:
             tick = self._state(gpu).tick
             lost_at = faults.lose_at.get(gpu)
             if lost_at is not None and tick >= lost_at:
-                return pynvml.NVML_ERROR_GPU_IS_LOST
+                return NVML_ERROR_GPU_IS_LOST
             hang = faults.hang.get((gpu, fn.name))
             if hang is not None and tick >= hang[0]:
                 hang[1].wait()
@@ -449,7 +461,7 @@ class FakeNvml:
             if code is not None:
                 return code
         if gpu is not None and gpu >= len(self._snapshot(gpu).gpus):
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         return fn.impl(*args)
 
     def _target(self, handle: Any) -> tuple[GpuSample, MigDeviceSample | None] | None:
@@ -473,32 +485,32 @@ class FakeNvml:
         if self.faults.init_error is not None:
             return self.faults.init_error
         self.initialized += 1
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlShutdown(self) -> int:
         self.initialized = max(0, self.initialized - 1)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlErrorString(self, code: Any) -> bytes:
         return f"fake NVML error {int(code)}".encode()
 
     def nvmlSystemGetNVMLVersion(self, buffer: Any, size: Any) -> int:
         _put_text(buffer, self.nvml_version)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlSystemGetDriverVersion(self, buffer: Any, size: Any) -> int:
         version = self._snapshot().driver_version
         if version is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         _put_text(buffer, version)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlSystemGetCudaDriverVersion(self, out: Any) -> int:
         code = cuda_code(self._snapshot().cuda_version)
         if code is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         _put(out, code)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlSystemGetCudaDriverVersion_v2(self, out: Any) -> int:
         return self.nvmlSystemGetCudaDriverVersion(out)
@@ -509,21 +521,21 @@ class FakeNvml:
             for process in gpu.processes:
                 if process.pid == wanted:
                     if process.name is None:
-                        return pynvml.NVML_ERROR_NOT_FOUND
+                        return NVML_ERROR_NOT_FOUND
                     _put_text(buffer, process.name)
-                    return pynvml.NVML_SUCCESS
-        return pynvml.NVML_ERROR_NOT_FOUND
+                    return NVML_SUCCESS
+        return NVML_ERROR_NOT_FOUND
 
     def nvmlDeviceGetCount_v2(self, out: Any) -> int:
         _put(out, len(self._snapshot().gpus))
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlDeviceGetHandleByIndex_v2(self, index: Any, out: Any) -> int:
         gpu = int(index.value)
         if gpu >= len(self._snapshot(gpu).gpus):
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         _put_handle(out, _gpu_handle(gpu))
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     # ----- helpers for device functions ---------------------------------------------------
 
@@ -532,12 +544,12 @@ class FakeNvml:
     ) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         value = read(*target)
         if value is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         _put(out, value)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def _gpu_value(self, handle: Any, out: Any, read: Callable[[GpuSample], Any]) -> int:
         return self._value(handle, out, lambda g, m: None if m is not None else read(g))
@@ -545,26 +557,26 @@ class FakeNvml:
     def _text(self, handle: Any, buffer: Any, read: Callable[[Any], str | None]) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu, mig = target
         text = read(mig if mig is not None else gpu)
         if text is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         _put_text(buffer, text)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     # ----- identity -----------------------------------------------------------------------
 
     def nvmlDeviceGetName(self, handle: Any, buffer: Any, size: Any) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu, mig = target
         if gpu.name is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         name = gpu.name if mig is None else f"{gpu.name} MIG {mig.profile or '?'}"
         _put_text(buffer, name)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlDeviceGetUUID(self, handle: Any, buffer: Any, size: Any) -> int:
         return self._text(handle, buffer, lambda device: device.uuid)
@@ -575,10 +587,10 @@ class FakeNvml:
     def nvmlDeviceGetPciInfo_v3(self, handle: Any, out: Any) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         bus_id = target[0].pci_bus_id
         if bus_id is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         info = _obj(out)
         info.busId = bus_id
         info.busIdLegacy = bus_id[-12:]
@@ -589,7 +601,7 @@ class FakeNvml:
             info.device = int(rest.split(".")[0], 16)
         except ValueError:
             pass
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlDeviceGetArchitecture(self, handle: Any, out: Any) -> int:
         return self._gpu_value(
@@ -607,85 +619,85 @@ class FakeNvml:
     def nvmlDeviceGetUtilizationRates(self, handle: Any, out: Any) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu, mig = target
         if mig is not None or gpu.utilization.gpu is None or gpu.utilization.memory is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         rates = _obj(out)
         rates.gpu = round(gpu.utilization.gpu)
         rates.memory = round(gpu.utilization.memory)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def _engine(self, handle: Any, out: Any, period: Any, value: float | None) -> int:
         if value is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         _put(out, round(value))
         _put(period, 167000)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlDeviceGetEncoderUtilization(self, handle: Any, out: Any, period: Any) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu, mig = target
         return self._engine(handle, out, period, None if mig else gpu.utilization.encoder)
 
     def nvmlDeviceGetDecoderUtilization(self, handle: Any, out: Any, period: Any) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu, mig = target
         return self._engine(handle, out, period, None if mig else gpu.utilization.decoder)
 
     def nvmlDeviceGetMemoryInfo(self, handle: Any, out: Any) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         memory = target[1].memory if target[1] is not None else target[0].memory
         if memory.total is None or memory.used is None or memory.free is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         info = _obj(out)
         info.total = memory.total
         # v1 counts what the driver reserves as used.
         info.used = memory.used + (memory.reserved or 0)
         info.free = memory.free
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlDeviceGetMemoryInfo_v2(self, handle: Any, out: Any) -> int:
         info = _obj(out)
         if info.version != pynvml.nvmlMemory_v2:
-            return pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+            return NVML_ERROR_ARGUMENT_VERSION_MISMATCH
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         memory = target[1].memory if target[1] is not None else target[0].memory
         if None in (memory.total, memory.used, memory.free, memory.reserved):
             # A driver before r510: no reserved figure.
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         info.total = memory.total
         info.used = memory.used
         info.free = memory.free
         info.reserved = memory.reserved
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlDeviceGetBAR1MemoryInfo(self, handle: Any, out: Any) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         bar1 = target[1].bar1 if target[1] is not None else target[0].bar1
         if bar1.total is None or bar1.used is None or bar1.free is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         info = _obj(out)
         info.bar1Total = bar1.total
         info.bar1Used = bar1.used
         info.bar1Free = bar1.free
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     # ----- thermal and power --------------------------------------------------------------
 
     def nvmlDeviceGetTemperature(self, handle: Any, sensor: Any, out: Any) -> int:
         if int(sensor.value) != pynvml.NVML_TEMPERATURE_GPU:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         return self._gpu_value(
             handle, out, lambda g: None if g.temperature.gpu is None else round(g.temperature.gpu)
         )
@@ -699,7 +711,7 @@ class FakeNvml:
         }
         read = pick.get(which)
         if read is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         return self._gpu_value(
             handle, out, lambda g: None if read(g) is None else round(read(g) or 0)
         )
@@ -707,7 +719,7 @@ class FakeNvml:
     def nvmlDeviceGetFieldValues(self, handle: Any, count: Any, values: Any) -> int:
         target = self._target(handle)
         if target is None or target[1] is not None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu = target[0]
         array = _obj(values)
         for slot in range(int(count.value)):
@@ -722,7 +734,7 @@ class FakeNvml:
                 entry.value.uiVal = round(gpu.temperature.memory)
             else:
                 entry.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     @staticmethod
     def _milliwatts(watts: float | None) -> int | None:
@@ -740,13 +752,13 @@ class FakeNvml:
     def nvmlDeviceGetPowerManagementLimitConstraints(self, handle: Any, low: Any, high: Any) -> int:
         target = self._target(handle)
         if target is None or target[1] is not None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         power = target[0].power
         if power.min_limit is None or power.max_limit is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         _put(low, self._milliwatts(power.min_limit) or 0)
         _put(high, self._milliwatts(power.max_limit) or 0)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlDeviceGetFanSpeed(self, handle: Any, out: Any) -> int:
         return self._gpu_value(
@@ -761,7 +773,7 @@ class FakeNvml:
             try:
                 return int(text.lstrip("P"))
             except ValueError:
-                return pynvml.NVML_PSTATE_UNKNOWN
+                return NVML_PSTATE_UNKNOWN
 
         return self._gpu_value(handle, out, pstate)
 
@@ -843,16 +855,16 @@ class FakeNvml:
     def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: Any, index: Any, out: Any) -> int:
         target = self._target(handle)
         if target is None or target[1] is not None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu = target[0]
         position = int(index.value)
         if not gpu.mig_mode:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         if position >= len(gpu.mig_devices):
-            return pynvml.NVML_ERROR_NOT_FOUND
+            return NVML_ERROR_NOT_FOUND
         index = gpu.index if gpu.index is not None else 0
         _put_handle(out, _mig_handle(index, position, self._mig_generation.get(index, 0)))
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def _mig_value(self, handle: Any, out: Any, read: Callable[[MigDeviceSample], Any]) -> int:
         return self._value(
@@ -870,17 +882,17 @@ class FakeNvml:
     def nvmlDeviceGetAttributes_v2(self, handle: Any, out: Any) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         mig = target[1]
         if mig is None or mig.sm_count is None:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         attributes = _obj(out)
         gi_slices, ci_slices = _slices(mig.profile)
         attributes.multiprocessorCount = mig.sm_count
         attributes.gpuInstanceSliceCount = gi_slices
         attributes.computeInstanceSliceCount = ci_slices
         attributes.memorySizeMB = (mig.memory.total or 0) // MIB
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def _instance(self, gpu: GpuSample, gi: int) -> MigDeviceSample | None:
         for device in gpu.mig_devices:
@@ -891,32 +903,32 @@ class FakeNvml:
     def nvmlDeviceGetGpuInstanceById(self, handle: Any, gi: Any, out: Any) -> int:
         target = self._target(handle)
         if target is None or target[1] is not None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu = target[0]
         wanted = int(gi.value if isinstance(gi, ctypes._SimpleCData) else gi)
         device = self._instance(gpu, wanted)
         if device is None:
-            return pynvml.NVML_ERROR_NOT_FOUND
+            return NVML_ERROR_NOT_FOUND
         if device.profile is None or device.profile_derived:
             # What an unprivileged user gets; the profile is then worked out from SMs/memory.
-            return pynvml.NVML_ERROR_NO_PERMISSION
+            return NVML_ERROR_NO_PERMISSION
         _put_handle(out, _instance_handle(_decode(_handle_value(handle))[0], wanted))
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlGpuInstanceGetInfo(self, instance: Any, out: Any) -> int:
         value = _handle_value(instance)
         gpu_index, _, gi = _decode(value)
         if gi is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         device = self._instance(self._gpu_sample(gpu_index), gi)
         name = _gi_profile_name(None if device is None else device.profile)
         if device is None or name is None:
-            return pynvml.NVML_ERROR_NOT_FOUND
+            return NVML_ERROR_NOT_FOUND
         info = _obj(out)
         info.device = ctypes.cast(ctypes.c_void_p(_gpu_handle(gpu_index)), pynvml.c_nvmlDevice_t)
         info.id = gi
         info.profileId = self._profile_ids(self._gpu_sample(gpu_index))[name]
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def _profile_ids(self, gpu: GpuSample) -> dict[str, int]:
         ids: dict[str, int] = {}
@@ -929,27 +941,27 @@ class FakeNvml:
     def nvmlDeviceGetGpuInstanceProfileInfoV(self, handle: Any, profile: Any, out: Any) -> int:
         info = _obj(out)
         if info.version != pynvml.nvmlGpuInstanceProfileInfo_v2:
-            return pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+            return NVML_ERROR_ARGUMENT_VERSION_MISMATCH
         target = self._target(handle)
         if target is None or target[1] is not None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         entries = list(self._profile_ids(target[0]).items())
         position = int(profile.value if isinstance(profile, ctypes._SimpleCData) else profile)
         if position >= len(entries):
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         name, profile_id = entries[position]
         slices, _ = _slices(name)
         info.id = profile_id
         info.sliceCount = slices
         info.name = f"MIG {name}"
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     # ----- processes ----------------------------------------------------------------------
 
     def _process_list(self, handle: Any, count: Any, array: Any, kind: str) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu, mig = target
         processes: tuple[ProcessSample, ...] = gpu.processes if mig is None else mig.processes
         mps = self.faults.mps_pids
@@ -962,10 +974,10 @@ class FakeNvml:
         counter = _obj(count)
         if array is None:
             counter.value = len(chosen)
-            return pynvml.NVML_ERROR_INSUFFICIENT_SIZE if chosen else pynvml.NVML_SUCCESS
+            return NVML_ERROR_INSUFFICIENT_SIZE if chosen else pynvml.NVML_SUCCESS
         if counter.value < len(chosen):
             counter.value = len(chosen)
-            return pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+            return NVML_ERROR_INSUFFICIENT_SIZE
         entries = _obj(array)
         has_instances = hasattr(type(entries[0]) if len(entries) else object, "gpuInstanceId")
         for slot, process in enumerate(chosen):
@@ -982,7 +994,7 @@ class FakeNvml:
                     else process.compute_instance_id
                 )
         counter.value = len(chosen)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlDeviceGetComputeRunningProcesses_v3(self, h: Any, count: Any, array: Any) -> int:
         return self._process_list(h, count, array, "compute")
@@ -1016,24 +1028,24 @@ class FakeNvml:
     ) -> int:
         target = self._target(handle)
         if target is None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu, mig = target
         if mig is not None or gpu.mig_mode:
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         gpu_index = _decode(_handle_value(handle))[0]
         # Samples are stamped with the GPU's tick, so each tick has newer ones.
         stamp = (self.tick_of(gpu_index) + 1) * 1_000_000
         after = int(since.value if isinstance(since, ctypes._SimpleCData) else since)
         samples = [p for p in gpu.processes if p.sm_utilization is not None]
         if not samples or stamp <= after:
-            return pynvml.NVML_ERROR_NOT_FOUND
+            return NVML_ERROR_NOT_FOUND
         counter = _obj(count)
         if array is None:
             counter.value = len(samples)
-            return pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+            return NVML_ERROR_INSUFFICIENT_SIZE
         if counter.value < len(samples):
             counter.value = len(samples)
-            return pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+            return NVML_ERROR_INSUFFICIENT_SIZE
         entries = _obj(array)
         for slot, process in enumerate(samples):
             entry = entries[slot]
@@ -1042,7 +1054,7 @@ class FakeNvml:
             entry.smUtil = round(process.sm_utilization or 0)
             entry.memUtil = 0
         counter.value = len(samples)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     # ----- GPM ----------------------------------------------------------------------------
 
@@ -1052,12 +1064,12 @@ class FakeNvml:
     def nvmlGpmQueryDeviceSupport(self, handle: Any, out: Any) -> int:
         support = _obj(out)
         if support.version != pynvml.NVML_GPM_SUPPORT_VERSION:
-            return pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+            return NVML_ERROR_ARGUMENT_VERSION_MISMATCH
         target = self._target(handle)
         if target is None or target[1] is not None:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         support.isSupportedDevice = int(self._gpm_supported(target[0]))
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlGpmSampleAlloc(self, out: Any) -> int:
         with self._lock:
@@ -1065,46 +1077,46 @@ class FakeNvml:
             value = _GPM_BASE + self._gpm_next
             self._gpm_live.add(value)
         _put_handle(out, value)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlGpmSampleFree(self, sample: Any) -> int:
         value = _handle_value(sample)
         with self._lock:
             if value not in self._gpm_live:
-                return pynvml.NVML_ERROR_INVALID_ARGUMENT
+                return NVML_ERROR_INVALID_ARGUMENT
             self._gpm_live.discard(value)
             self._gpm_samples.pop(value, None)
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlGpmMigSampleGet(self, handle: Any, gi: Any, sample: Any) -> int:
         target = self._target(handle)
         value = _handle_value(sample)
         if target is None or target[1] is not None or value not in self._gpm_live:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu = target[0]
         wanted = int(gi.value if isinstance(gi, ctypes._SimpleCData) else gi)
         if not self._gpm_supported(gpu):
-            return pynvml.NVML_ERROR_NOT_SUPPORTED
+            return NVML_ERROR_NOT_SUPPORTED
         if self._instance(gpu, wanted) is None:
-            return pynvml.NVML_ERROR_NOT_FOUND
+            return NVML_ERROR_NOT_FOUND
         gpu_index = _decode(_handle_value(handle))[0]
         with self._lock:
             self._gpm_samples[value] = (gpu_index, wanted, self.tick_of(gpu_index))
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS
 
     def nvmlGpmMetricsGet(self, request_ref: Any) -> int:
         request = _obj(request_ref)
         if request.version != pynvml.NVML_GPM_METRICS_GET_VERSION:
-            return pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+            return NVML_ERROR_ARGUMENT_VERSION_MISMATCH
         first = self._gpm_samples.get(_handle_value(request.sample1))
         second = self._gpm_samples.get(_handle_value(request.sample2))
         if first is None or second is None or first[:2] != second[:2] or first[2] >= second[2]:
-            return pynvml.NVML_ERROR_INVALID_ARGUMENT
+            return NVML_ERROR_INVALID_ARGUMENT
         gpu_index, gi, tick = second
         snapshot = self.snapshots[min(tick, len(self.snapshots) - 1)]
         device = self._instance(snapshot.gpus[gpu_index], gi)
         if device is None:
-            return pynvml.NVML_ERROR_NOT_FOUND
+            return NVML_ERROR_NOT_FOUND
         for slot in range(request.numMetrics):
             metric = request.metrics[slot]
             value: float | None = None
@@ -1117,4 +1129,4 @@ class FakeNvml:
             else:
                 metric.nvmlReturn = pynvml.NVML_SUCCESS
                 metric.value = value
-        return pynvml.NVML_SUCCESS
+        return NVML_SUCCESS

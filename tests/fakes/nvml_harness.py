@@ -9,7 +9,7 @@ import pynvml  # noqa: TID251 -- the source under test is handed the real pynvml
 
 from fakes.nvml_fake import FakeNvml
 from fakes.nvml_install import installed
-from gputop.sources.nvml import Enrich, HostLookup, NvmlSource
+from gputop.sources.nvml.source import Enrich, HostLookup, NvmlSource
 
 
 @contextmanager

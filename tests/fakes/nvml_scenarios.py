@@ -223,7 +223,7 @@ def varying(base: Snapshot, ticks: int = 120) -> list[Snapshot]:
 
 def from_capture(path: Path) -> list[Snapshot]:
     """Every document of an nvidia-smi XML capture (file, stream, .gz or directory)."""
-    from gputop.sources.recording import Recording
+    from gputop.sources.smi.recording import Recording
 
     with Recording.open(path) as recording:
         return list(recording)

@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Static
 
-from gputop.insight.diagnosis import diagnose
+from gputop.insight.diagnosis import Finding, diagnose
 from gputop.model import (
     Clocks,
     EccErrors,
@@ -30,7 +30,7 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
-from gputop.ui.history_screen import HistoryChart, HistoryScreen, findings_content
+from gputop.ui.screens.history import HistoryChart, HistoryScreen, findings_content
 
 SnapCompare = Callable[..., bool]
 
@@ -190,11 +190,12 @@ async def test_append_updates_findings_and_charts() -> None:
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, HistoryScreen)
-        assert screen.findings == ()
+        assert len(screen.findings) == 0
         for second in range(60, 120):
             screen.append(Snapshot(T0 + timedelta(seconds=second), (training_gpu(500),)))
         await pilot.pause()
-        assert [f.kind.value for f in screen.findings] == ["waiting"]
+        found: tuple[Finding, ...] = screen.findings  # a new tick, so not the narrowed ()
+        assert [finding.kind.value for finding in found] == ["waiting"]
         text = str(screen.query_one("#history-findings", Static).render())
         assert "waiting: 1 process holds 30.0GiB" in text
 

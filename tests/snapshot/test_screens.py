@@ -18,10 +18,10 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from gputop.model import GpuSample, Memory, Power, ProcessSample, Reason, Snapshot, Utilization
-from gputop.sources.recording import Recording
-from gputop.sources.smi_writer import snapshot_to_xml
+from gputop.sinks.smi_xml import snapshot_to_xml
+from gputop.sources.smi.recording import Recording
 from gputop.ui.settings import UiSettings
-from gputop.ui.testing import (
+from support.apps import (
     FIXED_SETTINGS,
     eight_gpus,
     live_app,

@@ -26,7 +26,7 @@ from gputop.model import (
     Reason,
     Snapshot,
 )
-from gputop.sources.smi_xml import snapshot_from_path
+from gputop.sources.smi.recording import snapshot_from_path
 from gputop.ui.widgets.mig_tree import MigTree
 from gputop.ui.widgets.process_table import ProcessTable
 

@@ -9,23 +9,17 @@ from pathlib import Path
 from textual.widgets import Input, Static
 
 from gputop.model import Snapshot
-from gputop.pipeline import (
-    ChangeSpeed,
-    ManualLoop,
-    Seek,
-    SetInterval,
-    Step,
-    TogglePause,
-)
+from gputop.pipeline.loop import ManualLoop
+from gputop.pipeline.tick import ChangeSpeed, Seek, SetInterval, Step, TogglePause
 from gputop.ui.app import GputopApp
-from gputop.ui.history_screen import HistoryScreen
 from gputop.ui.screens.goto import GotoDialog
 from gputop.ui.screens.help import HelpScreen, balanced_split
+from gputop.ui.screens.history import HistoryScreen
 from gputop.ui.screens.main import MainScreen
-from gputop.ui.testing import FIXED_SETTINGS, live_app, load, replay_app, varied_stream
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.mig_tree import MigTree
 from gputop.ui.widgets.process_table import ProcessTable
+from support.apps import FIXED_SETTINGS, live_app, load, replay_app, varied_stream
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 SIZE = (120, 40)

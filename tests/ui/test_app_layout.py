@@ -21,8 +21,8 @@ from gputop.model import (
     Utilization,
 )
 from gputop.model.units import NA
-from gputop.pipeline import Tick
-from gputop.ui.gauges import (
+from gputop.pipeline.tick import Tick
+from gputop.ui.render.gauges import (
     Level,
     compact_gauges,
     detail_parts,
@@ -34,7 +34,7 @@ from gputop.ui.gauges import (
     temperature_level,
     throttle_level,
 )
-from gputop.ui.panel_lines import (
+from gputop.ui.render.panel_lines import (
     PanelState,
     badge,
     compact_header,
@@ -43,9 +43,9 @@ from gputop.ui.panel_lines import (
     full_lines,
 )
 from gputop.ui.screens.main import choose_layout
-from gputop.ui.testing import FIXED_SETTINGS, eight_gpus, live_app, load, varied_stream
 from gputop.ui.widgets.gpu_grid import GpuGrid, panel_entries
 from gputop.ui.widgets.gpu_panel import GpuPanel
+from support.apps import FIXED_SETTINGS, eight_gpus, live_app, load, varied_stream
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 GIB = 1024**3
@@ -179,7 +179,7 @@ async def test_compact_titles_stand_over_their_columns_on_screen(width: int) -> 
 
 
 def test_a_cut_line_ends_in_an_ellipsis_after_a_word_never_a_separator() -> None:
-    from gputop.ui.panel_lines import fit_line
+    from gputop.ui.render.panel_lines import fit_line
 
     parts = (("fan 30%", "dim"), (" · ", "dim"), ("P2", "value"), (" · ", "dim"), ("sm", "dim"))
     # Room runs out just after a separator: it would dangle; the cut backs up to the word.
@@ -280,8 +280,8 @@ async def test_header_shows_driver_cuda_and_mode_but_hides_host_and_clock_in_tes
 
 @pytest.mark.parametrize("width", [80, 60])
 async def test_a_narrow_header_cuts_its_left_half_and_keeps_the_mode_whole(width: int) -> None:
-    from gputop.ui.testing import replay_app
     from gputop.ui.widgets.status_line import StatusHeader
+    from support.apps import replay_app
 
     label = "a100-sxm4-80gb-mig-v12.xml"
     app = replay_app([load(CAPTURES / label)], source_label=label)
@@ -346,9 +346,10 @@ async def test_the_clock_sits_left_and_a_new_second_repaints_only_up_to_it() -> 
 
 async def test_a_failing_source_is_shown_in_the_header_and_recovers() -> None:
     from gputop.errors import GputopError
-    from gputop.pipeline import ManualLoop, Pipeline
+    from gputop.pipeline.core import Pipeline
+    from gputop.pipeline.loop import ManualLoop
     from gputop.ui.app import GputopApp
-    from gputop.ui.testing import FIXED_SETTINGS
+    from support.apps import FIXED_SETTINGS
 
     snapshot = load(CAPTURES / "tesla-t4-v11.xml")
 

@@ -8,18 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from gputop.cli.options import Options
+from gputop.cli.tui import run_tui
 from gputop.errors import BadArguments, BadCapture
-from gputop.options import Options
-from gputop.pipeline import Pipeline, PollLoop
+from gputop.pipeline.core import Pipeline
+from gputop.pipeline.loop import PollLoop
+from gputop.sinks.smi_xml import snapshot_to_xml
 from gputop.sources.gpu_select import GpuSelection
-from gputop.sources.recording import Recording
 from gputop.sources.replay import ReplayPlayer
-from gputop.sources.smi_writer import snapshot_to_xml
+from gputop.sources.smi.recording import Recording
 from gputop.ui.app import GputopApp
-from gputop.ui.launch import run_tui
-from gputop.ui.testing import FIXED_SETTINGS, load, timeline_app, varied_stream
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.status_line import ReplayBar
+from support.apps import FIXED_SETTINGS, load, timeline_app, varied_stream
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 

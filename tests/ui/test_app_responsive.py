@@ -10,12 +10,14 @@ from pathlib import Path
 from textual.message import Message
 
 from gputop.model import Snapshot
-from gputop.pipeline import Pipeline, PollLoop, Tick
+from gputop.pipeline.core import Pipeline
+from gputop.pipeline.loop import PollLoop
+from gputop.pipeline.tick import Tick
 from gputop.ui.app import GputopApp
 from gputop.ui.messages import TickArrived
 from gputop.ui.screens.help import HelpScreen
 from gputop.ui.screens.main import MainScreen
-from gputop.ui.testing import FIXED_SETTINGS, live_app, load, varied_stream
+from support.apps import FIXED_SETTINGS, live_app, load, varied_stream
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 # Only a safety net: the test releases the source itself once it has checked the UI.

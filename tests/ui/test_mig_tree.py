@@ -16,7 +16,7 @@ from gputop.model import (
     Snapshot,
     Utilization,
 )
-from gputop.sources.smi_xml import snapshot_from_path
+from gputop.sources.smi.recording import snapshot_from_path
 from gputop.ui.widgets.mig_tree import MigNode, MigTree, NodeKey, mig_outline
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"

@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Input
 from textual.widgets.data_table import ColumnKey
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
-from gputop.ui.process_rows import COLUMN_INDEX, COLUMNS
+from gputop.ui.render.process_rows import COLUMN_INDEX, COLUMNS
 from gputop.ui.widgets.process_details import ProcessDetails
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.signal_dialog import SignalDialog

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from gputop.errors import GputopError
-from gputop.insight.csv_log import COLUMNS, CsvLogError, CsvLogger, gpu_row
 from gputop.model import (
     Clocks,
     GpuSample,
@@ -20,6 +19,7 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
+from gputop.sinks.csv_log import COLUMNS, CsvLogError, CsvLogger, gpu_row
 
 MIB = 1024**2
 T0 = datetime(2024, 9, 18, 14, 0, 0)

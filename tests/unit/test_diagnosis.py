@@ -100,7 +100,9 @@ def kinds(findings: Sequence[Finding]) -> list[FindingKind]:
 
 def test_busy_healthy_gpu_has_no_finding() -> None:
     snapshots = steady(120, util=97.0)
-    now = snapshots[-1].timestamp + timedelta(seconds=1)  # type: ignore[operator]
+    last = snapshots[-1].timestamp
+    assert last is not None
+    now = last + timedelta(seconds=1)
     assert diagnose(snapshots, 0, now=now) == ()
 
 

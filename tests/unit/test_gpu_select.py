@@ -17,7 +17,7 @@ from gputop.sources.gpu_select import (
     select_gpus,
     short_uuid,
 )
-from gputop.sources.smi_xml import snapshot_from_path
+from gputop.sources.smi.recording import snapshot_from_path
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 

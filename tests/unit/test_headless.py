@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gputop.cli import main
+from gputop.cli.main import main
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 MIB = 1048576

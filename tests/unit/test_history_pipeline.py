@@ -10,11 +10,10 @@ from datetime import datetime, timedelta
 from gputop.errors import GputopError
 from gputop.history import HistoryStore, Metric
 from gputop.model import GpuSample, Snapshot, Utilization
-from gputop.pipeline import (
+from gputop.pipeline.core import Pipeline
+from gputop.pipeline.loop import ManualLoop, PollLoop
+from gputop.pipeline.tick import (
     ChangeSpeed,
-    ManualLoop,
-    Pipeline,
-    PollLoop,
     Refresh,
     Seek,
     SeekTime,
@@ -286,7 +285,8 @@ def test_the_headless_core_of_the_tui_does_not_load_textual() -> None:
     import sys
 
     code = (
-        "import sys, gputop.pipeline, gputop.history, gputop.sources.replay\n"
+        "import sys, gputop.pipeline.core, gputop.pipeline.loop, gputop.history\n"
+        "import gputop.sources.replay\n"
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('textual', 'rich') or m.startswith('gputop.ui'))))\n"
     )

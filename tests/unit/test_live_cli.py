@@ -16,16 +16,17 @@ from typing import Any
 
 import pytest
 
-from gputop import cli, live
+from gputop.cli import live
+from gputop.cli import main as cli
+from gputop.cli.live import LiveFeed, run_live
+from gputop.cli.options import Options
 from gputop.errors import BadArguments, NoDriver
-from gputop.headless import format_summary, snapshot_dict
-from gputop.live import LiveFeed, run_live
 from gputop.model import ProcessSample, Snapshot
-from gputop.options import Options
-from gputop.pipeline import Recorder
+from gputop.pipeline.core import Recorder
+from gputop.sinks.json import snapshot_dict
+from gputop.sinks.summary import format_summary
 from gputop.sources.base import Source
-from gputop.sources.recording import Recording
-from gputop.sources.smi_xml import snapshot_from_path
+from gputop.sources.smi.recording import Recording, snapshot_from_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "snapshots"
@@ -178,7 +179,7 @@ def test_visible_devices_and_foreign_notes_go_to_stderr_once() -> None:
 def test_without_a_headless_flag_the_tui_gets_the_source_and_a_recorder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gputop.pipeline import Pipeline
+    from gputop.pipeline.core import Pipeline
     from gputop.sources.gpu_select import GpuSelection
 
     shown: list[Snapshot] = []
@@ -193,9 +194,9 @@ def test_without_a_headless_flag_the_tui_gets_the_source_and_a_recorder(
         shown.append(pipeline.advance().snapshot)
         return 0
 
-    module = types.ModuleType("gputop.ui.launch")
+    module = types.ModuleType("gputop.cli.tui")
     module.run_tui = run_tui  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "gputop.ui.launch", module)
+    monkeypatch.setitem(sys.modules, "gputop.cli.tui", module)
     source = StandIn()
     target = tmp_path / "tui.xml.gz"
 
@@ -214,9 +215,9 @@ def test_the_tui_path_opens_the_driver_on_a_thread_while_the_ui_loads(
 ) -> None:
     import threading
 
-    module = types.ModuleType("gputop.ui.launch")
+    module = types.ModuleType("gputop.cli.tui")
     module.run_tui = lambda options, source=None, recorder=None: 0  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "gputop.ui.launch", module)
+    monkeypatch.setitem(sys.modules, "gputop.cli.tui", module)
     monkeypatch.delitem(sys.modules, "gputop.ui.app", raising=False)
     opened_on: list[str] = []
     source = StandIn()
@@ -413,7 +414,7 @@ def test_e2e_a_bad_gpu_spec_is_one_line_and_exit_2(spec: str, words: str) -> Non
     "mode", [["--once"], ["--json"], ["--pick", "1"], ["--count", "2"], []], ids=str
 )
 def test_e2e_no_driver_is_one_line_naming_the_case_and_the_replay_hint(mode: list[str]) -> None:
-    from gputop.sources.nvml import BUNDLED_CAPTURE_HINT
+    from gputop.sources.nvml.source import BUNDLED_CAPTURE_HINT
 
     result = gputop(*mode, fake="no-driver")
     assert result.returncode == 1

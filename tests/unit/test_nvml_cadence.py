@@ -20,8 +20,8 @@ from fakes.nvml_fake import Call, FakeNvml, Faults
 from fakes.nvml_install import installed
 from fakes.nvml_scenarios import MIB, gpu_sample, h100_mig_box, mig_gpu, snapshot
 from gputop.model import EccErrors, GpuSample, MigDeviceSample, Power, Reason, Snapshot
-from gputop.sources.nvml import NvmlSource
-from gputop.sources.nvml_device import SLOW_REFRESH
+from gputop.sources.nvml.device import SLOW_REFRESH
+from gputop.sources.nvml.source import NvmlSource
 
 SLOW_CALLS = {
     "nvmlDeviceGetTotalEccErrors": 4,
@@ -276,7 +276,9 @@ def test_an_instance_destroyed_between_refreshes_is_gone_that_tick() -> None:
 def test_a_layout_rebuilt_behind_invalidated_handles_is_read_again_that_tick() -> None:
     before = mig_gpu(processes_per_instance=1)
     rebuilt = tuple(
-        replace(d, gpu_instance_id=d.gpu_instance_id + 20, uuid=f"MIG-rebuilt-{i}", processes=())
+        replace(
+            d, gpu_instance_id=(d.gpu_instance_id or 0) + 20, uuid=f"MIG-rebuilt-{i}", processes=()
+        )
         for i, d in enumerate(before.mig_devices)
     )
     after = _relaid(before, rebuilt)

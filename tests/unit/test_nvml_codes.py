@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputop.sources.nvml_codes import (
+from gputop.sources.nvml.codes import (
     THROTTLE_REASONS,
     cuda_version,
     instance_id,

@@ -14,8 +14,8 @@ from fakes.nvml_fake import FakeNvml
 from fakes.nvml_harness import nvml_source
 from fakes.nvml_scenarios import MIB, gpu_sample, mig_gpu, snapshot
 from gputop.model import GpuSample, ProcessSample, Snapshot
-from gputop.sources.nvml import HostLookup
-from gputop.sources.procinfo import CPU_MIN_GAP, HostFields, ProcessEnricher
+from gputop.sources.host.procinfo import CPU_MIN_GAP, HostFields, ProcessEnricher
+from gputop.sources.nvml.source import HostLookup
 
 
 class Clock:

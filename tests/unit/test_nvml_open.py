@@ -14,8 +14,8 @@ from fakes.nvml_fake import FakeNvml, Faults
 from fakes.nvml_install import installed
 from fakes.nvml_scenarios import gpu_sample, snapshot
 from gputop.errors import GputopError, NoDriver, NoPermission
-from gputop.sources.nvml import BUNDLED_CAPTURE, BUNDLED_CAPTURE_HINT, open_nvml_source
-from gputop.sources.smi_xml import snapshot_from_path
+from gputop.sources.nvml.source import BUNDLED_CAPTURE, BUNDLED_CAPTURE_HINT, open_nvml_source
+from gputop.sources.smi.recording import snapshot_from_path
 
 CASES = {
     "library": (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, NoDriver, "library not found"),

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from gputop.model import GpuSample
-from gputop.sources.nvml_pool import SamplerPool
+from gputop.sources.nvml.pool import SamplerPool
 
 DEADLINE = 1.0
 """Wide enough that a loaded CI box still samples the free GPUs in time."""

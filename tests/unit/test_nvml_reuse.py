@@ -13,9 +13,9 @@ from fakes.nvml_fake import FakeNvml, Faults
 from fakes.nvml_harness import nvml_source
 from fakes.nvml_scenarios import GIB, MIB, gpu_sample, mig_gpu, snapshot
 from gputop.model import GpuSample, Memory, ProcessSample, Snapshot
-from gputop.sources.nvml import _rebuilder
-from gputop.sources.nvml_processes import ProcessRows, RunningProcess
-from gputop.sources.procinfo import ProcessEnricher
+from gputop.sources.host.procinfo import ProcessEnricher
+from gputop.sources.nvml.processes import ProcessRows, RunningProcess
+from gputop.sources.nvml.source import _rebuilder
 
 
 def _polls(
@@ -65,14 +65,16 @@ def test_unchanged_processes_and_memory_are_last_ticks_objects(deadline: float |
         assert after.processes is before.processes
         assert after.memory is before.memory
         assert after.processes  # something to compare
-    for before, after in zip(second.gpus[1].mig_devices, third.gpus[1].mig_devices, strict=True):
-        assert after.processes is before.processes and len(after.processes) == 2
-        assert after.memory is before.memory
+    for old, new in zip(second.gpus[1].mig_devices, third.gpus[1].mig_devices, strict=True):
+        assert new.processes is old.processes and len(new.processes) == 2
+        assert new.memory is old.memory
 
 
 def test_a_process_whose_memory_moved_gets_a_new_row_the_others_stay() -> None:
     before = mig_gpu(0, processes_per_instance=2)
-    moved = replace(before.processes[3], memory_used=before.processes[3].memory_used + GIB)
+    held = before.processes[3].memory_used
+    assert held is not None
+    moved = replace(before.processes[3], memory_used=held + GIB)
     after = replace(before, processes=(*before.processes[:3], moved, *before.processes[4:]))
     devices = tuple(
         replace(d, processes=tuple(moved if p.pid == moved.pid else p for p in d.processes))
@@ -130,9 +132,9 @@ def test_enriched_rows_that_did_not_move_are_last_ticks_tuples(tmp_path: Path) -
         assert all(p.foreign for p in after.processes)
     mig = third.gpus[1]
     ids = {id(p) for p in mig.processes}
-    for before, after in zip(second.gpus[1].mig_devices, mig.mig_devices, strict=True):
-        assert after.processes is before.processes
-        assert all(id(p) in ids for p in after.processes)
+    for old, new in zip(second.gpus[1].mig_devices, mig.mig_devices, strict=True):
+        assert new.processes is old.processes
+        assert all(id(p) in ids for p in new.processes)
 
 
 class Names:

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 FAKES = REPO / "tests" / "fakes"
 
 POLL = """
-from gputop.sources.nvml import open_nvml_source
+from gputop.sources.nvml.source import open_nvml_source
 source = open_nvml_source(deadline=5.0)
 for _ in range({ticks}):
     snap = source.poll()

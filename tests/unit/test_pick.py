@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from gputop.cli.pick import NotEnoughGpus, format_pick, order_note, pick_gpus
 from gputop.model import GpuSample, Memory, Snapshot, Utilization
-from gputop.pick import NotEnoughGpus, format_pick, order_note, pick_gpus
-from gputop.sources.smi_xml import snapshot_from_path
+from gputop.sources.smi.recording import snapshot_from_path
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 GIB = 2**30

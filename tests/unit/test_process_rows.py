@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
-from gputop.ui.process_rows import (
+from gputop.ui.render.process_rows import (
     COLUMN_INDEX,
     COLUMNS,
     COMMAND_WIDTH,

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
-from gputop.sources.procinfo import (
+from gputop.sources.host.procinfo import (
     FOREIGN,
     FOREIGN_HINT,
     FOREIGN_RECHECK,
@@ -463,7 +463,8 @@ def test_the_default_enricher_reads_through_stat_process() -> None:
 
     assert list(fields) == [me]
     assert fields[me].user == getpass.getuser() and fields[me].foreign is False
-    assert fields[me].host_memory is not None and fields[me].host_memory > 1_000_000
+    host_memory = fields[me].host_memory
+    assert host_memory is not None and host_memory > 1_000_000
 
 
 def test_a_foreign_pid_is_looked_for_again_only_after_a_while(proc_root: Path) -> None:

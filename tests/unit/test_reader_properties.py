@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from gputop.errors import BadCapture
 from gputop.model import GpuSample, Reason, Snapshot
-from gputop.sources import smi_xml
-from gputop.sources.recording import Recording
-from gputop.sources.smi_xml import parse_document
+from gputop.sources.smi import xml as smi_xml
+from gputop.sources.smi.recording import Recording
+from gputop.sources.smi.xml import parse_document
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 CAPTURES = {path.name: path.read_bytes() for path in sorted(SNAPSHOTS.glob("*.xml"))}

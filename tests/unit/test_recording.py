@@ -15,8 +15,8 @@ import pytest
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
-from gputop.sources import recording as recording_module
-from gputop.sources.recording import Recording
+from gputop.sources.smi import recording as recording_module
+from gputop.sources.smi.recording import Recording
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 T0 = datetime(2024, 9, 18, 21, 34, 12)

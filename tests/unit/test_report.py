@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop.cli import main
+from gputop.cli.main import main
+from gputop.cli.report import build_report, job_count, report_main
 from gputop.insight.charts import render_gpu_charts
 from gputop.insight.gpu_history import GpuHistory, stats
 from gputop.insight.report import (
@@ -35,8 +36,7 @@ from gputop.model import (
     Snapshot,
     Utilization,
 )
-from gputop.report_cli import build_report, job_count, report_main
-from gputop.sources.smi_writer import snapshot_to_xml
+from gputop.sinks.smi_xml import snapshot_to_xml
 
 GIB = 1024**3
 T0 = datetime(2024, 9, 18, 14, 0, 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import os
 import xml.etree.ElementTree as ET
 from datetime import datetime
 from pathlib import Path
@@ -20,10 +21,9 @@ from gputop.model import (
     Snapshot,
     Utilization,
 )
-from gputop.sources import smi_writer
-from gputop.sources.recording import Recording
-from gputop.sources.smi_writer import SmiXmlWriter, format_timestamp, snapshot_to_xml
-from gputop.sources.smi_xml import parse_document
+from gputop.sinks.smi_xml import SmiXmlWriter, format_timestamp, snapshot_to_xml
+from gputop.sources.smi.recording import Recording
+from gputop.sources.smi.xml import parse_document
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 CAPTURES = sorted(SNAPSHOTS.glob("*.xml"))
@@ -119,6 +119,7 @@ def test_what_the_writer_carries_replays_with_the_same_values() -> None:
     back = parse_document(snapshot_to_xml(snapshot))
 
     gpu, original = back.gpus[0], snapshot.gpus[0]
+    assert snapshot.timestamp is not None
     assert back.timestamp == snapshot.timestamp.replace(microsecond=0)
     assert (back.driver_version, back.cuda_version, back.attached_gpus) == ("535.54.03", "12.2", 1)
     for name in ("name", "uuid", "pci_bus_id", "utilization", "memory", "power", "fan_speed"):
@@ -254,7 +255,7 @@ def test_a_recorder_killed_mid_document_loses_only_that_document(tmp_path: Path)
 
 def test_fsync_is_optional(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
-    monkeypatch.setattr(smi_writer.os, "fsync", synced.append)
+    monkeypatch.setattr(os, "fsync", synced.append)
     with SmiXmlWriter(tmp_path / "a.xml") as plain:
         plain.write(stream_of(1)[0])
     with SmiXmlWriter(tmp_path / "b.xml", fsync=True) as durable:

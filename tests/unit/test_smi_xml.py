@@ -15,8 +15,10 @@ import pytest
 
 from gputop.errors import BadCapture
 from gputop.model import GpuSample, Reason, Snapshot
-from gputop.sources import smi_blocks, smi_xml
-from gputop.sources.smi_xml import parse_document, parse_timestamp, snapshot_from_path
+from gputop.sources.smi import blocks as smi_blocks
+from gputop.sources.smi import xml as smi_xml
+from gputop.sources.smi.recording import snapshot_from_path
+from gputop.sources.smi.xml import parse_document, parse_timestamp
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 MIB = 1048576
@@ -961,7 +963,7 @@ def test_bad_documents(data: bytes, message: str) -> None:
 
 
 def test_oversized_document_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gputop.sources import smi_xml
+    from gputop.sources.smi import xml as smi_xml
 
     monkeypatch.setattr(smi_xml, "MAX_DOCUMENT_BYTES", 1000)
     with pytest.raises(BadCapture, match="larger than"):

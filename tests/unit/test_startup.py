@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop import cli, startup
+from gputop.cli import main as cli
+from gputop.cli import startup
 
 CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
 
@@ -71,9 +72,9 @@ def test_the_entry_point_gives_collection_back_when_the_run_fails(
 
 
 async def test_the_tui_collects_again_once_its_first_frame_is_drawn() -> None:
-    from gputop.ui.testing import load, replay_app
+    from support.apps import load, replay_app
 
-    app = replay_app([load(CAPTURE)])
+    app = replay_app([load(CAPTURE)], after_first_frame=startup.release_collection)
     startup.hold_collection()
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()

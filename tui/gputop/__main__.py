@@ -1,5 +1,5 @@
 """`python -m gputop`."""
 
-from gputop.cli import run
+from gputop.cli.main import run
 
 run()

@@ -27,7 +27,7 @@ MAX_GAP = 60.0
 
 
 class Timeline(Protocol):
-    """What the player needs of a recording (``gputop.sources.recording.Recording``)."""
+    """What the player needs of a recording (``gputop.sources.smi.recording.Recording``)."""
 
     warnings: list[str]
 

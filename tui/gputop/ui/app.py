@@ -13,8 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.driver import Driver
 from textual.screen import Screen
 
-from gputop.pipeline import Command, Tick, TickLoop
-from gputop.startup import release_collection
+from gputop.pipeline.loop import TickLoop
+from gputop.pipeline.tick import Command, Tick
 from gputop.ui.messages import SourceFailed, TickArrived
 from gputop.ui.screens.main import MAIN_SCREEN_CSS, MainScreen
 from gputop.ui.settings import UiSettings
@@ -44,6 +44,7 @@ class GputopApp(App[int]):
         *,
         now: Callable[[], datetime] = datetime.now,
         first_tick: Tick | None = None,
+        after_first_frame: Callable[[], None] | None = None,
     ) -> None:
         """Create the app around ``loop``; nothing runs until the app is mounted.
 
@@ -53,12 +54,15 @@ class GputopApp(App[int]):
             now: wall-clock time (the history screen's "stale" rule); tests fix it.
             first_tick: a tick already taken, composed into the first frame; the loop
                 then only produces the ticks after it.
+            after_first_frame: called once the first frame is on screen (the command line
+                gives garbage collection back then).
         """
         super().__init__()
         self.settings = settings or UiSettings()
         self.loop = loop
         self.now = now
         self.last_tick: Tick | None = first_tick
+        self._after_first_frame = after_first_frame
         """The newest tick shown."""
         self.ticks_shown = 0
         """Ticks rendered (a lagging UI renders fewer than the loop produced)."""
@@ -73,7 +77,7 @@ class GputopApp(App[int]):
         from textual.drivers.linux_driver import LinuxDriver
 
         if driver is LinuxDriver:
-            from gputop.ui.quiet_driver import QuietLinuxDriver
+            from gputop.ui.compat import QuietLinuxDriver
 
             return QuietLinuxDriver
         return driver
@@ -89,7 +93,8 @@ class GputopApp(App[int]):
     def on_mount(self) -> None:
         """Start the loop."""
         self.loop.start(self._deliver, self._failed)
-        self.call_after_refresh(release_collection)
+        if self._after_first_frame is not None:
+            self.call_after_refresh(self._after_first_frame)
 
     @property
     def main_screen(self) -> MainScreen:

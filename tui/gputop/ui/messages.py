@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from gputop.pipeline import Tick
+from gputop.pipeline.tick import Tick
 
 
 class TickArrived(Message):

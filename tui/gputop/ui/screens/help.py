@@ -48,17 +48,17 @@ _KEY_NAMES = {
 }
 
 
-def help_sections() -> list[tuple[str, list[Row]]]:
-    """The sections of the help, read from the classes' own ``BINDINGS``."""
-    from gputop.ui.app import GputopApp
-    from gputop.ui.history_screen import HistoryScreen
+def help_sections(app_bindings: Iterable[BindingType]) -> list[tuple[str, list[Row]]]:
+    """The sections of the help, read from the classes' own ``BINDINGS`` (the app's given:
+    the app opens this screen, so this screen does not import the app)."""
+    from gputop.ui.screens.history import HistoryScreen
     from gputop.ui.screens.main import MainScreen
     from gputop.ui.widgets.gpu_panel import GpuPanel
     from gputop.ui.widgets.process_table import ProcessTable
 
     main = MainScreen.BINDINGS
     replay_actions = ("step(-1)", "step(1)", "speed(-1)", "speed(1)", "goto", "seek(0)", "seek(-1)")
-    general = binding_rows(GputopApp.BINDINGS) + binding_rows(
+    general = binding_rows(app_bindings) + binding_rows(
         main, skip=(*replay_actions, "interval(-1)", "interval(1)")
     )
     general.append(("Ctrl+P", "Command palette"))
@@ -109,7 +109,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         """A title, then the sections in two columns."""
-        sections = self.sections = help_sections()
+        sections = self.sections = help_sections(self.app.BINDINGS)
         half = balanced_split([len(rows) + 2 for _, rows in sections])
         with VerticalScroll(id="help-box", classes="dialog"):
             yield Label("gputop keys", classes="dialog-title")

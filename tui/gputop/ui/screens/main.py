@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from gputop.model import Snapshot
-from gputop.pipeline import (
+from gputop.pipeline.tick import (
     ChangeSpeed,
     Command,
     Seek,
@@ -363,7 +363,7 @@ class MainScreen(Screen[None]):
         if tick is None:
             return
         # Imported here: the charts pull in plotext, which the main screen does not need.
-        from gputop.ui.history_screen import HistoryScreen
+        from gputop.ui.screens.history import HistoryScreen
 
         now = self._now() if tick.live else None
         self.app.push_screen(HistoryScreen(message.gpu_index, tick.window, now=now))

@@ -20,8 +20,8 @@ from textual.widgets import Static
 
 from gputop.history import gpu_key
 from gputop.model import GpuSample
-from gputop.pipeline import Tick
-from gputop.ui.panel_lines import (
+from gputop.pipeline.tick import Tick
+from gputop.ui.render.panel_lines import (
     GAUGE_METRICS,
     Line,
     PanelState,

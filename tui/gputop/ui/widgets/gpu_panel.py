@@ -19,7 +19,7 @@ from textual.widget import Widget
 
 from gputop.history import Metric, Series
 from gputop.model import GpuSample
-from gputop.ui.panel_lines import (
+from gputop.ui.render.panel_lines import (
     FULL_HEIGHT,
     Line,
     PanelState,

@@ -15,7 +15,7 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gputop.ui.gauges import BARS
+from gputop.ui.render.gauges import BARS
 
 SINGLE_CELL = frozenset(BARS + "·…─━●■‖▶⚠")
 """Non-ASCII characters gputop draws that are known to be one cell wide."""

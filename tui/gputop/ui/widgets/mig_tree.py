@@ -18,7 +18,7 @@ from textual.widgets.tree import TreeNode
 
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Reason, Snapshot, reason_for
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_text
-from gputop.ui.process_rows import command_text, user_text
+from gputop.ui.render.process_rows import command_text, user_text
 from gputop.ui.widget_css import css_beside
 
 NodeKey = tuple[object, ...]

@@ -26,7 +26,7 @@ from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from gputop.model import Snapshot
 from gputop.model.units import NA
-from gputop.ui.process_rows import (
+from gputop.ui.render.process_rows import (
     COLUMN_INDEX,
     COLUMNS,
     Kill,

@@ -14,9 +14,9 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gputop.model.units import NA
-from gputop.pipeline import Tick
+from gputop.pipeline.tick import Tick
 from gputop.sources.replay import ReplayStatus, speed_label
-from gputop.ui.panel_lines import fit_line
+from gputop.ui.render.panel_lines import fit_line
 from gputop.ui.widgets.line_strip import line_strip, role_styles
 
 Segment = tuple[str, str]

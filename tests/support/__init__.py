@@ -1,0 +1,1 @@
+"""Test support: deterministic apps and timelines for tests, snapshots and benchmarks."""

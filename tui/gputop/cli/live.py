@@ -1,0 +1,227 @@
+"""The live path of the CLI: NVML -> (record) -> --gpu selection -> headless output or the TUI.
+
+Headless modes print to stdout and notes to stderr:
+
+* ``--pick N``: the N least used GPUs as ``1,3`` for CUDA_VISIBLE_DEVICES;
+* ``--once`` / ``--json``: one snapshot (with ``--count N``: N of them, one per interval;
+  JSON then prints one document per line);
+* ``--count N`` alone: N summaries.
+
+``--record FILE`` appends every snapshot taken to FILE as nvidia-smi XML, headless or with the
+TUI. The recording holds every GPU the driver reports, not only the ``--gpu`` selection:
+nvidia-smi XML has no NVML index, replay numbers GPUs by their order in the document, so a
+recording of a subset would renumber them; select again at replay (``--replay F --gpu 1``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TextIO
+
+from gputop.cli.options import Options
+from gputop.cli.pick import format_pick, order_note, pick_gpus
+from gputop.cli.sinks import open_sinks
+from gputop.model import Snapshot
+from gputop.sinks.fanout import SnapshotSinks
+from gputop.sources.base import Source
+from gputop.sources.gpu_select import GpuSelection, describe_visible_devices
+from gputop.sources.host.procinfo import ProcessEnricher, find_host_proc_root, foreign_hint
+
+
+class LiveFeed:
+    """A Source over the live source that records each raw snapshot and applies ``--gpu``.
+
+    The first snapshot (taken to check ``--gpu`` before anything starts) is handed out by the
+    first ``poll``, so nothing is sampled twice. ``close`` closes the source once, whoever
+    calls it first; the recorder is its creator's to close.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        selection: GpuSelection | None = None,
+        recorder: SnapshotSinks | None = None,
+        first: Snapshot | None = None,
+    ) -> None:
+        self._source = source
+        self._selection = selection
+        self._recorder = recorder
+        self._pending = first
+        self._closed = False
+
+    @property
+    def recorder(self) -> SnapshotSinks | None:
+        """Where snapshots are being recorded, if anywhere (the TUI may show it)."""
+        return self._recorder
+
+    def poll(self) -> Snapshot:
+        """The next snapshot, recorded whole, then narrowed to the selection.
+
+        Raises:
+            RecordingFailed: the recording could not be written.
+        """
+        snapshot = self._pending if self._pending is not None else self._source.poll()
+        self._pending = None
+        if self._recorder is not None:
+            self._recorder.write(snapshot)
+        if self._selection is not None:
+            # A GPU that falls off the bus mid-run just disappears from the view.
+            snapshot = self._selection.apply(snapshot, strict=False)
+        return snapshot
+
+    def close(self) -> None:
+        """Close the source; later calls do nothing."""
+        if not self._closed:
+            self._closed = True
+            self._source.close()
+
+
+def open_live_source() -> Source:
+    """The NVML source with process enrichment.
+
+    Raises:
+        NoDriver, NoPermission: NVML cannot be used here (one line naming the case).
+    """
+    from gputop.sources.nvml.source import open_nvml_source
+
+    enricher = ProcessEnricher(host_proc_root=find_host_proc_root())
+    return open_nvml_source(enrich=enricher)
+
+
+def run_live(
+    options: Options,
+    *,
+    open_source: Callable[[], Source] | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """Run gputop on live NVML data; return the exit code.
+
+    The keyword arguments exist for tests (a fake source instead of ``open_live_source``,
+    captured output, no real sleeping).
+
+    Raises:
+        BadArguments: ``--gpu`` is malformed or matches nothing (exit 2).
+        NoDriver, NoPermission: NVML cannot be used (exit 1).
+    """
+    env = os.environ if environ is None else environ
+    out = sys.stdout if stdout is None else stdout
+    err = sys.stderr if stderr is None else stderr
+    # Syntax errors before NVML starts: no driver work for a typo.
+    selection = GpuSelection.parse(options.gpu) if options.gpu is not None else None
+    opener = open_source or open_live_source
+    source = opener() if options.headless else _open_while_the_ui_loads(opener)
+    feed = LiveFeed(source)  # whichever feed is current closes the source, once
+    recorder: SnapshotSinks | None = None
+    try:
+        first = source.poll()
+        if selection is not None:
+            selection.apply(first)  # strict: every item must name something now
+        recorder = open_sinks(options)
+        if not options.headless:
+            from gputop.cli.tui import run_tui
+
+            # The TUI's pipeline applies --gpu and records (whole snapshots) itself, and
+            # turns a failed write into a note instead of an exit.
+            feed = LiveFeed(source, first=first)
+            return run_tui(options, source=feed, recorder=recorder)
+        feed = LiveFeed(source, selection=selection, recorder=recorder, first=first)
+        note = describe_visible_devices(env)
+        if note is not None:
+            print(f"gputop: note: {note}", file=err)
+        if options.pick is not None:
+            return _pick(feed, options.pick, env, out, err)
+        return _headless(options, feed, out, err, sleep, clock)
+    finally:
+        try:
+            if recorder is not None:
+                recorder.close()
+        finally:
+            feed.close()
+
+
+def _open_while_the_ui_loads(open_source: Callable[[], Source]) -> Source:
+    """``open_source()`` on a thread of its own while this one imports the TUI.
+
+    Starting the driver is mostly waiting in C calls that let go of the GIL (where the GPUs
+    are not kept initialised, ``nvmlInit`` sets them up first: seconds, by NVIDIA's driver
+    persistence notes), and importing Textual is mostly Python. Side by side, the first
+    frame waits for the longer of the two instead of both. The first snapshot is taken after,
+    here: it is Python-heavy, and run beside the import it would only make both wait their
+    turn for the GIL. Errors (no driver, no permission) are raised here as ever.
+    """
+    outcome: list[Source | BaseException] = []
+
+    def open_on_thread() -> None:
+        try:
+            outcome.append(open_source())
+        except BaseException as error:  # handed over to the caller's thread
+            outcome.append(error)
+
+    opener = threading.Thread(target=open_on_thread, name="gputop-open", daemon=True)
+    opener.start()
+    try:
+        import gputop.ui.app  # noqa: F401 -- only for its time: Textual loads meanwhile
+    except Exception:
+        # The UI cannot start: the source, once open, is closed. (On Ctrl-C nothing waits
+        # for a driver that may take seconds: the thread is a daemon.)
+        opener.join()
+        if outcome and not isinstance(outcome[0], BaseException):
+            outcome[0].close()
+        raise
+    # Interruptible, unlike the driver call it waits for: Ctrl-C still ends a stuck start.
+    opener.join()
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _pick(feed: LiveFeed, count: int, env: Mapping[str, str], out: TextIO, err: TextIO) -> int:
+    picked = pick_gpus(feed.poll(), count)
+    print(format_pick(picked), file=out)
+    note = order_note(env)
+    if note is not None:
+        print(f"gputop: note: {note}", file=err)
+    return 0
+
+
+def _headless(
+    options: Options,
+    feed: LiveFeed,
+    out: TextIO,
+    err: TextIO,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> int:
+    from gputop.sinks.json import snapshot_json
+    from gputop.sinks.summary import format_summary
+
+    count = options.count or 1
+    hinted = False
+    start = clock()
+    for tick in range(count):
+        if tick:
+            # Ticks on a fixed schedule: a slow poll does not push every later tick back.
+            delay = start + tick * options.interval - clock()
+            if delay > 0:
+                sleep(delay)
+        snapshot = feed.poll()
+        if options.json:
+            print(snapshot_json(snapshot, indent=None if count > 1 else 2), file=out)
+        else:
+            print(format_summary(snapshot), file=out)
+        out.flush()
+        hint = None if hinted else foreign_hint(snapshot)
+        if hint is not None:
+            print(f"gputop: note: {hint}", file=err)
+            hinted = True
+    return 0

@@ -1,0 +1,160 @@
+"""Command line: parse options, pick a source, run headless or the TUI.
+
+Errors a user can cause (bad file, no driver, unknown GPU) are GputopError: one line on
+stderr and the error's exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gputop import __version__
+from gputop.cli.options import Options
+from gputop.cli.startup import hold_collection, release_collection
+from gputop.cli.validate import interval_seconds, positive_int
+from gputop.errors import BadArguments, GputopError
+from gputop.pipeline.interval import MIN_INTERVAL
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for `gputop` (without the `report` subcommand)."""
+    parser = argparse.ArgumentParser(
+        prog="gputop",
+        description="A terminal UI for NVIDIA GPUs: live through NVML, or replaying "
+        "recorded `nvidia-smi -q -x` output.",
+        epilog="Subcommand: `gputop report FILE` summarises a recording.",
+    )
+    parser.add_argument("--version", action="version", version=f"gputop {__version__}")
+    parser.add_argument(
+        "--replay",
+        metavar="FILE",
+        type=Path,
+        help="replay an nvidia-smi XML capture: one document, a `-l` stream, .gz, or a directory",
+    )
+    parser.add_argument("--once", action="store_true", help="print a compact summary and exit")
+    parser.add_argument("--json", action="store_true", help="print the snapshot as JSON and exit")
+    parser.add_argument(
+        "--at",
+        metavar="INDEX|TIME",
+        help="with --once/--json on a stream: which snapshot (0-based index, negative from "
+        "the end, or an ISO time such as 2024-09-18T21:34:12 or 21:34:12)",
+    )
+    parser.add_argument(
+        "--gpu",
+        metavar="SPEC",
+        help="show only these GPUs: comma list of indices, GPU-/MIG- UUIDs (or prefixes), "
+        "PCI bus ids",
+    )
+    parser.add_argument(
+        "--interval",
+        type=interval_seconds,
+        default=1.0,
+        metavar="SEC",
+        help=f"seconds between samples (default 1, minimum {MIN_INTERVAL})",
+    )
+    parser.add_argument(
+        "--record",
+        metavar="FILE",
+        type=Path,
+        help="append each live snapshot to FILE as nvidia-smi XML (.gz to compress); every GPU "
+        "is recorded whatever --gpu says (select again at replay)",
+    )
+    parser.add_argument(
+        "--count", type=positive_int, metavar="N", help="headless: take N snapshots and stop"
+    )
+    parser.add_argument(
+        "--pick",
+        type=positive_int,
+        metavar="N",
+        help="print the N least used GPUs as a list for CUDA_VISIBLE_DEVICES",
+    )
+    parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
+    parser.add_argument("--theme", choices=["dark", "light"], help="colour theme")
+    parser.add_argument(
+        "--log",
+        metavar="FILE.csv",
+        type=Path,
+        help="append one CSV row per GPU per tick (live, or with --replay --count N)",
+    )
+    return parser
+
+
+def parse_options(argv: Sequence[str]) -> Options:
+    """Turn argv into Options; argparse itself exits 2 on malformed flags."""
+    ns = build_parser().parse_args(list(argv))
+    options = Options(
+        replay=ns.replay,
+        once=ns.once,
+        json=ns.json,
+        at=ns.at,
+        gpu=ns.gpu,
+        interval=ns.interval,
+        record=ns.record,
+        count=ns.count,
+        pick=ns.pick,
+        readonly=ns.readonly,
+        theme=ns.theme,
+        log=ns.log,
+    )
+    if options.at is not None and options.replay is None:
+        raise BadArguments("--at picks a snapshot of a recording: use it with --replay FILE")
+    if options.log is not None and options.replay is not None and not options.headless:
+        raise BadArguments(
+            "--log with --replay converts a recording to CSV: add --count N (and --at) to "
+            "choose the snapshots"
+        )
+    if options.record is not None and options.replay is not None:
+        raise BadArguments("--record records live data; it cannot be used with --replay")
+    return options
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run gputop; return the process exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args[:1] == ["report"]:
+            release_collection()
+            from gputop.cli.report import report_main
+
+            return report_main(args[1:])
+        options = parse_options(args)
+        if options.headless:
+            release_collection()
+        return _dispatch(options)
+    except GputopError as error:
+        print(f"gputop: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `gputop --json | head` closes the pipe early; that is not an error worth a trace.
+        sys.stderr.close()
+        return 0
+
+
+def _dispatch(options: Options) -> int:
+    if options.replay is not None:
+        if options.headless:
+            from gputop.cli.replay import replay_headless
+
+            return replay_headless(options)
+        from gputop.cli.tui import run_tui
+
+        return run_tui(options)
+    from gputop.cli.live import run_live
+
+    return run_live(options)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    # The TUI releases it after its first frame; a headless run as it begins.
+    hold_collection()
+    try:
+        code = main()
+    finally:
+        release_collection()
+    sys.exit(code)

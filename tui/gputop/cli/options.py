@@ -1,0 +1,36 @@
+"""What the user asked for on the command line, as one frozen value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Parsed command-line options shared by the headless paths and the TUI."""
+
+    replay: Path | None = None
+    """An nvidia-smi XML capture (file, stream, .gz or directory) to play instead of NVML."""
+    once: bool = False
+    """Print one compact summary and exit."""
+    json: bool = False
+    """Print snapshot(s) as JSON and exit."""
+    at: str | None = None
+    """Which snapshot of a stream --once/--json prints: an index or a time."""
+    gpu: str | None = None
+    """--gpu SPEC: indices, UUIDs, MIG UUIDs or PCI bus ids, comma separated."""
+    interval: float = 1.0
+    record: Path | None = None
+    count: int | None = None
+    """Headless: take this many snapshots, then stop."""
+    pick: int | None = None
+    readonly: bool = False
+    theme: str | None = None
+    log: Path | None = None
+    """CSV log of one row per GPU per tick."""
+
+    @property
+    def headless(self) -> bool:
+        """True when no TUI is wanted."""
+        return self.once or self.json or self.count is not None or self.pick is not None

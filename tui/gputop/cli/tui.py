@@ -1,0 +1,75 @@
+"""Start the TUI: open the source, build the pipeline and the app, run it, return a status."""
+
+from __future__ import annotations
+
+from gputop.cli.options import Options
+from gputop.cli.startup import release_collection
+from gputop.errors import BadArguments
+from gputop.pipeline.core import Pipeline, Recorder
+from gputop.pipeline.loop import PollLoop
+from gputop.sources.base import Source
+from gputop.sources.replay import ReplayPlayer
+from gputop.ui.settings import UiSettings
+
+
+def run_tui(
+    options: Options, source: Source | None = None, recorder: Recorder | None = None
+) -> int:
+    """Run the TUI until the user quits; returns the process exit status.
+
+    With ``options.replay`` the recording is opened here (and closed on exit); otherwise
+    ``source`` is polled live (its owner closes it) and each snapshot is also handed to
+    ``recorder`` when one is given.
+
+    Raises:
+        BadCapture: the recording cannot be read.
+        BadArguments: ``--gpu`` matches nothing, or there is neither a replay nor a source.
+    """
+    selection = None
+    if options.gpu:
+        from gputop.sources.gpu_select import GpuSelection
+
+        selection = GpuSelection.parse(options.gpu)
+    if options.replay is not None:
+        from gputop.sources.smi.recording import Recording
+
+        recording = Recording.open(options.replay)
+        try:
+            if selection is not None:
+                selection.apply(recording.snapshot(0), strict=True)
+        except BaseException:
+            recording.close()
+            raise
+        player = ReplayPlayer(recording, interval=options.interval)
+        pipeline = Pipeline(player, interval=options.interval, selection=selection)
+        label = options.replay.name
+        owned = True
+    elif source is not None:
+        pipeline = Pipeline(
+            source, interval=options.interval, selection=selection, recorder=recorder
+        )
+        label = "live"
+        owned = False
+    else:
+        raise BadArguments("nothing to show: give --replay FILE, or run where NVML works")
+    settings = UiSettings(
+        theme=options.theme or "dark",
+        readonly=options.readonly or options.replay is not None,
+        source_label=label,
+    )
+    from gputop.ui.app import GputopApp
+
+    # The first tick is taken here, before the app starts, so the first frame the
+    # terminal sees already has every GPU on it (and no second layout pass is needed).
+    first = pipeline.start()
+    loop = PollLoop(pipeline, started=True)
+    app = GputopApp(loop, settings, first_tick=first, after_first_frame=release_collection)
+    try:
+        app.run()
+    finally:
+        stopped = loop.stop(1.0)
+        # A source stuck in a driver call cannot be closed under its feet; the process is
+        # about to exit and the OS reclaims it.
+        if owned and stopped:
+            pipeline.close()
+    return app.return_code if app.return_code is not None else 0

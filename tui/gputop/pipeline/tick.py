@@ -1,0 +1,94 @@
+"""What the pipeline hands to views (Tick) and what views send back (commands)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from gputop.history import EMPTY_VIEW, HistoryView
+from gputop.insight.diagnosis import Finding
+from gputop.model import Snapshot
+from gputop.sources.replay import ReplayStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Everything a screen shows at one moment; immutable, so it may cross threads."""
+
+    seq: int
+    """Counts ticks from 1; a screen can skip a tick it has already drawn."""
+    snapshot: Snapshot
+    history: HistoryView = EMPTY_VIEW
+    replay: ReplayStatus | None = None
+    """Set when replaying: position, speed, paused."""
+    window: tuple[Snapshot, ...] = ()
+    """Recent snapshots, oldest first, ending with ``snapshot``."""
+    interval: float = 1.0
+    paused: bool = False
+    """Live polling is paused (replay keeps its own flag in ``replay``)."""
+    error: str | None = None
+    """The last poll or recording failed: shown, and the data is stale."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    """One-off messages for the user (recording stopped, GPU selection changed)."""
+    findings: tuple[tuple[int, tuple[Finding, ...]], ...] = ()
+    """(GPU index, findings worst first) from the diagnosis of ``window``."""
+
+    def findings_for(self, gpu_index: int) -> tuple[Finding, ...]:
+        """What the diagnosis says of GPU ``gpu_index`` (empty when all is well)."""
+        for index, findings in self.findings:
+            if index == gpu_index:
+                return findings
+        return ()
+
+    @property
+    def live(self) -> bool:
+        """True unless replaying."""
+        return self.replay is None
+
+
+@dataclass(frozen=True, slots=True)
+class TogglePause:
+    """Pause or resume polling / playback."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Replay: pause and move by ``delta`` documents."""
+
+    delta: int
+
+
+@dataclass(frozen=True, slots=True)
+class Seek:
+    """Replay: go to a document index (negative from the end)."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class SeekTime:
+    """Replay: go to the last document taken at or before ``moment``."""
+
+    moment: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSpeed:
+    """Replay: move along the speed ladder by ``steps``."""
+
+    steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetInterval:
+    """Live: poll every ``seconds`` (clamped to the allowed range)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    """Produce a tick of the current state now (no new poll)."""
+
+
+Command = TogglePause | Step | Seek | SeekTime | ChangeSpeed | SetInterval | Refresh

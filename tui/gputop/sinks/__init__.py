@@ -1,0 +1,1 @@
+"""Views that write snapshots out: JSON, CSV, nvidia-smi XML. No Textual."""

@@ -1,0 +1,72 @@
+"""`--once`: a compact, nvidia-smi-like text summary of one snapshot."""
+
+from __future__ import annotations
+
+from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
+from gputop.model.units import (
+    fmt_bytes,
+    fmt_celsius,
+    fmt_mib,
+    fmt_percent,
+    fmt_text,
+    fmt_watts,
+)
+
+
+def format_summary(snapshot: Snapshot) -> str:
+    """A compact text summary: one line per GPU, its MIG devices, then its processes."""
+    stamp = snapshot.timestamp.isoformat(sep=" ") if snapshot.timestamp else "time n/a"
+    lines = [
+        f"{stamp}   driver {fmt_text(snapshot.driver_version)}   "
+        f"CUDA {fmt_text(snapshot.cuda_version)}   {len(snapshot.gpus)} GPU(s)",
+        f"{'GPU':>3}  {'Name':<28} {'Util':>5} {'Memory used / total':>21} "
+        f"{'Power / limit':>13} {'Temp':>5} {'Fan':>5} {'Perf':>4}",
+    ]
+    for gpu in snapshot.gpus:
+        lines.append(_gpu_line(gpu))
+        lines.extend(_mig_line(device) for device in gpu.mig_devices)
+    processes = [(gpu.index, process) for gpu in snapshot.gpus for process in gpu.processes]
+    if processes:
+        lines.append("")
+        lines.append(f"{'GPU':>3}  {'PID':>8} {'Type':<4} {'Memory':>9}  Process")
+        lines.extend(_process_line(index, process) for index, process in processes)
+    else:
+        lines.append("No processes.")
+    return "\n".join(lines)
+
+
+def _gpu_line(gpu: GpuSample) -> str:
+    name = fmt_text(gpu.name)
+    if gpu.lost:
+        return f"{gpu.index:>3}  {name[:28]:<28} GPU lost"
+    memory = f"{fmt_bytes(gpu.memory.used)} / {fmt_bytes(gpu.memory.total)}"
+    power = f"{fmt_watts(gpu.power.draw)} / {fmt_watts(gpu.power.limit)}"
+    return (
+        f"{gpu.index:>3}  {name[:28]:<28} {fmt_percent(gpu.utilization.gpu):>5} {memory:>21} "
+        f"{power:>13} {fmt_celsius(gpu.temperature.gpu):>5} {fmt_percent(gpu.fan_speed):>5} "
+        f"{fmt_text(gpu.performance_state):>4}"
+    )
+
+
+def _mig_line(device: MigDeviceSample) -> str:
+    profile = fmt_text(device.profile) + ("*" if device.profile_derived else "")
+    ids = (
+        f"GI {fmt_text(_id(device.gpu_instance_id))} CI {fmt_text(_id(device.compute_instance_id))}"
+    )
+    memory = f"{fmt_mib(device.memory.used)} / {fmt_mib(device.memory.total)}"
+    sms = "n/a" if device.sm_count is None else str(device.sm_count)
+    return f"{'':>3}  MIG {ids} {profile:<9} {sms:>3} SMs {memory:>21}"
+
+
+def _process_line(index: int, process: ProcessSample) -> str:
+    where = str(index)
+    if process.gpu_instance_id is not None:
+        where += f":{process.gpu_instance_id}/{_id(process.compute_instance_id) or '-'}"
+    return (
+        f"{where:>3}  {process.pid:>8} {fmt_text(process.type):<4} "
+        f"{fmt_mib(process.memory_used):>9}  {fmt_text(process.command or process.name)}"
+    )
+
+
+def _id(value: int | None) -> str | None:
+    return None if value is None else str(value)

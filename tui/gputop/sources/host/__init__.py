@@ -1,0 +1,1 @@
+"""Facts about processes from the host: /proc."""

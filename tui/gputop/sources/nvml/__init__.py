@@ -1,0 +1,1 @@
+"""Live snapshots from NVML: the only package that imports pynvml."""

@@ -1,0 +1,528 @@
+"""One GPU's sample from NVML: every field read on its own, through one helper.
+
+A :class:`GpuSampler` belongs to one GPU and is used by one thread at a time. It keeps the
+device handle, what NVML refused (never asked again), values that never change, the last
+process-utilization timestamp and MIG state across ticks. Within one tick no call is made twice.
+
+Values that change rarely are *slow*: read on the first tick and then every ``slow_refresh``
+seconds (:data:`SLOW_REFRESH`), reused in between: persistence, compute and ECC modes, ECC
+error counts, the enforced power limit, BAR1 and the MIG layout (instance handles, UUIDs).
+What moves every tick (load, memory, temperature, power draw, clocks, processes, MIG mode) is
+read every tick. A MIG layout that changes is noticed at once when a cached instance handle
+fails; see :mod:`gputop.sources.nvml.mig`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gputop.model import (
+    Clocks,
+    EccErrors,
+    GpuSample,
+    Memory,
+    Power,
+    ProcessSample,
+    Reason,
+    Temperature,
+    Unavailable,
+    Utilization,
+)
+from gputop.sources.nvml.api import Handle, NvmlApi
+from gputop.sources.nvml.calls import CallFailed, CallMemo, DeviceCalls, ErrorCodes, GpuLost
+from gputop.sources.nvml.codes import (
+    ARCHITECTURES,
+    COMPUTE_MODES,
+    performance_state,
+    text,
+    throttle_names,
+)
+from gputop.sources.nvml.memory import read_bar1, read_memory
+from gputop.sources.nvml.mig import MigState, sample_mig_devices
+from gputop.sources.nvml.processes import ProcessLists, ProcessRows, sm_utilization
+
+_UTILIZATION_PATHS = (
+    "utilization.gpu",
+    "utilization.memory",
+    "utilization.encoder",
+    "utilization.decoder",
+)
+
+
+SLOW_REFRESH = 5.0
+"""Seconds between re-reads of slow values (modes, ECC counters, power limit, BAR1, MIG layout)."""
+
+_CLOCK_NAMES = ("graphics", "sm", "memory", "video")
+
+
+def _watts(milliwatts: int | None) -> float | None:
+    return None if milliwatts is None else milliwatts / 1000
+
+
+@dataclass(frozen=True, slots=True)
+class _SlowPart:
+    """What a GPU reports that never or rarely changes: read on refresh ticks, reused between."""
+
+    name: str | None
+    uuid: str | None
+    pci_bus_id: str | None
+    serial: str | None
+    architecture: str | None
+    bar1: Memory
+    slowdown: float | None
+    shutdown: float | None
+    max_operating: float | None
+    power_limit: float | None
+    default_limit: float | None
+    min_limit: float | None
+    max_limit: float | None
+    max_clocks: Clocks
+    persistence_mode: bool | None
+    compute_mode: str | None
+    ecc_mode: bool | None
+    ecc_errors: EccErrors
+    notes: Unavailable
+    """What these reads could not get, noted again on every tick the part is reused."""
+
+
+class GpuSampler:
+    """Takes samples of the GPU with NVML index ``index``.
+
+    Args:
+        slow_refresh: seconds between re-reads of slow values; 0 re-reads them every tick.
+        clock: monotonic seconds, for the slow values' cadence.
+    """
+
+    def __init__(
+        self,
+        nvml: NvmlApi,
+        codes: ErrorCodes,
+        index: int,
+        names: Callable[[int], str | None],
+        *,
+        slow_refresh: float = SLOW_REFRESH,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.index = index
+        self._slow_refresh = slow_refresh
+        self._clock = clock
+        self._refresh_at: float | None = None
+        """When slow values are next re-read; None: on the next tick."""
+        self._slow: _SlowPart | None = None
+        """The slow part of the last refresh; None: read it on the next tick."""
+        self._nvml = nvml
+        self._codes = codes
+        self._names = names
+        self._memo = CallMemo()
+        self._mig = MigState()
+        self._handle: Handle | None = None
+        self._mig_mode: bool | None = None
+        self._process_since = 0
+        self._rows = ProcessRows()
+        self._lists: ProcessLists | None = None
+        self._lost = False
+        self._last = GpuSample(index=index)
+        # Clock call keys and field paths, built once rather than formatted every tick.
+        self._clock_specs: dict[str, tuple[tuple[str, tuple[str, ...], int], ...]] = {}
+
+    @property
+    def gpm_samples(self) -> list[Handle]:
+        """GPM buffers this GPU allocated (freed when the source closes)."""
+        return self._mig.gpm_samples()
+
+    def sample(self) -> GpuSample:
+        """Read everything NVML tells about this GPU now."""
+        if self._lost:
+            return self._lost_sample()
+        now = self._clock()
+        refresh = self._refresh_at is None or now >= self._refresh_at
+        calls = DeviceCalls(self._codes, self._memo, refresh)
+        try:
+            sample = self._sample(calls)
+        except GpuLost:
+            self._lost = True
+            return self._lost_sample()
+        if refresh:
+            self._refresh_at = now + self._slow_refresh
+        return sample
+
+    def _free_gpm_samples(self) -> None:
+        nvml = self._nvml
+        for buffer in self._mig.gpm_samples():
+            try:
+                nvml.nvmlGpmSampleFree(buffer)
+            except nvml.NVMLError:
+                continue
+
+    def _lost_sample(self) -> GpuSample:
+        last = self._last
+        return GpuSample(
+            index=self.index,
+            name=last.name,
+            uuid=last.uuid,
+            pci_bus_id=last.pci_bus_id,
+            serial=last.serial,
+            architecture=last.architecture,
+            lost=True,
+            unavailable=(("lost", Reason.GPU_LOST),),
+        )
+
+    def _acquire(self, calls: DeviceCalls) -> Handle | CallFailed:
+        if self._handle is not None:
+            return self._handle
+        nvml = self._nvml
+        handle = calls.attempt("handle", nvml.nvmlDeviceGetHandleByIndex, self.index)
+        if isinstance(handle, CallFailed):
+            if handle.code == nvml.NVML_ERROR_UNKNOWN:
+                # The driver cannot reach the device any more: the same as lost.
+                raise GpuLost("unknown error getting the device handle")
+            return handle
+        self._handle = handle
+        return handle
+
+    def _sample(self, c: DeviceCalls) -> GpuSample:
+        nvml = self._nvml
+        h = self._acquire(c)
+        if isinstance(h, CallFailed):
+            return GpuSample(index=self.index, unavailable=(("name", h.reason),))
+
+        # MIG mode first: a change of mode changes what the GPU supports.
+        mig = c.call("mig_mode", ("mig_mode",), nvml.nvmlDeviceGetMigMode, h)
+        mig_mode = None if mig is None else mig[0] == nvml.NVML_DEVICE_MIG_ENABLE
+        if mig_mode is not None and self._mig_mode is not None and mig_mode != self._mig_mode:
+            self._memo.clear()
+            self._slow = None
+            self._free_gpm_samples()
+            self._mig = MigState()
+        if mig_mode is not None:
+            self._mig_mode = mig_mode
+
+        slow = self._slow
+        if slow is None or c.refresh:
+            slow = self._read_slow(h, c.refresh)
+        c.missing.extend(slow.notes)
+
+        utilization = self._utilization(c, h, mig_mode)
+        memory = read_memory(c, nvml, h, "memory")
+        temperature = self._temperature(c, h, slow)
+        draw = c.call("power_usage", ("power.draw",), nvml.nvmlDeviceGetPowerUsage, h)
+        fan = c.call("fan_speed", ("fan_speed",), nvml.nvmlDeviceGetFanSpeed, h)
+        pstate = c.call(
+            "performance_state", ("performance_state",), nvml.nvmlDeviceGetPerformanceState, h
+        )
+        pstate_name = None if pstate is None else performance_state(pstate)
+        if pstate is not None and pstate_name is None:
+            c.note(("performance_state",), Reason.NOT_AVAILABLE)
+        clocks = self._clocks(c, h, "clocks", nvml.nvmlDeviceGetClockInfo, static=False)
+        throttle = self._throttle_reasons(c, h)
+
+        processes = self._processes(c, h)
+        if mig_mode:
+            c.relabel(("processes.sm_utilization",), Reason.UNDER_MIG)
+        mig_devices = (
+            sample_mig_devices(
+                nvml, self._codes, c, h, self._mig, slow.name, memory.total, processes
+            )
+            if mig_mode
+            else ()
+        )
+        sample = GpuSample(
+            index=self.index,
+            name=slow.name,
+            uuid=slow.uuid,
+            pci_bus_id=slow.pci_bus_id,
+            serial=slow.serial,
+            architecture=slow.architecture,
+            utilization=utilization,
+            memory=memory,
+            bar1=slow.bar1,
+            temperature=temperature,
+            power=Power(
+                draw=_watts(draw),
+                limit=slow.power_limit,
+                default_limit=slow.default_limit,
+                min_limit=slow.min_limit,
+                max_limit=slow.max_limit,
+            ),
+            fan_speed=None if fan is None else float(fan),
+            performance_state=pstate_name,
+            clocks=clocks,
+            max_clocks=slow.max_clocks,
+            persistence_mode=slow.persistence_mode,
+            compute_mode=slow.compute_mode,
+            ecc_mode=slow.ecc_mode,
+            ecc_errors=slow.ecc_errors,
+            throttle_reasons=throttle,
+            mig_mode=mig_mode,
+            mig_devices=mig_devices,
+            processes=processes,
+            unavailable=c.unavailable(),
+        )
+        self._last = sample
+        return sample
+
+    def _read_slow(self, h: Handle, refresh: bool) -> _SlowPart:
+        """Identity (read once), thresholds and bounds (once) and the slow values (now).
+
+        Kept for the following ticks unless a read failed in a way that may pass; then the
+        next tick reads again (what did succeed comes from the per-call caches).
+        """
+        nvml = self._nvml
+        c = DeviceCalls(self._codes, self._memo, refresh)
+        name = text(c.call("name", ("name",), nvml.nvmlDeviceGetName, h, static=True))
+        uuid = text(c.call("uuid", ("uuid",), nvml.nvmlDeviceGetUUID, h, static=True))
+        pci = c.call("pci", ("pci_bus_id",), nvml.nvmlDeviceGetPciInfo_v3, h, static=True)
+        serial = text(c.call("serial", ("serial",), nvml.nvmlDeviceGetSerial, h, static=True))
+        architecture = self._architecture(c, h)
+        bar1 = read_bar1(c, nvml, h, "bar1")
+        slowdown, shutdown, max_operating = self._thresholds(c, h)
+        # Changes only when someone sets a limit (nvidia-smi -pl, a data-centre power cap).
+        limit = c.call(
+            "power_limit", ("power.limit",), nvml.nvmlDeviceGetEnforcedPowerLimit, h, slow=True
+        )
+        default = c.call(
+            "power_default_limit",
+            ("power.default_limit",),
+            nvml.nvmlDeviceGetPowerManagementDefaultLimit,
+            h,
+            static=True,
+        )
+        bounds = c.call(
+            "power_limit_bounds",
+            ("power.min_limit", "power.max_limit"),
+            nvml.nvmlDeviceGetPowerManagementLimitConstraints,
+            h,
+            static=True,
+        )
+        max_clocks = self._clocks(c, h, "max_clocks", nvml.nvmlDeviceGetMaxClockInfo, static=True)
+        persistence = c.call(
+            "persistence_mode",
+            ("persistence_mode",),
+            nvml.nvmlDeviceGetPersistenceMode,
+            h,
+            slow=True,
+        )
+        compute = c.call(
+            "compute_mode", ("compute_mode",), nvml.nvmlDeviceGetComputeMode, h, slow=True
+        )
+        ecc = c.call("ecc_mode", ("ecc_mode",), nvml.nvmlDeviceGetEccMode, h, slow=True)
+        ecc_errors = self._ecc_errors(c, h)
+        part = _SlowPart(
+            name=name,
+            uuid=uuid,
+            pci_bus_id=None if pci is None else text(pci.busId),
+            serial=serial,
+            architecture=architecture,
+            bar1=bar1,
+            slowdown=slowdown,
+            shutdown=shutdown,
+            max_operating=max_operating,
+            power_limit=_watts(limit),
+            default_limit=_watts(default),
+            min_limit=None if bounds is None else _watts(bounds[0]),
+            max_limit=None if bounds is None else _watts(bounds[1]),
+            max_clocks=max_clocks,
+            persistence_mode=None if persistence is None else persistence == 1,
+            compute_mode=None if compute is None else COMPUTE_MODES.get(compute),
+            ecc_mode=None if ecc is None else ecc[0] == 1,
+            ecc_errors=ecc_errors,
+            notes=c.unavailable(),
+        )
+        transient = any(reason is Reason.ERROR for _, reason in part.notes)
+        self._slow = None if transient else part
+        return part
+
+    def _architecture(self, c: DeviceCalls, h: Handle) -> str | None:
+        code = c.call(
+            "architecture", ("architecture",), self._nvml.nvmlDeviceGetArchitecture, h, static=True
+        )
+        if code is None:
+            return None
+        name = ARCHITECTURES.get(code)
+        if name is None:
+            c.note(("architecture",), Reason.NOT_REPORTED)
+        return name
+
+    def _utilization(self, c: DeviceCalls, h: Handle, mig_mode: bool | None) -> Utilization:
+        nvml = self._nvml
+        rates = c.call(
+            "utilization",
+            ("utilization.gpu", "utilization.memory"),
+            nvml.nvmlDeviceGetUtilizationRates,
+            h,
+        )
+        encoder = c.call(
+            "encoder_utilization",
+            ("utilization.encoder",),
+            nvml.nvmlDeviceGetEncoderUtilization,
+            h,
+        )
+        decoder = c.call(
+            "decoder_utilization",
+            ("utilization.decoder",),
+            nvml.nvmlDeviceGetDecoderUtilization,
+            h,
+        )
+        if mig_mode:
+            # NVML cannot attribute load to the whole GPU under MIG: not 0, not unsupported.
+            c.relabel(_UTILIZATION_PATHS, Reason.UNDER_MIG)
+        return Utilization(
+            gpu=None if rates is None else float(rates.gpu),
+            memory=None if rates is None else float(rates.memory),
+            encoder=None if encoder is None else float(encoder[0]),
+            decoder=None if decoder is None else float(decoder[0]),
+        )
+
+    def _temperature(self, c: DeviceCalls, h: Handle, slow: _SlowPart) -> Temperature:
+        nvml = self._nvml
+        gpu = c.call(
+            "temperature",
+            ("temperature.gpu",),
+            nvml.nvmlDeviceGetTemperature,
+            h,
+            nvml.NVML_TEMPERATURE_GPU,
+        )
+        return Temperature(
+            gpu=None if gpu is None else float(gpu),
+            memory=self._memory_temperature(c, h),
+            slowdown=slow.slowdown,
+            shutdown=slow.shutdown,
+            max_operating=slow.max_operating,
+        )
+
+    def _thresholds(
+        self, c: DeviceCalls, h: Handle
+    ) -> tuple[float | None, float | None, float | None]:
+        """Slowdown, shutdown and maximum operating temperatures (static)."""
+        nvml = self._nvml
+        slowdown, shutdown, max_operating = (
+            c.call(
+                f"temperature_threshold:{threshold}",
+                (path,),
+                nvml.nvmlDeviceGetTemperatureThreshold,
+                h,
+                threshold,
+                static=True,
+            )
+            for path, threshold in (
+                ("temperature.slowdown", nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
+                ("temperature.shutdown", nvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
+                ("temperature.max_operating", nvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
+            )
+        )
+        return (
+            None if slowdown is None else float(slowdown),
+            None if shutdown is None else float(shutdown),
+            None if max_operating is None else float(max_operating),
+        )
+
+    def _memory_temperature(self, c: DeviceCalls, h: Handle) -> float | None:
+        # Only HBM parts report it, and only through the field-values API.
+        nvml = self._nvml
+        key = "field:memory_temperature"
+        values = c.call(
+            key,
+            ("temperature.memory",),
+            nvml.nvmlDeviceGetFieldValues,
+            h,
+            [nvml.NVML_FI_DEV_MEMORY_TEMP],
+        )
+        if values is None:
+            return None
+        field = values[0]
+        if field.nvmlReturn != nvml.NVML_SUCCESS:
+            c.refuse(key, ("temperature.memory",), field.nvmlReturn)
+            return None
+        return float(_field_number(nvml, field.valueType, field.value))
+
+    def _clocks(
+        self,
+        c: DeviceCalls,
+        h: Handle,
+        prefix: str,
+        fn: Callable[[Handle, int], int],
+        *,
+        static: bool,
+    ) -> Clocks:
+        specs = self._clock_specs.get(prefix)
+        if specs is None:
+            nvml = self._nvml
+            kinds = (nvml.NVML_CLOCK_GRAPHICS, nvml.NVML_CLOCK_SM, nvml.NVML_CLOCK_MEM)
+            specs = self._clock_specs[prefix] = tuple(
+                (f"{prefix}:{kind}", (f"{prefix}.{name}",), kind)
+                for name, kind in zip(_CLOCK_NAMES, (*kinds, nvml.NVML_CLOCK_VIDEO), strict=True)
+            )
+        values = [c.call(key, paths, fn, h, kind, static=static) for key, paths, kind in specs]
+        return Clocks(*values)
+
+    def _ecc_errors(self, c: DeviceCalls, h: Handle) -> EccErrors:
+        nvml = self._nvml
+        corrected = nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED
+        uncorrected = nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+        # Slow: counts of rare events (the aggregate ones the driver only updates now and then).
+        values = [
+            c.call(
+                f"ecc:{kind}:{counter}",
+                (f"ecc_errors.{name}",),
+                nvml.nvmlDeviceGetTotalEccErrors,
+                h,
+                kind,
+                counter,
+                slow=True,
+            )
+            for name, kind, counter in (
+                ("volatile_corrected", corrected, nvml.NVML_VOLATILE_ECC),
+                ("volatile_uncorrected", uncorrected, nvml.NVML_VOLATILE_ECC),
+                ("aggregate_corrected", corrected, nvml.NVML_AGGREGATE_ECC),
+                ("aggregate_uncorrected", uncorrected, nvml.NVML_AGGREGATE_ECC),
+            )
+        ]
+        return EccErrors(*values)
+
+    def _throttle_reasons(self, c: DeviceCalls, h: Handle) -> tuple[str, ...] | None:
+        nvml = self._nvml
+        # "Clock event reasons" is the r535+ name of the same bits; older drivers and older
+        # pynvml only have the throttle-named entry point.
+        newer = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        mask = c.attempt("clocks_event_reasons", newer, h)
+        if isinstance(mask, CallFailed):
+            if mask.reason is not Reason.NOT_SUPPORTED:
+                c.note(("throttle_reasons",), mask.reason)
+                return None
+            older = c.call(
+                "clocks_throttle_reasons",
+                ("throttle_reasons",),
+                nvml.nvmlDeviceGetCurrentClocksThrottleReasons,
+                h,
+            )
+            if older is None:
+                return None
+            mask = older
+        return throttle_names(mask)
+
+    def _processes(self, c: DeviceCalls, h: Handle) -> tuple[ProcessSample, ...]:
+        lists = self._lists
+        if lists is None:
+            lists = self._lists = ProcessLists(self._nvml)
+        found = lists.read(c, h)
+        if not found:
+            self._rows = ProcessRows()
+            return ()
+        usage, self._process_since = sm_utilization(c, self._nvml, h, self._process_since)
+        return self._rows(found, self._names, usage)
+
+
+def _field_number(nvml: NvmlApi, value_type: int, value: object) -> float:
+    """The number in an ``nvmlValue_t`` union, by its declared type."""
+    member = {
+        nvml.NVML_VALUE_TYPE_DOUBLE: "dVal",
+        nvml.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
+        nvml.NVML_VALUE_TYPE_UNSIGNED_LONG: "ulVal",
+        nvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
+        nvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "sllVal",
+        nvml.NVML_VALUE_TYPE_SIGNED_INT: "siVal",
+    }.get(value_type, "uiVal")
+    number: float = getattr(value, member)
+    return number

@@ -1,0 +1,1 @@
+"""nvidia-smi XML: parse documents and give random access to recordings."""

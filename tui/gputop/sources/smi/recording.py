@@ -1,0 +1,561 @@
+"""Random access to a recording of `nvidia-smi -q -x` documents.
+
+A recording is one document, a stream of them (`nvidia-smi -q -x -l 1 > log.xml` simply
+concatenates whole documents), a gzip of either, or a directory of such files. Documents are
+found by scanning for their end tag in fixed-size chunks, so memory stays bounded however long
+the file; each document's offsets and timestamp go into an index (a few dozen bytes per
+document), which replay uses to seek, and documents are parsed only when asked for.
+
+A recorder killed mid-write leaves a partial last document: it is dropped with a warning and
+every complete one before it stays readable. Restarted appending to the same file, it leaves
+a partial document glued to the next whole one, which is recovered when it fails to parse.
+
+Files are opened when first needed and at most ``_OPEN_FILES`` at a time (a directory of
+per-minute captures holds thousands; a gzip being inflated holds two descriptors). A gzip,
+or a pipe such as ``/dev/stdin``, is inflated (copied) into an unnamed temporary file as the
+scan advances, so the first snapshot does not wait for the whole file and any earlier
+document can be read again.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import itertools
+import os
+import re
+import stat
+import tempfile
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO, NamedTuple, Protocol
+
+from gputop.errors import BadCapture
+from gputop.model import Snapshot
+from gputop.sources.smi.xml import MAX_DOCUMENT_BYTES, parse_document, parse_timestamp
+
+_CHUNK = 1 << 20
+_END_TAG = b"</nvidia_smi_log>"
+_ROOT_TAG = b"<nvidia_smi_log"
+_NON_SPACE = re.compile(rb"[^\s\xef\xbb\xbf]")
+_GZIP_MAGIC = b"\x1f\x8b"
+_SUFFIXES = (".xml", ".xml.gz", ".gz", ".log")
+_CACHE_SIZE = 8
+_HAS_PREADV = hasattr(os, "preadv")
+_OPEN_FILES = 32
+_FIRST_TRIES = 16
+"""Documents tried at open before a capture whose first ones are all unreadable is refused."""
+
+
+class _DocumentRef(NamedTuple):
+    """Where one document lies, and when it was taken (a tuple: cheap, one per document)."""
+
+    part: int
+    start: int
+    end: int
+    timestamp: datetime | None
+
+
+class _Stream(Protocol):
+    """What is read sequentially: a gzip.GzipFile or a pipe's buffered reader."""
+
+    def read1(self, size: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class _Source:
+    """The bytes of one file by offset."""
+
+    def read(self, offset: int, size: int) -> bytes:
+        raise NotImplementedError
+
+    def read_into(self, offset: int, view: memoryview) -> int:
+        """Fill ``view`` from ``offset`` on; the count of bytes read, 0 at the end."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+    if _HAS_PREADV:
+        return os.preadv(fd, [view], offset)
+    data = os.pread(fd, len(view), offset)
+    view[: len(data)] = data
+    return len(data)
+
+
+class _FileSource(_Source):
+    """A regular file, read with pread (no shared file position, no buffering)."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self._handle = handle
+
+    def read(self, offset: int, size: int) -> bytes:
+        return os.pread(self._handle.fileno(), size, offset)
+
+    def read_into(self, offset: int, view: memoryview) -> int:
+        return _pread_into(self._handle.fileno(), view, offset)
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+class _SpooledSource(_Source):
+    """A stream read once (gzip, pipe), copied into an unnamed temporary file as it is read."""
+
+    def __init__(
+        self, name: str, handle: BinaryIO, stream: _Stream, warnings: list[str] | None
+    ) -> None:
+        self._name = name
+        self._handle = handle  # GzipFile.close() leaves the file it reads open
+        self._stream: _Stream | None = stream
+        # Unbuffered: written with os.write and read back with os.pread.
+        self._spool: BinaryIO = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 - closed in close()
+        self._size = 0
+        self._warnings = warnings
+        self.failure: str | None = None
+
+    def read(self, offset: int, size: int) -> bytes:
+        while self._stream is not None and self._size < offset + size:
+            self._spool_chunk()
+        return os.pread(self._spool.fileno(), size, offset)
+
+    def read_into(self, offset: int, view: memoryview) -> int:
+        while self._stream is not None and self._size < offset + len(view):
+            self._spool_chunk()
+        return _pread_into(self._spool.fileno(), view, offset)
+
+    def _spool_chunk(self) -> None:
+        assert self._stream is not None
+        problem = None
+        try:
+            # read1: a cut-off gzip raises EOFError, and read(n) would drop the data it had
+            # inflated before; read1 returns what one step inflates, so little is lost.
+            chunk = self._stream.read1(_CHUNK)
+        except (EOFError, OSError, zlib.error) as error:
+            chunk = b""
+            if self._size == 0:
+                self.failure = f"not a readable gzip file ({error or 'cut off'})"
+                problem = f"{self.failure}; skipped"
+            elif isinstance(error, EOFError):
+                problem = "compressed stream is cut off; reading what was complete"
+            else:
+                problem = f"compressed data is damaged after byte {self._size}"
+        if chunk:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(self._spool.fileno(), view) :]
+            self._size += len(chunk)
+            return
+        self._stream.close()
+        self._handle.close()
+        self._stream = None
+        if problem is not None and self._warnings is not None:
+            self._warnings.append(f"{self._name}: {problem}")
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+        self._handle.close()
+        self._spool.close()
+
+
+def _open_source(path: Path, warnings: list[str] | None) -> _Source:
+    """Open one file of a recording; ``warnings`` None on a re-open, to warn only once.
+
+    Raises:
+        BadCapture: the file cannot be opened.
+    """
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - owned by the source
+    except PermissionError:
+        raise BadCapture(f"{path}: permission denied") from None
+    except OSError as error:
+        raise BadCapture(f"{path}: cannot open: {error.strerror or error}") from None
+    try:
+        stream: _Stream
+        if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            if os.pread(handle.fileno(), 2, 0) != _GZIP_MAGIC:
+                return _FileSource(handle)
+            stream = gzip.GzipFile(fileobj=handle)
+        elif handle.peek(2)[:2] == _GZIP_MAGIC:  # a pipe or device: read once, in order
+            stream = gzip.GzipFile(fileobj=handle)
+        else:
+            stream = handle
+    except OSError as error:
+        handle.close()
+        raise BadCapture(f"{path}: cannot read: {error.strerror or error}") from None
+    return _SpooledSource(str(path), handle, stream, warnings)
+
+
+class _OpenFiles:
+    """Keeps the files of at most ``limit`` parts open, closing the least recently used."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._open: OrderedDict[int, _Part] = OrderedDict()
+
+    def touch(self, part: _Part) -> None:
+        key = id(part)
+        if key in self._open:
+            self._open.move_to_end(key)
+            return
+        self._open[key] = part
+        while len(self._open) > self._limit:
+            _, oldest = self._open.popitem(last=False)
+            oldest.release()
+
+    def forget(self, part: _Part) -> None:
+        self._open.pop(id(part), None)
+
+
+class _Part:
+    """One file of the recording, scanned lazily for document boundaries."""
+
+    def __init__(self, path: Path, warnings: list[str], open_files: _OpenFiles) -> None:
+        self.path = path
+        self.name = str(path)
+        self._warnings = warnings
+        self._open_files = open_files
+        self._source: _Source | None = None
+        self._opened = False
+        self.failure: str | None = None
+        self.exhausted = False
+
+    def _data(self) -> _Source:
+        if self._source is None:
+            self._source = _open_source(self.path, None if self._opened else self._warnings)
+            self._opened = True
+        self._open_files.touch(self)
+        return self._source
+
+    def read(self, start: int, end: int) -> bytes:
+        return self._data().read(start, end - start)
+
+    def release(self) -> None:
+        """Close the file; it is opened again when next read."""
+        if self._source is not None:
+            self._source.close()
+            self._source = None
+
+    def close(self) -> None:
+        self.release()
+        self._open_files.forget(self)
+
+    def scan(self, part_number: int) -> Iterator[_DocumentRef]:
+        """Yield each complete document's reference, reading the file once, in chunks.
+
+        The chunks are read in place into one buffer (no copy per chunk); only the part of
+        a document that straddles two chunks is moved to the front before the next read.
+        """
+        try:
+            source = self._data()
+        except BadCapture as error:
+            # Only the message: the path is already in it.
+            self.failure = str(error).removeprefix(f"{self.path}: ")
+            self._warnings.append(f"{error}; skipped")
+            self.exhausted = True
+            return
+        buffer = bytearray(2 * _CHUNK)
+        valid = 0  # bytes of the buffer holding data
+        cursor = 0  # where the next document starts
+        searched = 0  # the buffer before this holds no end tag
+        buffer_at = 0  # file offset of buffer[0]
+        read_at = 0  # file offset of the next read
+        while True:
+            found = buffer.find(_END_TAG, max(cursor, searched), valid)
+            if found >= 0:
+                end = found + len(_END_TAG)
+                yield self._reference(buffer, buffer_at, part_number, cursor, end)
+                cursor = end
+                continue
+            if valid - cursor > MAX_DOCUMENT_BYTES:
+                self._warnings.append(
+                    f"{self.name}: stopped at byte {buffer_at + cursor}: "
+                    f"no document end within {MAX_DOCUMENT_BYTES // 2**20} MiB"
+                )
+                break
+            if cursor:
+                buffer[: valid - cursor] = buffer[cursor:valid]
+                buffer_at += cursor
+                valid -= cursor
+                cursor = 0
+            if len(buffer) - valid < _CHUNK:  # a document larger than the buffer
+                buffer.extend(bytes(max(_CHUNK, len(buffer) // 2)))
+            if self._source is None:  # closed to keep few files open while others were read
+                source = self._data()
+            self._open_files.touch(self)
+            view = memoryview(buffer)[valid : valid + _CHUNK]
+            try:
+                count = source.read_into(read_at, view)
+            finally:
+                view.release()
+            if not count:
+                if isinstance(source, _SpooledSource) and source.failure is not None:
+                    self.failure = source.failure
+                self._note_tail(bytes(buffer[cursor:valid]))
+                break
+            read_at += count
+            # Search only the new bytes (and an end tag cut by the chunk boundary): a large
+            # document spans many chunks and must not be searched again for each.
+            searched = max(0, valid - len(_END_TAG) + 1)
+            valid += count
+        self.exhausted = True
+
+    @staticmethod
+    def _reference(
+        buffer: bytearray, buffer_at: int, part_number: int, start: int, end: int
+    ) -> _DocumentRef:
+        first = _NON_SPACE.search(buffer, start, end)
+        start = end if first is None else first.start()
+        # The timestamp is the root's first child; an inline DTD (old drivers) can put the
+        # root several KB in, so look from the root tag on.
+        root = buffer.find(_ROOT_TAG, start, end)
+        head_at = start if root < 0 else root
+        opened = buffer.find(b"<timestamp>", head_at, min(end, head_at + 2048))
+        stamp = None
+        if opened >= 0:
+            opened += len(b"<timestamp>")
+            closed = buffer.find(b"</timestamp>", opened, min(end, opened + 256))
+            if closed >= 0:
+                stamp = parse_timestamp(buffer[opened:closed].decode("utf-8", "replace"))
+        return _DocumentRef(part_number, buffer_at + start, buffer_at + end, stamp)
+
+    def _note_tail(self, tail: bytes) -> None:
+        if _NON_SPACE.search(tail) is None:
+            return
+        if _ROOT_TAG in tail or b"<?xml" in tail:
+            self._warnings.append(
+                f"{self.name}: ignored an incomplete last document ({len(tail)} bytes): "
+                "the recording was cut off"
+            )
+        else:
+            self._warnings.append(
+                f"{self.name}: ignored {len(tail)} trailing bytes that are not an nvidia-smi "
+                "document"
+            )
+
+
+class Recording:
+    """The documents of a capture, in order, with random access by index or time."""
+
+    def __init__(self, path: Path, parts: list[_Part], warnings: list[str]) -> None:
+        self.path = path
+        self.warnings = warnings
+        self._parts = parts
+        self._index: list[_DocumentRef] = []
+        self._scanners = (part.scan(number) for number, part in enumerate(parts))
+        self._current: Iterator[_DocumentRef] | None = None
+        self._complete = False
+        self._cache: OrderedDict[int, Snapshot] = OrderedDict()
+
+    @classmethod
+    def open(cls, path: Path | str) -> Recording:
+        """Open a capture file, a .gz of one, or a directory of them.
+
+        Raises:
+            BadCapture: the path is missing, unreadable, empty or holds no nvidia-smi document.
+        """
+        path = Path(path)
+        warnings: list[str] = []
+        open_files = _OpenFiles(_OPEN_FILES)
+        parts = [_Part(file, warnings, open_files) for file in _files(path)]
+        recording = cls(path, parts, warnings)
+        try:
+            recording._check_first()
+        except BadCapture:
+            recording.close()
+            raise
+        return recording
+
+    def _check_first(self) -> None:
+        """Refuse a capture none of whose first documents is readable.
+
+        A log cut from the front (``tail -c``) starts with the end of a document: that one
+        is skipped like any malformed document, as long as one of the next ones reads.
+        """
+        if not self._scan_until(0):
+            raise BadCapture(f"{self.path}: {_diagnose(self._parts[0], self.warnings)}")
+        first_error: BadCapture | None = None
+        index = 0
+        while index < _FIRST_TRIES and self._scan_until(index):
+            try:
+                self.snapshot(index)
+            except BadCapture as error:
+                first_error = first_error or error
+                index += 1
+                continue
+            return  # iteration warns about the skipped ones
+        raise BadCapture(f"{self.path}: {first_error}")
+
+    def _scan_until(self, index: int) -> bool:
+        """Extend the index until it holds ``index``; False if the recording is shorter."""
+        while len(self._index) <= index and not self._complete:
+            if self._current is None:
+                self._current = next(self._scanners, None)
+                if self._current is None:
+                    self._complete = True
+                    break
+            ref = next(self._current, None)
+            if ref is None:
+                self._current = None
+            else:
+                self._index.append(ref)
+        return len(self._index) > index
+
+    def _scan_all(self) -> None:
+        self._scan_until(2**62)
+
+    def __len__(self) -> int:
+        self._scan_all()
+        return len(self._index)
+
+    def _resolve(self, index: int) -> int:
+        if index < 0:
+            index += len(self)
+        if index < 0 or not self._scan_until(index):
+            raise IndexError(f"snapshot {index} is out of range")
+        return index
+
+    def snapshot(self, index: int) -> Snapshot:
+        """The snapshot at ``index`` (negative counts from the end).
+
+        Raises:
+            IndexError: no such document.
+            BadCapture: the document there is malformed.
+        """
+        index = self._resolve(index)
+        cached = self._cache.get(index)
+        if cached is not None:
+            self._cache.move_to_end(index)
+            return cached
+        ref = self._index[index]
+        data = self._parts[ref.part].read(ref.start, ref.end)
+        try:
+            snapshot = parse_document(data)
+        except BadCapture as error:
+            recovered = self._recover(index, ref, data)
+            if recovered is None:
+                raise BadCapture(f"document {index} (byte {ref.start}): {error}") from None
+            snapshot = recovered
+        self._cache[index] = snapshot
+        if len(self._cache) > _CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return snapshot
+
+    def _recover(self, index: int, ref: _DocumentRef, data: bytes) -> Snapshot | None:
+        """The whole document after a cut-off one, when they were read as one.
+
+        A recorder killed mid-document and restarted appending (``>>``) leaves the head of
+        a document glued to the next whole one. Looked for only when a document fails to
+        parse, so it costs nothing on the common path.
+        """
+        restart = data.rfind(b"<?xml")
+        if restart <= 0:
+            return None
+        try:
+            snapshot = parse_document(data[restart:])
+        except BadCapture:
+            return None
+        self._index[index] = _DocumentRef(
+            ref.part, ref.start + restart, ref.end, snapshot.timestamp
+        )
+        self.warnings.append(
+            f"{self.path}: ignored {restart} bytes of a cut-off document at byte {ref.start}"
+        )
+        return snapshot
+
+    def timestamp(self, index: int) -> datetime | None:
+        """The timestamp of document ``index``, read from the index without parsing it."""
+        return self._index[self._resolve(index)].timestamp
+
+    def index_at(self, moment: datetime) -> int:
+        """The last document taken at or before ``moment`` (the first, if all are later)."""
+        self._scan_all()
+        stamps = [ref.timestamp for ref in self._index]
+        known = [s for s in stamps if s is not None]
+        if not known:
+            return 0
+        if len(known) == len(stamps) and all(a <= b for a, b in itertools.pairwise(known)):
+            return max(bisect.bisect_right(known, moment) - 1, 0)
+        # Out of order (e.g. a directory named by host, not time): the latest not after it.
+        candidates = [
+            (stamp, -number)
+            for number, stamp in enumerate(stamps)
+            if stamp is not None and stamp <= moment
+        ]
+        return -max(candidates)[1] if candidates else 0
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        """Every readable snapshot in order; malformed documents are skipped with a warning."""
+        index = 0
+        while self._scan_until(index):
+            try:
+                yield self.snapshot(index)
+            except BadCapture as error:
+                self.warnings.append(f"{self.path}: skipped {error}")
+            index += 1
+
+    def close(self) -> None:
+        """Close the files (and remove a decompressed temporary copy)."""
+        for part in self._parts:
+            part.close()
+
+    def __enter__(self) -> Recording:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _files(path: Path) -> list[Path]:
+    try:
+        if path.is_dir():
+            files = sorted(
+                child
+                for child in path.iterdir()
+                if child.is_file() and child.name.lower().endswith(_SUFFIXES)
+            )
+            if not files:
+                raise BadCapture(f"{path}: directory holds no .xml or .xml.gz files")
+            return files
+        if not path.exists():
+            raise BadCapture(f"{path}: no such file or directory")
+    except PermissionError:
+        raise BadCapture(f"{path}: permission denied") from None
+    return [path]
+
+
+def _diagnose(part: _Part, warnings: list[str]) -> str:
+    """Why a file holds no complete document, in words a user can act on."""
+    if part.failure is not None:
+        return part.failure
+    head = part.read(0, 4096)
+    stripped = head.lstrip(b" \t\r\n\xef\xbb\xbf")
+    if not stripped:
+        return "empty file" if not head else "file holds only white space"
+    if b"\x00" in head or not stripped.startswith(b"<"):
+        return "not XML: this is not an `nvidia-smi -q -x` capture"
+    lowered = stripped[:512].lower()
+    if lowered.startswith(b"<!doctype html") or lowered.startswith(b"<html"):
+        return "an HTML page, not an `nvidia-smi -q -x` capture"
+    if _ROOT_TAG in head:
+        return "truncated: no complete <nvidia_smi_log> document"
+    return "XML, but not an nvidia-smi log (no <nvidia_smi_log> element)"
+
+
+def snapshot_from_path(path: Path | str) -> Snapshot:
+    """Read a file holding a single document (the first one, if it holds a stream)."""
+    with Recording.open(Path(path)) as recording:
+        return recording.snapshot(0)

@@ -1,0 +1,111 @@
+"""Where gputop leans on Textual's private API: kept to this one module, so a Textual upgrade
+that moves it breaks here and nowhere else (a test holds every other module to the public API).
+
+Today that is a Linux terminal driver whose input thread sleeps until there is input.
+
+Textual's ``LinuxDriver`` waits for keys with a 0.1 s timeout, so its input thread wakes ten
+times a second for the whole life of the app, keys or not: about a sixth of gputop's CPU on
+an idle box. The timeout serves two purposes, and this driver keeps both without the polling:
+
+* a lone Esc is only known to be a key (and not the start of an escape sequence) once
+  ``ESCDELAY`` has passed with nothing after it, so the parser must be ticked after input;
+  here the thread polls only while input arrived within the last second;
+* the thread must notice when the app stops; here stopping also writes to a pipe the
+  thread waits on, which also makes quitting up to 0.1 s faster.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import time
+from codecs import getincrementaldecoder
+
+from textual import constants
+from textual._parser import ParseError
+from textual._xterm_parser import XTermParser
+from textual.drivers.linux_driver import LinuxDriver
+
+KEY_POLL_SECONDS = 0.1
+"""How often the parser is ticked while keys are arriving (Textual's own interval)."""
+
+KEY_QUIET_SECONDS = 1.0
+"""With no input for this long, the thread waits for input without a timeout."""
+
+
+class QuietLinuxDriver(LinuxDriver):
+    """``LinuxDriver`` with an input thread that blocks instead of polling."""
+
+    _wake_read: int | None = None
+    _wake_write: int | None = None
+
+    def start_application_mode(self) -> None:
+        """Open the pipe that wakes the input thread, then start as usual."""
+        if self._wake_read is None:  # a resume after a suspend reuses it
+            self._wake_read, self._wake_write = os.pipe()
+        super().start_application_mode()  # type: ignore[no-untyped-call]
+
+    def disable_input(self) -> None:
+        """Wake the input thread so it sees the exit at once, then stop it as usual."""
+        if self._wake_write is not None and not self.exit_event.is_set():
+            os.write(self._wake_write, b"x")
+        super().disable_input()
+
+    def close(self) -> None:
+        """Close the wake pipe too."""
+        super().close()
+        for fd in (self._wake_read, self._wake_write):
+            if fd is not None:
+                os.close(fd)
+        self._wake_read = self._wake_write = None
+
+    def run_input_thread(self) -> None:
+        """Read input and dispatch events until the app stops."""
+        wake = self._wake_read
+        if wake is None:
+            super().run_input_thread()
+            return
+        fileno = self.fileno
+        selector = selectors.SelectSelector()
+        selector.register(fileno, selectors.EVENT_READ)
+        selector.register(wake, selectors.EVENT_READ)
+        parser = XTermParser(self._debug)
+        decode = getincrementaldecoder("utf-8")().decode
+        last_input = time.monotonic()
+        # A user's longer ESCDELAY must still expire while the thread is polling.
+        quiet_after = max(KEY_QUIET_SECONDS, 2 * constants.ESCAPE_DELAY)
+
+        def dispatch(text: str) -> None:
+            for event in parser.feed(text):
+                self.process_message(event)
+
+        try:
+            while not self.exit_event.is_set():
+                quiet = time.monotonic() - last_input >= quiet_after
+                ready = selector.select(None if quiet else KEY_POLL_SECONDS)
+                for key, _mask in ready:
+                    if key.fd == wake:
+                        os.read(wake, 64)
+                        continue
+                    text = decode(os.read(fileno, 4096))
+                    if text:
+                        last_input = time.monotonic()
+                        dispatch(text)
+                for event in parser.tick():
+                    self.process_message(event)
+            # Whatever the terminal sent before the exit still reaches the app.
+            selector.unregister(fileno)
+            selector.unregister(wake)
+            with selectors.SelectSelector() as final:
+                final.register(fileno, selectors.EVENT_READ)
+                if final.select(0):
+                    text = decode(os.read(fileno, 4096), final=True)
+                    if text:
+                        dispatch(text)
+        finally:
+            selector.close()
+            try:
+                for _event in parser.feed(""):
+                    pass
+            except (EOFError, ParseError):
+                pass

@@ -1,0 +1,1 @@
+"""What widgets draw, as plain values: texts, roles, rows. No widgets here."""

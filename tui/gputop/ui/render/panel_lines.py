@@ -1,0 +1,233 @@
+"""The text of a GPU panel as (text, role) parts, laid out for a given width.
+
+Pure functions, no Textual: the panel widget turns roles into styles. Because the result is a
+plain value, the widget compares it with what it drew last and skips the redraw when nothing
+visible changed (an idle GPU's flat sparkline shifts every second but looks the same).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from gputop.history import Metric, Series
+from gputop.insight.diagnosis import Finding, Severity
+from gputop.model import GpuSample
+from gputop.model.units import NA
+from gputop.ui.render.gauges import (
+    Gauge,
+    Level,
+    compact_gauges,
+    detail_parts,
+    gauges,
+    short_name,
+    sparkline,
+)
+
+Part = tuple[str, str]
+"""(text, role); role names a ``gpu-panel--<role>`` component style."""
+Line = tuple[Part, ...]
+
+GAUGE_METRICS = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POWER, Metric.TEMP)
+"""The series behind the four gauges, in gauge order."""
+
+FULL_HEIGHT = 3
+"""Content lines of a full panel (its border adds two rows)."""
+
+COMPACT_VALUE_WIDTHS = (4, 10, 9, 4)
+"""Value columns of the one-line layout: util, memory, power, temperature."""
+
+COMPACT_TITLES = ("UTIL", "MEMORY", "POWER", "TEMP")
+
+MIN_SPARK = 3
+"""Narrower than this a sparkline says nothing; it is left out."""
+
+SEPARATOR = " · "
+ELLIPSIS = "…"
+
+_LEVEL_ROLE = {Level.OK: "value", Level.WARN: "warn", Level.CRIT: "crit", Level.NA: "na"}
+_SPARK_ROLE = {Level.OK: "spark", Level.WARN: "warn", Level.CRIT: "crit", Level.NA: "spark"}
+
+
+@dataclass(frozen=True, slots=True)
+class PanelState:
+    """What one panel shows: a GPU (or its last known sample when gone) and its series."""
+
+    gpu: GpuSample
+    series: Mapping[Metric, Series]
+    gone: bool = False
+    """The GPU was in recent snapshots but not in the latest one."""
+    finding: Part | None = None
+    """The diagnosis's worst finding as (text, role), shown first on the detail line."""
+
+
+_SEVERITY_ROLE = {Severity.INFO: "value", Severity.WARNING: "warn", Severity.CRITICAL: "crit"}
+
+
+def worst_finding(findings: Sequence[Finding]) -> Part | None:
+    """The first (worst) finding as a styled part, or None when there is none."""
+    if not findings:
+        return None
+    worst = findings[0]
+    return (worst.text, _SEVERITY_ROLE[worst.severity])
+
+
+def gone_sample(gpu: GpuSample) -> GpuSample:
+    """A last-known sample shown as absent: every value reads n/a."""
+    return replace(gpu, lost=True)
+
+
+def title(state: PanelState) -> str:
+    """The panel's border title: index and full product name."""
+    return f" {state.gpu.index} · {state.gpu.name or NA} "
+
+
+def badge(state: PanelState) -> str:
+    """The border subtitle: what is wrong with the GPU, else its PCI bus id."""
+    if state.gone:
+        return " GONE "
+    if state.gpu.lost:
+        return " LOST "
+    if state.gpu.stale:
+        return " STALE "
+    return f" {state.gpu.pci_bus_id} " if state.gpu.pci_bus_id else ""
+
+
+def _shown(state: PanelState) -> GpuSample:
+    return gone_sample(state.gpu) if state.gone else state.gpu
+
+
+def _series(state: PanelState, metric: Metric) -> Series:
+    return state.series.get(metric, ())
+
+
+def _gauge_parts(gauge: Gauge, values: Series, value_width: int, width: int) -> list[Part]:
+    """``LABEL value sparkline`` filling ``width`` cells exactly."""
+    label = f"{gauge.label:<5}"
+    value = gauge.value.rjust(value_width)
+    parts: list[Part] = [(label, "label"), (value, _LEVEL_ROLE[gauge.level])]
+    spark_width = width - len(label) - len(value) - 1
+    if spark_width >= MIN_SPARK:
+        parts.append((" ", "dim"))
+        parts.append((sparkline(values, spark_width, gauge.scale), _SPARK_ROLE[gauge.level]))
+    else:
+        parts.append((" " * max(0, width - len(label) - len(value)), "dim"))
+    return parts
+
+
+def fit_line(parts: Sequence[Part], width: int) -> Line:
+    """Cut parts to ``width`` cells, ending in an ellipsis when something visible was cut.
+
+    The ellipsis never follows a separator left dangling by the cut ("dec 0% · …" reads as
+    if a part were missing but says nothing of it): the cut backs up to the last word.
+    """
+    if sum(len(text) for text, _ in parts) <= width:
+        return tuple(parts)
+    line = "".join(text for text, _ in parts)
+    if not line[width:].strip():
+        return _take_cells(parts, width)[0]  # only padding goes
+    kept, cut_role = _take_cells(parts, len(line[: max(0, width - len(ELLIPSIS))].rstrip(" ·")))
+    if kept and kept[-1][1] == cut_role:
+        return (*kept[:-1], (kept[-1][0] + ELLIPSIS, cut_role))
+    return (*kept, (ELLIPSIS, cut_role))
+
+
+def _take_cells(parts: Sequence[Part], cells: int) -> tuple[Line, str]:
+    """The first ``cells`` characters of ``parts``, and the role of the first one left out."""
+    kept: list[Part] = []
+    for text, role in parts:
+        if len(text) > cells:
+            if cells:
+                kept.append((text[:cells], role))
+            return tuple(kept), role
+        kept.append((text, role))
+        cells -= len(text)
+    return tuple(kept), parts[-1][1] if parts else ""
+
+
+def detail_line(state: PanelState, width: int) -> Line:
+    """The diagnosis, then fan, P-state, clocks, codecs, throttle and n/a reasons, to ``width``."""
+    if state.gone:
+        pieces = [("not in the latest snapshot: the GPU disappeared", Level.CRIT)]
+    else:
+        pieces = detail_parts(state.gpu)
+    parts: list[Part] = []
+    if state.finding is not None and not state.gone:
+        parts.append(state.finding)
+        if pieces:
+            parts.append((SEPARATOR, "dim"))
+    for number, (text, level) in enumerate(pieces):
+        if number:
+            parts.append((SEPARATOR, "dim"))
+        parts.append((text, "dim" if level is Level.OK else _LEVEL_ROLE[level]))
+    return fit_line(parts, width)
+
+
+def full_lines(state: PanelState, width: int) -> tuple[Line, ...]:
+    """Three lines: GPU and memory gauges, power and temperature gauges, the detail line."""
+    gpu = _shown(state)
+    util, memory, power, temperature = gauges(gpu)
+    column = max(0, (width - 2) // 2)
+    # Each value gets its own width: sparklines end in the same column (newest sample on
+    # the right), which is what lines them up in time.
+    gap: Part = ("  ", "dim")
+    first = (
+        *_gauge_parts(util, _series(state, Metric.GPU_UTIL), 4, column),
+        gap,
+        *_gauge_parts(memory, _series(state, Metric.MEM_USED), 15, column),
+    )
+    second = (
+        *_gauge_parts(power, _series(state, Metric.POWER), 9, column),
+        gap,
+        *_gauge_parts(temperature, _series(state, Metric.TEMP), 7, column),
+    )
+    return (fit_line(first, width), fit_line(second, width), detail_line(state, width))
+
+
+def compact_spark_width(width: int, name_width: int) -> int:
+    """Cells per sparkline in the one-line layout, 0 when there is no room for them."""
+    fixed = 3 + name_width + sum(2 + value for value in COMPACT_VALUE_WIDTHS)
+    spark = (width - fixed) // len(COMPACT_VALUE_WIDTHS)
+    return spark if spark >= MIN_SPARK else 0
+
+
+def compact_line(state: PanelState, width: int, name_width: int) -> tuple[Line, ...]:
+    """One line: index, short name, then each gauge's value and sparkline."""
+    gpu = _shown(state)
+    spark_width = compact_spark_width(width, name_width)
+    name = short_name(gpu.name)
+    if state.gone or gpu.lost:
+        name = ("GONE " if state.gone else "LOST ") + name
+    parts: list[Part] = [
+        (f"{gpu.index:>2} ", "label"),
+        (_pad(name, name_width), "crit" if state.gone or gpu.lost else "name"),
+    ]
+    for gauge, metric, value_width in zip(
+        compact_gauges(gpu), GAUGE_METRICS, COMPACT_VALUE_WIDTHS, strict=True
+    ):
+        parts.append((" " + gauge.value.rjust(value_width), _LEVEL_ROLE[gauge.level]))
+        if spark_width:
+            spark = sparkline(_series(state, metric), spark_width, gauge.scale)
+            parts.append((" " + spark, _SPARK_ROLE[gauge.level]))
+    return (fit_line(parts, width),)
+
+
+def compact_header(width: int, name_width: int) -> Line:
+    """Column titles above the one-line panels, aligned with ``compact_line``."""
+    spark_width = compact_spark_width(width, name_width)
+    parts: list[Part] = [(" # ", "label"), (_pad("NAME", name_width), "label")]
+    for heading, value_width in zip(COMPACT_TITLES, COMPACT_VALUE_WIDTHS, strict=True):
+        cell = value_width + (1 + spark_width if spark_width else 0)
+        parts.append((" " + heading.ljust(cell), "label"))
+    return fit_line(parts, width)
+
+
+def compact_name_width(gpus: Sequence[GpuSample], width: int) -> int:
+    """Wide enough for the longest short name, within limits that leave room for numbers."""
+    longest = max((len(short_name(gpu.name)) + 5 for gpu in gpus if gpu.lost), default=0)
+    longest = max([longest, *(len(short_name(gpu.name)) for gpu in gpus)], default=8)
+    return max(6, min(longest, 18, width // 5))
+
+
+def _pad(text: str, width: int) -> str:
+    return text[: width - 1] + ELLIPSIS if len(text) > width else text.ljust(width)

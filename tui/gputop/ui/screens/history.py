@@ -1,0 +1,374 @@
+"""Enter on a GPU: its history, and what the diagnosis makes of it.
+
+Charts of utilization, memory, power, temperature and clocks over a selectable window
+(keys 1: 1 min, 2: 10 min, 3: 1 h, 4: all), min/avg/max of each, marks (x) where throttling
+was active, and the findings of :func:`gputop.insight.diagnosis.diagnose`. Esc closes.
+
+The screen copies what it needs out of the snapshots into a bounded
+:class:`~gputop.insight.gpu_history.GpuHistory` (older samples averaged as it fills) and keeps
+only the last few minutes of snapshots for the diagnosis; each chart thins its window to two
+points per column when it draws.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import ClassVar
+
+from rich.table import Table
+from textual.app import ComposeResult, RenderResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid
+from textual.content import Content
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual_plotext import PlotextPlot
+
+from gputop.insight.diagnosis import (
+    DEFAULT_THRESHOLDS,
+    DiagnosisThresholds,
+    Finding,
+    Severity,
+    diagnose,
+)
+from gputop.insight.gpu_history import DEFAULT_CAPACITY, GpuHistory, HistoryWindow, stats
+from gputop.insight.series import downsample, downsample_flags, time_ticks
+from gputop.insight.textfmt import fmt_duration, seconds_between
+from gputop.model import Snapshot
+
+WINDOWS: dict[str, tuple[float | None, str]] = {
+    "1": (60.0, "1 min"),
+    "2": (600.0, "10 min"),
+    "3": (3600.0, "1 h"),
+    "4": (None, "all"),
+}
+"""Key -> (seconds before the newest sample, or None for everything; label)."""
+
+DIAGNOSIS_KEEP_S = 600.0
+"""Seconds of snapshots kept for the diagnosis (its rules read 30 s; runs of throttling and
+the like are dated back at most this far)."""
+
+DIAGNOSIS_KEEP_MAX = 2400
+"""Snapshots kept for the diagnosis at most, whatever their timestamps say."""
+
+_SEVERITY_STYLE = {
+    Severity.CRITICAL: ("✖", "bold $error"),
+    Severity.WARNING: ("▲", "$warning"),
+    Severity.INFO: ("●", "$accent"),
+}
+
+
+def findings_content(findings: Sequence[Finding]) -> Content:
+    """The findings, one per line, marked by severity; a reassuring line when none."""
+    if not findings:
+        return Content.styled(
+            "● nothing to report: no sign of waiting, idling or throttling", "$success"
+        )
+    lines = []
+    for finding in findings:
+        mark, style = _SEVERITY_STYLE[finding.severity]
+        lines.append(Content.assemble((f"{mark} ", style), finding.text))
+    return Content("\n").join(lines)
+
+
+def _tick_format(span: float) -> str:
+    if span >= 86400:
+        return "%m-%d %H:%M"
+    if span >= 600:
+        return "%H:%M"
+    return "%H:%M:%S"
+
+
+def _fmt_value(value: float, digits: int) -> str:
+    return f"{value:.{digits}f}"
+
+
+Rgb = tuple[int, int, int]
+
+BLUE: Rgb = (95, 175, 255)
+GREEN: Rgb = (135, 215, 95)
+GREY: Rgb = (138, 138, 138)
+ORANGE: Rgb = (255, 175, 95)
+PURPLE: Rgb = (175, 135, 255)
+RED: Rgb = (255, 95, 95)
+
+
+def _hex(color: Rgb) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*color)
+
+
+def chart_title(title: str, lines: Sequence[tuple[str, str, Rgb]], throttled: bool) -> Content:
+    """``title`` then a coloured key for each line (and the throttle mark when shown).
+
+    The key lives in the border rather than in a plotext legend, which would be drawn over
+    the top left of the plot, where a busy GPU's lines are.
+    """
+    parts: list[Content | tuple[str, str]] = [Content(title)]
+    if len(lines) > 1:
+        for _, label, color in lines:
+            parts.append((f" ━ {label}", _hex(color)))
+    if throttled:
+        parts.append((" x throttled", _hex(RED)))
+    return Content.assemble(*parts)
+
+
+class HistoryChart(PlotextPlot):
+    """One metric over the window: a line per channel, x marks where throttling was active.
+
+    The window is thinned to two points per column each time the chart draws, so a resize
+    redraws at the right resolution and no chart holds more points than it can show.
+    """
+
+    def __init__(
+        self,
+        title: str,
+        lines: Sequence[tuple[str, str, Rgb]],
+        *,
+        digits: int = 0,
+        ylim: tuple[float, float] | None = None,
+        marks: bool = True,
+        id: str | None = None,
+    ) -> None:
+        """A chart titled ``title`` of ``lines``: (channel, label, colour) triples.
+
+        The y axis runs from 0 to ``ylim``'s top when given, else to the highest value shown.
+        """
+        super().__init__(id=id)
+        self.lines = tuple(lines)
+        self.digits = digits
+        self.ylim = ylim
+        self.marks = marks
+        self.chart_title = title
+        self.border_title = chart_title(title, self.lines, False)
+        self._window = HistoryWindow((), {}, ())
+
+    def show(self, window: HistoryWindow) -> None:
+        """Draw ``window``; its first channel's min/avg/max go into the subtitle."""
+        self._window = window
+        throttled = self.marks and any(window.throttled)
+        self.border_title = chart_title(self.chart_title, self.lines, throttled)
+        primary = stats(window.channels.get(self.lines[0][0], ()))
+        if primary is None:
+            self.border_subtitle = "n/a"
+        else:
+            self.border_subtitle = (
+                f"min {_fmt_value(primary.minimum, self.digits)} "
+                f"avg {_fmt_value(primary.mean, self.digits)} "
+                f"max {_fmt_value(primary.maximum, self.digits)}"
+            )
+        self.refresh()
+
+    def render(self) -> RenderResult:
+        """Rebuild the plot at the current size, then let PlotextPlot draw it."""
+        plt = self.plt
+        plt.clear_figure()
+        window = self._window
+        points = max(2, self.size.width * 2)
+        top = 0.0
+        drawn = False
+        for channel, _, color in self.lines:
+            xs, ys = downsample(window.times, window.channels.get(channel, ()), points)
+            if not xs:
+                continue
+            plt.plot(xs, ys, marker="braille", color=color)
+            drawn = True
+            top = max(top, max(ys))
+        if self.ylim is not None:
+            bottom, top = self.ylim
+        else:
+            # From 0: a 2 C wobble should look like one, not fill the chart.
+            bottom, top = 0.0, top or 1.0
+        if not drawn:
+            plt.title("not reported" if window.times else "no data")
+        elif self.marks:
+            marks = downsample_flags(window.times, window.throttled, points)
+            if marks:
+                # On the bottom row: a throttled GPU's lines are high, not at 0.
+                plt.scatter(marks, [bottom] * len(marks), marker="x", color=RED)
+        plt.ylim(bottom, top)
+        if window.times:
+            first, last = window.times[0], window.times[-1]
+            if last > first:
+                plt.xlim(first, last)
+            form = _tick_format(last - first)
+            positions, labels = time_ticks(
+                first, last, lambda t: datetime.fromtimestamp(t).strftime(form), count=3
+            )
+            plt.xticks(positions, labels)
+        return super().render()
+
+
+class HistoryScreen(Screen[None]):
+    """The history of one GPU with the diagnosis; push it, Esc pops it."""
+
+    CSS_PATH = "history.tcss"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("1", "window('1')", "1 min"),
+        Binding("2", "window('2')", "10 min"),
+        Binding("3", "window('3')", "1 h"),
+        Binding("4", "window('4')", "all"),
+        Binding("escape", "dismiss", "Close"),
+    ]
+
+    window_key: reactive[str] = reactive("4")
+    """Which entry of ``WINDOWS`` the charts show."""
+
+    def __init__(
+        self,
+        gpu_index: int,
+        snapshots: Iterable[Snapshot],
+        *,
+        now: datetime | None = None,
+        thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS,
+        capacity: int = DEFAULT_CAPACITY,
+    ) -> None:
+        """Show GPU ``gpu_index`` over ``snapshots`` (oldest first).
+
+        Args:
+            gpu_index: the GPU's NVML index.
+            snapshots: its history (a list, a deque, a generator): read once, copied into
+                bounded series, not kept.
+            now: the current time for the "stale" rule; None (replay) skips it.
+            thresholds: the diagnosis's numbers.
+            capacity: points kept per series before older ones are averaged.
+        """
+        super().__init__()
+        self.gpu_index = gpu_index
+        self.thresholds = thresholds
+        self._history = GpuHistory(gpu_index, capacity)
+        self._recent: deque[Snapshot] = deque(maxlen=DIAGNOSIS_KEEP_MAX)
+        for snapshot in snapshots:
+            self._history.append(snapshot)
+            self._keep(snapshot)
+        self._now = now
+        self.findings: tuple[Finding, ...] = diagnose(
+            self._recent, gpu_index, now=now, thresholds=thresholds
+        )
+
+    def compose(self) -> ComposeResult:
+        """Title, findings, then a grid of five charts and the statistics."""
+        yield Static(id="history-title")
+        yield Static(id="history-findings")
+        with Grid(id="history-charts"):
+            yield HistoryChart(
+                "Utilization %",
+                [("utilization_gpu", "GPU", BLUE), ("utilization_memory", "memory", GREEN)],
+                ylim=(0.0, 100.0),
+                id="chart-utilization",
+            )
+            yield HistoryChart(
+                "Memory GiB",
+                [("memory_used_gib", "used", BLUE), ("memory_total_gib", "total", GREY)],
+                digits=1,
+                marks=False,
+                id="chart-memory",
+            )
+            yield HistoryChart(
+                "Power W",
+                [("power_draw_w", "draw", BLUE), ("power_limit_w", "limit", GREY)],
+                id="chart-power",
+            )
+            yield HistoryChart(
+                "Temperature C", [("temperature_c", "GPU", ORANGE)], id="chart-temperature"
+            )
+            yield HistoryChart(
+                # The memory clock is steady and an order of magnitude higher: it would flatten
+                # the SM clock, which is the one throttling moves; it stays in the table.
+                "SM clock MHz",
+                [("sm_clock_mhz", "SM", PURPLE)],
+                id="chart-clocks",
+            )
+            stats_box = Static(id="history-stats")
+            stats_box.border_title = "Window statistics"
+            yield stats_box
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Fill everything in once the widgets exist."""
+        self._update()
+
+    def watch_window_key(self) -> None:
+        """Redraw for the newly chosen window."""
+        if self.is_mounted:
+            self._update()
+
+    def action_window(self, key: str) -> None:
+        """Show the window bound to ``key`` (see ``WINDOWS``)."""
+        if key in WINDOWS:
+            self.window_key = key
+
+    def append(self, snapshot: Snapshot, now: datetime | None = None) -> None:
+        """Add a new snapshot (live use): charts and findings follow."""
+        self._history.append(snapshot)
+        self._keep(snapshot)
+        self._now = now
+        self.findings = diagnose(self._recent, self.gpu_index, now=now, thresholds=self.thresholds)
+        if self.is_mounted:
+            self._update()
+
+    def _keep(self, snapshot: Snapshot) -> None:
+        recent = self._recent
+        recent.append(snapshot)
+        newest = snapshot.timestamp
+        while len(recent) > 1 and newest is not None:
+            oldest = recent[0].timestamp
+            if oldest is not None and seconds_between(oldest, newest) <= DIAGNOSIS_KEEP_S:
+                break
+            recent.popleft()
+
+    def _update(self) -> None:
+        seconds, label = WINDOWS[self.window_key]
+        window = self._history.window(seconds)
+        span = window.times[-1] - window.times[0] if window.times else 0.0
+        name = self._history.name or "unknown GPU"
+        self.query_one("#history-title", Static).update(
+            f"GPU {self.gpu_index} · {name} · window {label}: {len(window)} points over "
+            f"{fmt_duration(span)}"
+        )
+        findings = (
+            findings_content(self.findings)
+            if len(self._history)
+            else Content("no data for this GPU yet")
+        )
+        self.query_one("#history-findings", Static).update(findings)
+        for chart in self.query(HistoryChart):
+            chart.show(window)
+        self.query_one("#history-stats", Static).update(_stats_table(window))
+
+
+_STAT_ROWS = (
+    ("GPU util %", "utilization_gpu", 0),
+    ("mem util %", "utilization_memory", 0),
+    ("memory GiB", "memory_used_gib", 1),
+    ("power W", "power_draw_w", 0),
+    ("temp C", "temperature_c", 0),
+    ("SM MHz", "sm_clock_mhz", 0),
+    ("mem MHz", "mem_clock_mhz", 0),
+)
+
+
+def _stats_table(window: HistoryWindow) -> Table:
+    table = Table.grid(padding=(0, 1), expand=True)
+    table.add_column(no_wrap=True)
+    for _ in range(3):
+        table.add_column(justify="right", no_wrap=True)
+    table.add_row("", "min", "avg", "max", style="bold")
+    for label, channel, digits in _STAT_ROWS:
+        found = stats(window.channels.get(channel, ()))
+        if found is None:
+            table.add_row(label, "n/a", "n/a", "n/a")
+        else:
+            table.add_row(
+                label,
+                _fmt_value(found.minimum, digits),
+                _fmt_value(found.mean, digits),
+                _fmt_value(found.maximum, digits),
+            )
+    throttled = sum(window.throttled)
+    share = f"{100 * throttled / len(window):.0f}%" if len(window) else "n/a"
+    table.add_row("throttled", "", "", share)
+    return table
