@@ -14,14 +14,14 @@ from pathlib import Path
 from gputop import __version__
 from gputop.cli.options import Options
 from gputop.cli.startup import hold_collection, release_collection
-from gputop.cli.validate import interval_seconds, positive_int
+from gputop.cli.validate import Parser, interval_seconds, pick_count, sample_count
 from gputop.errors import BadArguments, GputopError
-from gputop.pipeline.interval import MIN_INTERVAL
+from gputop.pipeline.interval import MAX_INTERVAL, MIN_INTERVAL
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for `gputop` (without the `report` subcommand)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gputop",
         description="A terminal UI for NVIDIA GPUs: live through NVML, or replaying "
         "recorded `nvidia-smi -q -x` output.",
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=interval_seconds,
         default=1.0,
         metavar="SEC",
-        help=f"seconds between samples (default 1, minimum {MIN_INTERVAL})",
+        help=f"seconds between samples (default 1, {MIN_INTERVAL} to {MAX_INTERVAL:g})",
     )
     parser.add_argument(
         "--record",
@@ -63,11 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
         "is recorded whatever --gpu says (select again at replay)",
     )
     parser.add_argument(
-        "--count", type=positive_int, metavar="N", help="headless: take N snapshots and stop"
+        "--count", type=sample_count, metavar="N", help="headless: take N snapshots and stop"
     )
     parser.add_argument(
         "--pick",
-        type=positive_int,
+        type=pick_count,
         metavar="N",
         help="print the N least used GPUs as a list for CUDA_VISIBLE_DEVICES",
     )
@@ -83,7 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_options(argv: Sequence[str]) -> Options:
-    """Turn argv into Options; argparse itself exits 2 on malformed flags."""
+    """Turn argv into Options.
+
+    Raises:
+        BadArguments: a malformed or out-of-range option, or options that do not go together.
+    """
     ns = build_parser().parse_args(list(argv))
     options = Options(
         replay=ns.replay,
