@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="replay an nvidia-smi XML capture: one document, a `-l` stream, .gz, or a directory",
     )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="replay a recorded 4-GPU box shipped with gputop (works anywhere, no GPU needed)",
+    )
     parser.add_argument("--once", action="store_true", help="print a compact summary and exit")
     parser.add_argument("--json", action="store_true", help="print the snapshot as JSON and exit")
     parser.add_argument(
@@ -89,6 +94,12 @@ def parse_options(argv: Sequence[str]) -> Options:
         BadArguments: a malformed or out-of-range option, or options that do not go together.
     """
     ns = build_parser().parse_args(list(argv))
+    if ns.demo:
+        if ns.replay is not None:
+            raise BadArguments("--demo replays gputop's own capture: give it or --replay FILE")
+        from gputop.cli.demo import DEMO_CAPTURE
+
+        ns.replay = DEMO_CAPTURE
     options = Options(
         replay=ns.replay,
         once=ns.once,
