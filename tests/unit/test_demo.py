@@ -8,8 +8,9 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from gputop.cli.demo import DEMO_CAPTURE
 from gputop.sinks.summary import format_summary

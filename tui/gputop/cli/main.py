@@ -74,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--pick",
         type=pick_count,
         metavar="N",
-        help="print the N least used GPUs as a list for CUDA_VISIBLE_DEVICES",
+        help="print N free GPUs (no compute process, at most 5%% busy over --count samples, "
+        "2 by default) for CUDA_VISIBLE_DEVICES, or exit 1; with --replay, at --at (default: "
+        "the last snapshot)",
     )
     parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
     parser.add_argument("--theme", choices=["dark", "light"], help="colour theme")
@@ -121,6 +123,8 @@ def parse_options(argv: Sequence[str]) -> Options:
             "--log with --replay converts a recording to CSV: add --count N (and --at) to "
             "choose the snapshots"
         )
+    if options.pick is not None and (options.once or options.json):
+        raise BadArguments("--pick prints GPU indices; it does not go with --once or --json")
     if options.record is not None and options.replay is not None:
         raise BadArguments("--record records live data; it cannot be used with --replay")
     return options

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 
 from gputop.cli.options import Options
+from gputop.cli.pick import DEFAULT_SAMPLES, format_pick, order_note, pick_gpus
 from gputop.cli.sinks import open_sinks
 from gputop.errors import BadArguments, BadCapture
 from gputop.model import Snapshot
+from gputop.sinks.fanout import SnapshotSinks
 from gputop.sinks.json import snapshot_json
 from gputop.sinks.summary import format_summary
 from gputop.sources.seek import TargetError, resolve_target
@@ -46,6 +49,8 @@ def replay_headless(options: Options) -> int:
         if log is not None:
             cleanup.callback(log.close)
         recording = cleanup.enter_context(Recording.open(options.replay))
+        if options.pick is not None:
+            return _pick(recording, options, log)
         start = resolve_at(recording, options.at)
         count = options.count or 1
         for index in range(start, start + count):
@@ -70,4 +75,31 @@ def replay_headless(options: Options) -> int:
         len(recording)
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _pick(recording: Recording, options: Options, log: SnapshotSinks | None) -> int:
+    """`--pick N` on a recording: free GPUs at ``--at`` (by default the last document), busy
+    meaning busy in any of the ``--count`` documents up to it (2 by default), as live."""
+    assert options.pick is not None
+    end = resolve_at(recording, options.at) if options.at is not None else len(recording) - 1
+    wanted = options.count or DEFAULT_SAMPLES
+    samples: list[Snapshot] = []
+    for index in range(max(0, end - wanted + 1), end + 1):
+        try:
+            snapshot = _select(recording.snapshot(index), options.gpu)
+        except BadCapture as error:
+            if index == end:
+                raise
+            recording.warnings.append(f"{options.replay}: skipped {error}")
+            continue
+        if log is not None:
+            log.write(snapshot)
+        samples.append(snapshot)
+    for warning in recording.warnings:
+        print(f"gputop: warning: {warning}", file=sys.stderr)
+    print(format_pick(pick_gpus(samples, options.pick)))
+    note = order_note(os.environ)
+    if note is not None:
+        print(f"gputop: note: {note}", file=sys.stderr)
     return 0
