@@ -125,7 +125,7 @@ def run_live(
         first = source.poll()
         if selection is not None:
             selection.apply(first)  # strict: every item must name something now
-        recorder = open_sinks(options)
+        recorder = open_sinks(options, machine=first)
         if not options.headless:
             from gputop.cli.tui import run_tui
 
