@@ -40,6 +40,11 @@ class Ring:
         """How many samples the ring keeps."""
         return self._capacity
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the ring's buffer (fixed by its capacity)."""
+        return self._data.itemsize * len(self._data)
+
     def __len__(self) -> int:
         return self._count
 
