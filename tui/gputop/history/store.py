@@ -78,12 +78,15 @@ _EMPTY: Series = array("f")
 class _Rings:
     """One GPU's rings: per metric, every tick, and each bucket's low, mean and high."""
 
-    __slots__ = ("fine", "high", "low", "mean")
+    __slots__ = ("fine", "high", "low", "mean", "readers")
 
     def __init__(
-        self, metrics: Sequence[Metric], capacity: int, coarse: int, *, gaps: int, old: int
+        self, readers: Mapping[Metric, Reader], capacity: int, coarse: int, *, gaps: int, old: int
     ) -> None:
+        metrics = tuple(readers)
         self.fine = {metric: Ring(capacity, gaps=gaps) for metric in metrics}
+        self.readers = [(readers[metric], self.fine[metric]) for metric in metrics]
+        """(reader, ring) of each metric: what a tick appends, without a lookup by metric."""
         self.low = {metric: Ring(coarse, gaps=old) for metric in metrics}
         self.mean = {metric: Ring(coarse, gaps=old) for metric in metrics}
         self.high = {metric: Ring(coarse, gaps=old) for metric in metrics}
@@ -189,7 +192,6 @@ class HistoryStore:
         # A tick without a time cannot be placed: it joins the bucket being filled.
         self._open += 1
         self._ticks += 1
-        readers = self._readers
         seen: set[str] = set()
         for gpu in snapshot.gpus:
             key = gpu_key(gpu)
@@ -198,9 +200,12 @@ class HistoryStore:
                 rings = self._new_key(key)
             self._last_seen[key] = self._ticks
             seen.add(key)
-            lost = gpu.lost
-            for metric, ring in rings.fine.items():
-                value = None if lost else readers[metric](gpu)
+            if gpu.lost:
+                for ring in rings.fine.values():
+                    ring.append(None)
+                continue
+            for read, ring in rings.readers:
+                value = read(gpu)
                 ring.append(None if value is None else float(value))
         for key, rings in self._rings.items():
             if key not in seen:
@@ -235,7 +240,7 @@ class HistoryStore:
         # A GPU that appears mid-history gets gaps for the ticks before it, so every
         # series of the store lines up on the same time axis.
         rings = _Rings(
-            self._metrics,
+            {metric: self._readers[metric] for metric in self._metrics},
             self._capacity,
             self._coarse_capacity,
             gaps=len(self._times),
