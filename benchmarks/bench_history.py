@@ -90,9 +90,10 @@ def windows(store: HistoryStore, key: str) -> None:
             for metric in TABLE:
                 window.stats(metric)
             reads.append(time.perf_counter() - begin)
+        median_ms = statistics.median(reads) * 1e3
         print(
             f"  window {label:>6}: {len(window):>5} points, {window.samples:>6,} samples, "
-            f"span {window.span / 3600:5.2f} h; read + stats {statistics.median(reads) * 1e3:.2f} ms"
+            f"span {window.span / 3600:5.2f} h; read + stats {median_ms:.2f} ms"
         )
 
 
