@@ -312,3 +312,22 @@ def test_an_unexpected_error_ends_the_loop_and_is_reported() -> None:
     assert reported.wait(2.0)
     assert loop.stop() and isinstance(loop.failure, RuntimeError)
     assert [str(error) for error in failures] == ["ring on fire"]
+
+
+def test_ticks_carry_a_reader_of_the_pipelines_own_history_with_throttling() -> None:
+    class Throttling(CountingSource):
+        def poll(self) -> Snapshot:
+            base = super().poll()
+            reasons = ("sw_thermal_slowdown",) if self.polls % 2 else ("gpu_idle",)
+            gpu = GpuSample(index=0, uuid="GPU-0", throttle_reasons=reasons)
+            return Snapshot(timestamp=base.timestamp, gpus=(gpu,))
+
+    pipeline = Pipeline(Throttling())
+    first = pipeline.start()
+    for _ in range(3):
+        tick = pipeline.advance()
+    assert tick.archive is first.archive is pipeline.history.reader
+    window = tick.archive.window("GPU-0", None)
+    # Idling is not a limit (the diagnosis's rule); thermal slowdown is.
+    assert window.flags(Metric.THROTTLED) == [True, False, True, False]
+    assert window.samples == 4 and window.span == 3.0

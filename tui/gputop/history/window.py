@@ -71,25 +71,28 @@ class HistoryWindow:
         return [value > 0 for value in self.high.get(metric, _EMPTY)]
 
     def stats(self, metric: Metric) -> Stats | None:
-        """Min, tick-weighted mean and max of ``metric``; None when nothing is known."""
+        """Min, tick-weighted mean and max of ``metric``; None when nothing is known.
+
+        A bucket's mean counts for all its ticks, even ticks where the value was a gap.
+        """
         means = self.mean.get(metric)
         if not means:
             return None
-        if not self.buckets:
-            known = [value for value in means if value == value]
-            if not known:
-                return None
-            return Stats(min(known), math.fsum(known) / len(known), max(known))
-        total = count = 0.0
-        low, high = math.inf, -math.inf
-        for mean, lo, hi, weight in zip(
-            means, self.low[metric], self.high[metric], self.weights, strict=True
-        ):
-            if mean == mean:
-                total += mean * weight
-                count += weight
-                low = min(low, lo)
-                high = max(high, hi)
+        cut = self.buckets
+        ticks = [value for value in means[cut:] if value == value]
+        total, count = math.fsum(ticks), float(len(ticks))
+        low = min(ticks, default=math.inf)
+        high = max(ticks, default=-math.inf)
+        if cut:
+            lows, highs = self.low[metric], self.high[metric]
+            for i in range(cut):
+                mean = means[i]
+                if mean == mean:
+                    weight = self.weights[i]
+                    total += mean * weight
+                    count += weight
+                    low = min(low, lows[i])
+                    high = max(high, highs[i])
         return Stats(low, total / count, high) if count else None
 
 
