@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from gputop.history import HistoryStore, Metric, gpu_key, memory_bound, metric_value
+from gputop.history import HistoryStore, Metric, gpu_key, memory_bound
 from gputop.model import Clocks, GpuSample, Memory, Power, Snapshot, Temperature, Utilization
 
 T0 = datetime(2024, 9, 18, 21, 34, 12)
@@ -104,11 +104,12 @@ def test_the_number_of_gpus_remembered_is_bounded() -> None:
     assert "GPU-4" in store.gpu_keys() and "GPU-0" not in store.gpu_keys()
 
 
-def test_keys_fall_back_to_the_index_and_lost_gpus_read_as_none() -> None:
+def test_keys_fall_back_to_the_index() -> None:
     nameless = gpu(3, 5.0, uuid="")
     assert gpu_key(nameless) == "index:3"
-    assert metric_value(gpu(0, 5.0, lost=True), Metric.GPU_UTIL) is None
-    assert metric_value(gpu(0, 5.0), Metric.POWER) == 100.0
+    store = HistoryStore(capacity=4)
+    store.append(snap(0, nameless))
+    assert values(store.view().series("index:3", Metric.GPU_UTIL)) == [5.0]
 
 
 def test_every_metric_reads_its_field_and_the_store_files_the_same() -> None:
@@ -137,15 +138,14 @@ def test_every_metric_reads_its_field_and_the_store_files_the_same() -> None:
         Metric.MEM_CLOCK: 12.0,
     }
     fields = [metric for metric in Metric if metric is not Metric.THROTTLED]
-    assert {metric: metric_value(full, metric) for metric in fields} == want
-    assert all(metric_value(GpuSample(index=0), metric) is None for metric in fields)
     store = HistoryStore(capacity=4)
     assert set(store.metrics) == set(want)  # no reader for throttling: not kept
     store.append(snap(0, full))
     store.append(snap(1, GpuSample(index=0, uuid="GPU-0", fan_speed=8.0, lost=True)))
+    store.append(snap(2, GpuSample(index=0, uuid="GPU-0")))
     view = store.view()
     assert {metric: values(view.series("GPU-0", metric)) for metric in fields} == {
-        metric: [value, None] for metric, value in want.items()
+        metric: [value, None, None] for metric, value in want.items()
     }
 
 

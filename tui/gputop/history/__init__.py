@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gputop.history.metrics import Metric, gpu_key, metric_value
+from gputop.history.metrics import Metric, gpu_key
 from gputop.history.ring import Ring
 from gputop.history.store import (
     EMPTY_READER,
@@ -28,5 +28,4 @@ __all__ = [
     "Stats",
     "gpu_key",
     "memory_bound",
-    "metric_value",
 ]

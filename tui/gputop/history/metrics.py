@@ -33,14 +33,6 @@ class Metric(enum.Enum):
     (``HistoryStore(readers=...)``); without one it is not kept."""
 
 
-def metric_value(gpu: GpuSample, metric: Metric) -> float | None:
-    """The current value of field ``metric`` on ``gpu``; None when not reported or lost."""
-    if gpu.lost:
-        return None
-    value = FIELD_READERS[metric](gpu)
-    return None if value is None else float(value)
-
-
 FIELD_READERS: dict[Metric, Reader] = {
     metric: attrgetter(metric.value) for metric in Metric if metric is not Metric.THROTTLED
 }

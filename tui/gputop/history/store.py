@@ -6,10 +6,10 @@ minute, for a day (``coarse_capacity``), so a window reaches back 24 h in bounde
 bucket is summed up from the fine rings when the first tick of the next minute arrives, so the
 coarse tier costs nothing on the other ticks.
 
-Memory is fixed by the capacities, whatever the run's length: per GPU and metric 4 bytes a
-tick and 12 a bucket, plus 8 bytes a tick's time and 12 a bucket's start and weight, for at
-most ``max_keys`` GPUs. :func:`memory_bound` works it out: 3.4 MB for 8 GPUs and the 13
-metrics, 27 MB at the limit of 64 GPUs.
+Memory grows with the run up to a bound fixed by the capacities, whatever the run's length:
+per GPU and metric 4 bytes a tick and 12 a bucket, plus 8 bytes a tick's time and 12 a bucket's
+start and weight, for at most ``max_keys`` GPUs. :func:`memory_bound` works it out: 3.4 MB for
+8 GPUs and the 13 metrics, 27 MB at the limit of 64 GPUs.
 
 Only the poller thread appends or rebuilds. The UI reads the :class:`HistoryView` carried by
 each tick (copies, so it never sees a ring being written), or a :class:`HistoryWindow` through
@@ -200,7 +200,7 @@ class HistoryStore:
                 rings = self._new_key(key)
             self._last_seen[key] = self._ticks
             seen.add(key)
-            if gpu.lost:
+            if gpu.lost:  # what a lost GPU still carries is from before: not a value now
                 for ring in rings.fine.values():
                     ring.append(None)
                 continue
