@@ -182,6 +182,8 @@ def test_replay_seeks_rebuild_history_from_the_preceding_window() -> None:
     tick = pipeline.tick()
     assert tick.replay is not None and tick.replay.position == 40
     assert utils(tick) == [33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0]
+    rebuilt = tick.archive.window("GPU-0", None)  # what the history screen reads
+    assert rebuilt.samples == 8 and rebuilt.span == 7.0
     assert [s.gpus[0].utilization.gpu for s in tick.window] == [36.0, 37.0, 38.0, 39.0, 40.0]
     pipeline.apply(SeekTime(T0 + timedelta(seconds=3)))
     tick = pipeline.tick()
