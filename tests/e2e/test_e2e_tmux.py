@@ -118,15 +118,8 @@ def terminal(tmp_path: Path) -> Iterator[list[Terminal]]:
         term.close()
 
 
-def start(
-    opened: list[Terminal],
-    tmp: Path,
-    args: list[str],
-    *,
-    stdin: list[str] | None = None,
-    **env: str,
-) -> Terminal:
-    term = Terminal(tmp, args, env, stdin_from=stdin)
+def start(opened: list[Terminal], tmp: Path, args: list[str], **env: str) -> Terminal:
+    term = Terminal(tmp, args, env)
     opened.append(term)
     return term
 
@@ -345,13 +338,13 @@ def test_follow_shows_documents_a_writer_appends_while_the_tui_runs(
 
 def test_replay_of_stdin_is_a_live_view_of_a_pipe(terminal: list[Terminal], tmp_path: Path) -> None:
     """`ssh gpu-box nvidia-smi -q -x -l 1 | gputop --replay -`, with a local writer for ssh."""
-    term = start(
-        terminal,
+    term = Terminal(
         tmp_path,
         ["--replay", "-"],
-        stdin=writer("--count", "60", "--every", "0.3"),
-        PYTHONPATH=str(REPO / "tests"),
+        {"PYTHONPATH": str(REPO / "tests")},
+        stdin_from=writer("--count", "60", "--every", "0.3"),
     )
+    terminal.append(term)
     term.wait_for("following", "replay · stdin", "NVIDIA GeForce RTX 3090")
     term.wait_for("following", "21:34:17")
     term.press("space")  # keys come from the terminal, not from the pipe
