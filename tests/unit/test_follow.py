@@ -188,9 +188,10 @@ def test_a_followed_recording_plays_like_live_at_its_end() -> None:
     timeline.append(2)
     assert player.advance() == [] and player.position == 5
     assert player.status().length == 10
-    # Space resumes from there; End goes to the newest and follows again.
+    # Space resumes from there; Home looks back and pauses; End follows the newest again.
     player.toggle_pause()
     assert not player.paused
+    assert player.seek(0) == 0 and player.paused
     assert player.seek(-1) == 9 and not player.paused
     timeline.append()
     assert player.advance() == [10]

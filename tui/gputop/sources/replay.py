@@ -276,7 +276,8 @@ class ReplayPlayer:
     def seek(self, index: int, *, pause: bool | None = None) -> int:
         """Go to document ``index`` (negative counts from the end, clamped to the recording).
 
-        Following, going to the last document (``End``) resumes following from there.
+        Following, going to the last document (``End``) follows again from there, and going
+        anywhere else pauses, as stepping back does: a look back, not a replay at 1x.
         """
         if self._followed:
             self._length = len(self._timeline)
@@ -286,8 +287,8 @@ class ReplayPlayer:
         self._note = None
         if pause is not None:
             self._paused = pause or (self._length <= 1 and not self._followed)
-        if self._followed and pause is None and self._position == self._length - 1:
-            self._paused = False
+        if self._followed and pause is None:
+            self._paused = self._position < self._length - 1
         return self._position
 
     def seek_time(self, moment: datetime) -> tuple[int, bool]:
