@@ -20,7 +20,7 @@ from gputop.cli.main import main
 from gputop.errors import BadCapture
 from gputop.model import GpuSample, Snapshot, Utilization
 from gputop.pipeline.core import Pipeline
-from gputop.sources.replay import FOLLOW_POLL, FOLLOW_POLL_PAUSED, ReplayPlayer
+from gputop.sources.replay import FOLLOW_CATCH_UP, FOLLOW_POLL, FOLLOW_POLL_PAUSED, ReplayPlayer
 from gputop.sources.smi.recording import Recording
 from support.slow_writer import documents
 
@@ -203,6 +203,15 @@ def test_a_followed_recording_plays_like_live_at_its_end() -> None:
     assert player.next_delay() is None
 
 
+def test_a_burst_of_new_documents_is_read_up_to_a_sparkline_s_worth() -> None:
+    timeline = GrowingTimeline(2)
+    player = ReplayPlayer(timeline)
+    timeline.append(1000)
+    crossed = player.advance()
+    assert crossed == list(range(1002 - FOLLOW_CATCH_UP, 1002))
+    assert player.position == 1001
+
+
 def test_a_single_document_followed_is_not_a_still() -> None:
     timeline = GrowingTimeline(1)
     player = ReplayPlayer(timeline)
@@ -293,6 +302,25 @@ def test_follow_on_a_file_still_being_written_reads_past_its_length_at_open(
     assert result.stderr == ""
     stamps = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("2024")]
     assert stamps == [f"21:34:{12 + n}" for n in range(5)]
+
+
+def test_at_from_the_end_of_a_pipe_is_its_last_document_once_it_stops_coming() -> None:
+    # `cat run.xml | gputop --replay - --at -1`: the pipe is followed, yet -1 means the last.
+    writer = subprocess.Popen(
+        writer_command("--count", "5", "--every", "0.05"), stdout=subprocess.PIPE, env=gputop_env()
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "gputop", "--replay", "-", "--at", "-1", "--json"],
+        stdin=writer.stdout,
+        capture_output=True,
+        text=True,
+        env=gputop_env(),
+        timeout=60,
+        check=False,
+    )
+    writer.wait(timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["timestamp"] == "2024-09-18T21:34:16"
 
 
 def test_follow_needs_a_replay(capsys: pytest.CaptureFixture[str]) -> None:

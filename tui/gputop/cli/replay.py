@@ -16,6 +16,9 @@ from gputop.sinks.summary import format_summary
 from gputop.sources.smi.recording import Recording
 
 _TIME_FORMATS = ("%H:%M:%S", "%H:%M")
+_QUIET_S = 0.3
+"""A followed recording that brings nothing new for this long has come as far as it goes
+for now (`nvidia-smi -l 1` writes once a second)."""
 
 
 def resolve_at(recording: Recording, at: str | None) -> int:
@@ -91,6 +94,14 @@ def _select(snapshot: Snapshot, spec: str | None) -> Snapshot:
     return GpuSelection.parse(spec).apply(snapshot)
 
 
+def _settle(recording: Recording) -> None:
+    """Read a followed recording as far as it comes without a pause, so that `--at -1` or
+    a time is placed in all of `cat run.xml | gputop --replay -`, and in a live stream's
+    documents so far."""
+    while recording.following and recording.wait_for(len(recording), timeout=_QUIET_S):
+        pass
+
+
 def replay_headless(options: Options) -> int:
     """`--replay FILE` with `--once`, `--json` or `--count N`: print (and `--log`), then exit.
 
@@ -104,6 +115,8 @@ def replay_headless(options: Options) -> int:
         if log is not None:
             cleanup.callback(log.close)
         recording = cleanup.enter_context(open_recording(options))
+        if options.at is not None and recording.following:
+            _settle(recording)
         start = resolve_at(recording, options.at)
         count = options.count or 1
         for index in range(start, start + count):

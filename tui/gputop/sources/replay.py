@@ -37,6 +37,10 @@ within this of arriving)."""
 FOLLOW_POLL_PAUSED = 1.0
 """Seconds between looks while following is paused or behind: only the length shown moves."""
 
+FOLLOW_CATCH_UP = 160
+"""New documents read into history at most in one look (a burst, e.g. `cat log | gputop
+--replay -`): enough to fill every sparkline, without parsing thousands in one tick."""
+
 
 class Timeline(Protocol):
     """What the player needs of a recording (``gputop.sources.smi.recording.Recording``)."""
@@ -169,7 +173,7 @@ class ReplayPlayer:
             self._note = "the stream ended"
         if self._paused or not at_end or self._position >= self._length - 1:
             return []
-        crossed = list(range(self._position + 1, self._length))
+        crossed = list(range(max(self._position + 1, self._length - FOLLOW_CATCH_UP), self._length))
         self._position = self._length - 1
         return crossed
 
