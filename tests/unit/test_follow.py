@@ -52,6 +52,27 @@ def test_a_growing_file_is_read_as_it_grows_and_a_half_written_document_is_no_er
         assert any("cut off" in warning for warning in recording.warnings)
 
 
+def test_a_growing_gzip_file_is_inflated_as_it_grows(tmp_path: Path) -> None:
+    path = tmp_path / "run.xml.gz"
+    first = gzip.compress(b"".join(DOCS[:2]))
+    path.write_bytes(first[: len(first) // 2])  # `| gzip > run.xml.gz` mid-block
+
+    def write_the_rest() -> None:
+        with path.open("ab") as out:
+            out.write(first[len(first) // 2 :])
+
+    writer = threading.Timer(0.5, write_the_rest)
+    writer.start()
+    with Recording.open(path, follow=True) as recording:
+        writer.join()
+        assert recording.wait_for(1, timeout=5)
+        with path.open("ab") as out:
+            out.write(gzip.compress(DOCS[2]))
+        assert recording.wait_for(2, timeout=5)
+        assert recording.timestamp(2) == T0 + timedelta(seconds=2)
+        assert recording.following and recording.warnings == []
+
+
 @pytest.fixture
 def pipe() -> Iterator[tuple[str, int]]:
     """A pipe: (the path its read end opens by, its write end)."""
@@ -128,6 +149,20 @@ def test_the_first_document_is_waited_for_and_waiting_is_said_once(tmp_path: Pat
         assert rec.timestamp(0) == T0
     writer.join()
     assert len(said) == 1 and 0.9 < said[0] - started < 1.5
+
+
+@pytest.mark.parametrize(
+    ("head", "why"), [(b"\x7fELF\x02\x01", "not XML"), (b"<!DOCTYPE html><html>", "HTML")]
+)
+def test_following_what_is_no_capture_is_refused_without_waiting(
+    tmp_path: Path, head: bytes, why: str
+) -> None:
+    path = tmp_path / "wrong"
+    path.write_bytes(head)
+    started = time.monotonic()
+    with pytest.raises(BadCapture, match=why):
+        Recording.open(path, follow=True)
+    assert time.monotonic() - started < 2
 
 
 def test_a_directory_cannot_be_followed(tmp_path: Path) -> None:

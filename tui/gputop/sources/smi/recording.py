@@ -190,7 +190,7 @@ class _GrowingSource(_Source):
     gzip, is copied (inflated) into an unnamed temporary file as its bytes arrive. A pipe is
     read only when ``select`` says it holds data, so no read blocks the thread that scans
     (the poller, which must stay free to answer keys); whether a pipe is gzip is known from
-    its first two bytes, once they have come.
+    its first two bytes, once they have come (a file just created may still be empty).
     """
 
     def __init__(
@@ -201,27 +201,43 @@ class _GrowingSource(_Source):
         self._fd = handle.fileno()
         self._pipe = pipe
         self._warnings = warnings
-        self._gzip: bool | None = None if pipe else os.pread(self._fd, 2, 0) == _GZIP_MAGIC
-        self._inflate = zlib.decompressobj(_GZIP_WBITS) if self._gzip else None
+        self._gzip: bool | None = None  # known from the first two bytes
+        self._inflate: zlib._Decompress | None = None
         self._head = b""  # a pipe's first byte, while its second has not come
-        spooled = pipe or bool(self._gzip)
-        # Unbuffered: written with os.write and read back with os.pread.
-        self._spool: BinaryIO | None = (
-            tempfile.TemporaryFile(buffering=0) if spooled else None  # noqa: SIM115 - closed in close()
-        )
+        self._spool: BinaryIO | None = None
         self._raw_at = 0  # bytes of a regular gzip file inflated so far
         self._midway = False  # inside a gzip member whose end has not come
         self.ended = False
         """The writer closed the pipe (a regular file never ends: it may grow again)."""
-        self.failure: str | None = None
+        if pipe:
+            self._spooled()
+
+    def _spooled(self) -> BinaryIO:
+        if self._spool is None:
+            # Unbuffered: written with os.write and read back with os.pread.
+            self._spool = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 - closed in close()
+        return self._spool
+
+    def _known(self) -> bool:
+        """Whether it is gzip is known; a regular file is looked at for its first bytes."""
+        if self._gzip is None and not self._pipe:
+            head = os.pread(self._fd, 2, 0)
+            if len(head) == 2:
+                self._gzip = head == _GZIP_MAGIC
+                if self._gzip:
+                    self._inflate = zlib.decompressobj(_GZIP_WBITS)
+                    self._spooled()
+        return self._gzip is not None or self._pipe
 
     def read(self, offset: int, size: int) -> bytes:
-        if self._spool is None:
-            return os.pread(self._fd, size, offset)
-        self._take()
-        return os.pread(self._spool.fileno(), size, offset)
+        buffer = bytearray(size)
+        with memoryview(buffer) as view:
+            count = self.read_into(offset, view)
+        return bytes(buffer[:count])
 
     def read_into(self, offset: int, view: memoryview) -> int:
+        if not self._known():
+            return 0
         if self._spool is None:
             return _pread_into(self._fd, view, offset)
         self._take()
@@ -236,7 +252,7 @@ class _GrowingSource(_Source):
 
     def _take(self) -> None:
         """Copy into the spool what has arrived, a few chunks at most."""
-        assert self._spool is not None
+        spool = self._spooled()
         for _ in range(_TAKE_CHUNKS):
             if self.ended:
                 return
@@ -246,7 +262,7 @@ class _GrowingSource(_Source):
             data = self._decoded(raw)
             view = memoryview(data)
             while view:
-                view = view[os.write(self._spool.fileno(), view) :]
+                view = view[os.write(spool.fileno(), view) :]
 
     def _raw(self) -> bytes | None:
         """The next bytes of the file or pipe; None when none have come yet."""
@@ -575,16 +591,31 @@ class Recording:
             self._parts[-1].wait(pause)
         return True
 
+    def _wait_for_first(self, waiting: Callable[[], None] | None) -> None:
+        """Wait for a followed file's first document, unless what came is no capture at all.
+
+        Raises:
+            BadCapture: the first bytes are not XML, or an HTML page: no document will come.
+        """
+        started = time.monotonic()
+        said = waiting is None
+        while not self.wait_for(0, timeout=_WAIT_SLICE) and self.following:
+            why = _diagnose(self._parts[0], self.warnings)
+            if why.startswith(("not XML", "an HTML page")):
+                raise BadCapture(f"{self.path}: {why}")
+            if not said and time.monotonic() - started >= 1.0:
+                said = True
+                assert waiting is not None
+                waiting()
+
     def _check_first(self, waiting: Callable[[], None] | None = None) -> None:
         """Refuse a capture none of whose first documents is readable.
 
         A log cut from the front (``tail -c``) starts with the end of a document: that one
         is skipped like any malformed document, as long as one of the next ones reads.
         """
-        if self._follow and not self.wait_for(0, timeout=1.0) and self.following:
-            if waiting is not None:
-                waiting()
-            self.wait_for(0)
+        if self._follow:
+            self._wait_for_first(waiting)
         if not self._scan_until(0):
             raise BadCapture(f"{self.path}: {_diagnose(self._parts[0], self.warnings)}")
         first_error: BadCapture | None = None
