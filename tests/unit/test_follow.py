@@ -49,7 +49,10 @@ def test_a_growing_file_is_read_as_it_grows_and_a_half_written_document_is_no_er
     path.write_bytes(DOCS[0] + DOCS[1][:700])
     with Recording.open(path) as recording:
         assert len(recording) == 1 and not recording.following
-        assert any("cut off" in warning for warning in recording.warnings)
+        assert any(
+            "cut off (if it is still being written, add --follow)" in warning
+            for warning in recording.warnings
+        )
 
 
 def test_a_growing_gzip_file_is_inflated_as_it_grows(tmp_path: Path) -> None:
@@ -130,6 +133,7 @@ def test_a_pipe_closed_mid_document_warns_that_it_was_cut_off(pipe: tuple[str, i
     with Recording.open(path, follow=True) as recording:
         assert len(recording) == 1 and not recording.following
         assert any("cut off" in warning for warning in recording.warnings)
+        assert not any("--follow" in warning for warning in recording.warnings)
 
 
 def test_the_first_document_is_waited_for_and_waiting_is_said_once(tmp_path: Path) -> None:

@@ -504,9 +504,11 @@ class _Part:
         if _NON_SPACE.search(tail) is None:
             return
         if _ROOT_TAG in tail or b"<?xml" in tail:
+            # A file still being written looks just like this: say how to read it whole.
+            hint = "" if self._follow else " (if it is still being written, add --follow)"
             self._warnings.append(
                 f"{self.name}: ignored an incomplete last document ({len(tail)} bytes): "
-                "the recording was cut off"
+                f"the recording was cut off{hint}"
             )
         else:
             self._warnings.append(
