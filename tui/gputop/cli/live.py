@@ -134,7 +134,7 @@ def run_live(
             feed = LiveFeed(source, first=first)
             return run_tui(options, source=feed, recorder=recorder)
         feed = LiveFeed(source, selection=selection, recorder=recorder, first=first)
-        note = describe_visible_devices(env)
+        note = describe_visible_devices(env, len(first.gpus))
         if note is not None:
             print(f"gputop: note: {note}", file=err)
         if options.pick is not None:
