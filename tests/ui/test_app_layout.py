@@ -209,6 +209,18 @@ def test_a_gpu_missing_from_the_latest_snapshot_is_shown_gone() -> None:
     assert [(key, gone) for key, _, gone in entries] == [("A", False), ("B", True)]
 
 
+def test_a_gpu_first_known_by_its_index_alone_is_not_shown_gone() -> None:
+    # A first sample that missed its deadline knew only the index; the next has the UUID.
+    first = Snapshot(timestamp=None, gpus=(card(index=0, uuid=None), card(index=1, uuid=None)))
+    latest = Snapshot(timestamp=None, gpus=(card(index=0, uuid="A"), card(index=1, uuid="B")))
+    entries = panel_entries(Tick(seq=1, snapshot=latest, window=(first, latest)))
+    assert [(key, gone) for key, _, gone in entries] == [("A", False), ("B", False)]
+    # One that went away while known only by its index is still shown gone.
+    fewer = Snapshot(timestamp=None, gpus=(card(index=0, uuid="A"),))
+    entries = panel_entries(Tick(seq=2, snapshot=fewer, window=(first, fewer)))
+    assert [(key, gone) for key, _, gone in entries] == [("A", False), ("index:1", True)]
+
+
 @pytest.mark.parametrize(
     ("size", "gpus", "compact", "wide"),
     [((120, 40), 1, False, False), ((120, 40), 4, False, False), ((120, 40), 8, True, False),
