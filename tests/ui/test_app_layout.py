@@ -221,6 +221,30 @@ def test_a_gpu_first_known_by_its_index_alone_is_not_shown_gone() -> None:
     assert [(key, gone) for key, _, gone in entries] == [("A", False), ("index:1", True)]
 
 
+def test_replaying_captures_of_several_machines_piles_up_no_gone_gpus() -> None:
+    # Replaying snapshots/ (eleven machines) showed every earlier machine's GPUs as GONE.
+    from gputop.pipeline.core import Pipeline
+    from gputop.pipeline.tick import Seek, Step
+    from gputop.sources.replay import ReplayPlayer
+    from gputop.sources.smi.recording import Recording
+
+    with Recording.open(CAPTURES) as recording:
+        pipeline = Pipeline(ReplayPlayer(recording, paused=True))
+        tick = pipeline.start()
+        for _ in range(len(recording) - 1):
+            pipeline.apply(Step(1))
+            tick = pipeline.tick()
+            entries = panel_entries(tick)
+            assert not [key for key, _, gone in entries if gone], tick.snapshot.gpus[0].name
+            assert [gpu for _, gpu, _ in entries] == sorted(
+                tick.snapshot.gpus, key=lambda gpu: gpu.index
+            )
+        # A seek rebuilds the window from the documents before it: only this machine's.
+        pipeline.apply(Seek(0))
+        pipeline.apply(Seek(len(recording) - 1))
+        assert [s.gpus for s in pipeline.tick().window] == [tick.snapshot.gpus]
+
+
 @pytest.mark.parametrize(
     ("size", "gpus", "compact", "wide"),
     [((120, 40), 1, False, False), ((120, 40), 4, False, False), ((120, 40), 8, True, False),

@@ -187,6 +187,17 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         builder, warnings = build_report(path, args.max_gap, args.jobs)
     except OSError as error:
         raise BadCapture(f"{path}: {error.strerror or error}") from None
+    machines = builder.machines
+    if len(machines) > 1:
+        # One report is one machine's timeline: figures summed over several machines' GPUs
+        # and clocks mean nothing, and a directory of captures is better reported per file.
+        shown = "; ".join(machine.describe() for machine in machines[:3])
+        more = f"; and {len(machines) - 3} more" if len(machines) > 3 else ""
+        raise BadCapture(
+            f"{path}: holds captures of {len(machines)} different machines ({shown}{more}; "
+            "told apart by host and GPU UUIDs): a report covers one machine's recording, "
+            "report each on its own"
+        )
     summary = builder.summary(source=str(path), warnings=warnings)
     for warning in warnings:
         print(f"gputop: warning: {warning}", file=sys.stderr)
@@ -201,7 +212,9 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     out.write(render_table(summary) + "\n")
     interactive = out.isatty()
-    if args.charts or (args.charts is None and interactive):
+    if builder.backward_steps and (args.charts or interactive):
+        out.write("\ncharts left out: time went backwards, so there is no one time axis\n")
+    elif args.charts or (args.charts is None and interactive):
         from gputop.insight.charts import render_gpu_charts
 
         width = shutil.get_terminal_size((100, 24)).columns
