@@ -512,7 +512,7 @@ def test_gpus_are_matched_by_uuid_not_by_position() -> None:
     ]
     summary = summarize(snapshots[:2] + swapped, max_gap_s=5.0)
     by_uuid = {gpu.uuid: gpu for gpu in summary.gpus}
-    assert sorted(by_uuid) == ["GPU-aaaa", "GPU-bbbb"]
+    assert sorted(str(uuid) for uuid in by_uuid) == ["GPU-aaaa", "GPU-bbbb"]
     assert by_uuid["GPU-aaaa"].samples == by_uuid["GPU-bbbb"].samples == 5
     # The trainer's figures are the ones of the unswapped recording.
     assert by_uuid["GPU-aaaa"] == summarize(snapshots, max_gap_s=5.0).gpus[0]
