@@ -6,6 +6,7 @@ import contextlib
 import sys
 from datetime import datetime, timedelta
 
+from gputop.cli.opening import open_recording
 from gputop.cli.options import Options
 from gputop.cli.sinks import open_sinks
 from gputop.errors import BadArguments, BadCapture
@@ -90,6 +91,10 @@ def _select(snapshot: Snapshot, spec: str | None) -> Snapshot:
     return GpuSelection.parse(spec).apply(snapshot)
 
 
+def _say(message: str) -> None:
+    print(f"gputop: {message}", file=sys.stderr, flush=True)
+
+
 def replay_headless(options: Options) -> int:
     """`--replay FILE` with `--once`, `--json` or `--count N`: print (and `--log`), then exit."""
     assert options.replay is not None
@@ -98,7 +103,7 @@ def replay_headless(options: Options) -> int:
     with contextlib.ExitStack() as cleanup:
         if log is not None:
             cleanup.callback(log.close)
-        recording = cleanup.enter_context(Recording.open(options.replay))
+        recording = cleanup.enter_context(open_recording(options.replay, _say))
         start = resolve_at(recording, options.at)
         count = options.count or 1
         for index in range(start, start + count):

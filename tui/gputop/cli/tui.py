@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from gputop.cli.options import Options
 from gputop.cli.startup import release_collection
 from gputop.errors import BadArguments
@@ -10,6 +13,26 @@ from gputop.pipeline.loop import PollLoop
 from gputop.sources.base import Source
 from gputop.sources.replay import ReplayPlayer
 from gputop.ui.settings import UiSettings
+
+if TYPE_CHECKING:
+    from gputop.sources.smi.recording import Recording
+
+
+def _open_recording(path: Path, theme: str) -> Recording | None:
+    """The recording at ``path``; a pipe with nothing written to it yet gets a waiting screen
+    (None when the user quits it) instead of a blank one."""
+    from gputop.cli.opening import Opening, is_pipe, waiting_message
+    from gputop.sources.smi.recording import Recording
+
+    if not is_pipe(path):
+        return Recording.open(path)
+    opening = Opening(path)
+    if not opening.wait(0.3):
+        from gputop.ui.waiting import WaitingApp
+
+        if not WaitingApp(waiting_message(path), opening.done, theme=theme).run():
+            return None
+    return opening.result()
 
 
 def run_tui(
@@ -31,9 +54,9 @@ def run_tui(
 
         selection = GpuSelection.parse(options.gpu)
     if options.replay is not None:
-        from gputop.sources.smi.recording import Recording
-
-        recording = Recording.open(options.replay)
+        recording = _open_recording(options.replay, options.theme or "dark")
+        if recording is None:
+            return 0  # the user quit while a pipe kept gputop waiting
         try:
             if selection is not None:
                 selection.apply(recording.snapshot(0), strict=True)

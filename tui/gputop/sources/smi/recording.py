@@ -21,6 +21,7 @@ document can be read again.
 from __future__ import annotations
 
 import bisect
+import errno
 import gzip
 import os
 import re
@@ -658,7 +659,14 @@ class Recording:
 
 def _files(path: Path) -> list[Path]:
     try:
-        if path.is_dir():
+        # os.stat, not Path.exists(): exists() says False for a loop of symbolic links too.
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        if error.errno == errno.EACCES:
+            raise BadCapture(f"{path}: permission denied") from None
+        raise BadCapture(f"{path}: {(error.strerror or str(error)).lower()}") from None
+    try:
+        if stat.S_ISDIR(mode):
             files = sorted(
                 child
                 for child in path.iterdir()
@@ -667,8 +675,6 @@ def _files(path: Path) -> list[Path]:
             if not files:
                 raise BadCapture(f"{path}: directory holds no .xml or .xml.gz files")
             return files
-        if not path.exists():
-            raise BadCapture(f"{path}: no such file or directory")
     except PermissionError:
         raise BadCapture(f"{path}: permission denied") from None
     return [path]
