@@ -264,11 +264,12 @@ def _write_when_read(fifo: Path, data: bytes, after: float) -> threading.Thread:
     return thread
 
 
-def test_a_fifo_with_no_writer_says_what_it_waits_for(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", [["--replay", "{}", "--once"], ["report", "{}", "--no-charts"]])
+def test_a_fifo_with_no_writer_says_what_it_waits_for(tmp_path: Path, command: list[str]) -> None:
     fifo = tmp_path / "feed"
     os.mkfifo(fifo)
     process = subprocess.Popen(
-        [sys.executable, "-m", "gputop", "--replay", str(fifo), "--once"],
+        [sys.executable, "-m", "gputop", *(arg.format(fifo) for arg in command)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -123,9 +123,11 @@ def job_count(documents: int, requested: int | None, cpus: int) -> int:
 
 def _splittable(path: Path) -> bool:
     """A plain file: every worker can open it and seek in it without inflating a copy."""
+    if not path.is_file():  # before open(): opening a FIFO waits for a writer
+        return False
     try:
         with path.open("rb") as handle:
-            return path.is_file() and handle.read(2) != _GZIP_MAGIC
+            return handle.read(2) != _GZIP_MAGIC
     except OSError:
         return False
 
@@ -147,6 +149,10 @@ def _build_range(
     return builder, skipped
 
 
+def _say(message: str) -> None:
+    print(f"gputop: {message}", file=sys.stderr, flush=True)
+
+
 def build_report(
     path: Path, max_gap: float | None = None, jobs: int | None = None
 ) -> tuple[ReportBuilder, list[str]]:
@@ -155,9 +161,9 @@ def build_report(
     Raises:
         BadCapture: the recording cannot be read.
     """
-    from gputop.sources.smi.recording import Recording
+    from gputop.cli.opening import open_recording
 
-    with Recording.open(path) as recording:
+    with open_recording(path, _say) as recording:
         count = len(recording)
         workers = job_count(count, jobs, _cpus()) if _splittable(path) else 1
         if workers <= 1:
