@@ -19,11 +19,11 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TextIO
 
 from gputop.cli.options import Options
-from gputop.cli.pick import format_pick, order_note, pick_gpus
+from gputop.cli.pick import DEFAULT_SAMPLES, format_pick, order_note, pick_gpus
 from gputop.cli.sinks import open_sinks
 from gputop.model import Snapshot
 from gputop.sinks.fanout import SnapshotSinks
@@ -125,7 +125,7 @@ def run_live(
         first = source.poll()
         if selection is not None:
             selection.apply(first)  # strict: every item must name something now
-        recorder = open_sinks(options)
+        recorder = open_sinks(options, machine=first)
         if not options.headless:
             from gputop.cli.tui import run_tui
 
@@ -138,7 +138,7 @@ def run_live(
         if note is not None:
             print(f"gputop: note: {note}", file=err)
         if options.pick is not None:
-            return _pick(feed, options.pick, env, out, err)
+            return _pick(options, feed, env, out, err, sleep, clock)
         return _headless(options, feed, out, err, sleep, clock)
     finally:
         try:
@@ -185,8 +185,19 @@ def _open_while_the_ui_loads(open_source: Callable[[], Source]) -> Source:
     return result
 
 
-def _pick(feed: LiveFeed, count: int, env: Mapping[str, str], out: TextIO, err: TextIO) -> int:
-    picked = pick_gpus(feed.poll(), count)
+def _pick(
+    options: Options,
+    feed: LiveFeed,
+    env: Mapping[str, str],
+    out: TextIO,
+    err: TextIO,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> int:
+    assert options.pick is not None
+    # Several samples, so that a job between two bursts (data loading) still shows as busy.
+    samples = _schedule(options.count or DEFAULT_SAMPLES, options.interval, feed, sleep, clock)
+    picked = pick_gpus(list(samples), options.pick)
     print(format_pick(picked), file=out)
     note = order_note(env)
     if note is not None:
@@ -225,3 +236,21 @@ def _headless(
             print(f"gputop: note: {hint}", file=err)
             hinted = True
     return 0
+
+
+def _schedule(
+    count: int,
+    interval: float,
+    feed: LiveFeed,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> Iterator[Snapshot]:
+    """``count`` snapshots, ``interval`` seconds apart (as ``_headless`` takes them)."""
+    start = clock()
+    for tick in range(count):
+        if tick:
+            # Ticks on a fixed schedule: a slow poll does not push every later tick back.
+            delay = start + tick * interval - clock()
+            if delay > 0:
+                sleep(delay)
+        yield feed.poll()

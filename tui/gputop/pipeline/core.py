@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from gputop.errors import GputopError
 from gputop.history import HistoryStore, Metric
-from gputop.insight.diagnosis import Finding, diagnose
-from gputop.model import Snapshot
+from gputop.insight.diagnosis import Finding, diagnose, limiting_reasons
+from gputop.model import GpuSample, Snapshot
 from gputop.model.machine import same_machine
 from gputop.pipeline.interval import clamp_interval
 from gputop.pipeline.tick import (
@@ -39,7 +39,7 @@ DEFAULT_WINDOW = 45
 """Recent snapshots kept whole, for the history screen's diagnosis (its rules read 30 s).
 
 Whole snapshots are big (an 8-GPU, 200-process box: about 145 KB each), so only these are
-kept; the rings keep an hour of numbers at 4 bytes a sample."""
+kept; the history keeps a day of numbers (``gputop.history.store``)."""
 
 VIEW_METRICS: tuple[Metric, ...] = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POWER, Metric.TEMP)
 """The series each tick carries: the ones the GPU panels draw."""
@@ -54,6 +54,18 @@ def _same_machine_tail(snapshots: Sequence[Snapshot]) -> Sequence[Snapshot]:
     while start > 0 and same_machine(snapshots[start - 1], snapshots[-1]):
         start -= 1
     return snapshots[max(start, 0) :]
+
+
+def throttled(gpu: GpuSample) -> bool | None:
+    """Whether a reason that limits the clocks is active (the diagnosis's rule), for history."""
+    if gpu.throttle_reasons is None:
+        return None
+    return bool(limiting_reasons(gpu.throttle_reasons))
+
+
+def new_history() -> HistoryStore:
+    """The store a pipeline fills by default: every metric, for a day, with throttling."""
+    return HistoryStore(readers={Metric.THROTTLED: throttled})
 
 
 class Recorder(Protocol):
@@ -85,7 +97,7 @@ class Pipeline:
         Args:
             source: a live ``Source`` (polled each interval) or a ``ReplayPlayer``.
             interval: live seconds between polls.
-            history: the store to fill (a new one-hour store by default).
+            history: the store to fill (``new_history()`` by default).
             window_size: recent snapshots each tick carries.
             rebuild_size: documents re-read into history after a replay seek (default:
                 ``max(window_size, view_width)``, enough to refill every sparkline).
@@ -98,7 +110,7 @@ class Pipeline:
         self._player = source if isinstance(source, ReplayPlayer) else None
         self._live = None if isinstance(source, ReplayPlayer) else source
         self._interval = clamp_interval(interval)
-        self._history = history if history is not None else HistoryStore()
+        self._history = history if history is not None else new_history()
         self._window: deque[Snapshot] = deque(maxlen=window_size)
         self._rebuild_size = rebuild_size or max(window_size, view_width)
         self._selection = selection
@@ -186,6 +198,7 @@ class Pipeline:
             seq=self._seq,
             snapshot=self._current,
             history=self._history.view(self._view_width, self._view_metrics),
+            archive=self._history.reader,
             replay=None if self._player is None else self._player.status(),
             window=window,
             interval=self._interval,
