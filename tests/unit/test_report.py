@@ -478,6 +478,16 @@ def test_gpus_are_matched_by_uuid_not_by_position() -> None:
     assert by_uuid["GPU-aaaa"] == summarize(snapshots, max_gap_s=5.0).gpus[0]
 
 
+def test_two_gpus_given_one_uuid_stay_two() -> None:
+    same = [
+        Snapshot(s.timestamp, tuple(dataclasses.replace(g, uuid="GPU-anon") for g in s.gpus))
+        for s in small_recording()
+    ]
+    summary = summarize(same, max_gap_s=5.0)
+    assert [gpu.index for gpu in summary.gpus] == [0, 1]
+    assert [gpu.samples for gpu in summary.gpus] == [5, 5]
+
+
 def test_figures_across_time_going_back_are_not_printed_as_valid() -> None:
     offsets = (0, 1, 2, 1, 2)
     snapshots = [Snapshot(T0 + timedelta(seconds=o), (_idler(0),)) for o in offsets]

@@ -296,8 +296,12 @@ class ReportBuilder:
         offset = (moment - self._origin).total_seconds()
         self._offsets.append(offset)
         thresholds = self._thresholds
+        seen: set[str] = set()
         for gpu in snapshot.gpus:
             key = gpu.uuid or f"index:{gpu.index}"
+            if key in seen:  # an edited capture giving two GPUs one UUID: still two GPUs
+                key = f"{key}@{gpu.index}"
+            seen.add(key)
             accumulator = self._gpus.get(key)
             if accumulator is None:
                 accumulator = self._gpus[key] = _GpuAccumulator(gpu)
