@@ -7,6 +7,7 @@ the screen with ``capture-pane -p``. The live test uses the fake NVML from ``tes
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import re
 import shlex
@@ -349,5 +350,43 @@ def test_replay_of_stdin_is_a_live_view_of_a_pipe(terminal: list[Terminal], tmp_
     term.wait_for("following", "21:34:17")
     term.press("space")  # keys come from the terminal, not from the pipe
     term.wait_for("paused")
+
+
+def _feed(fifo: Path, data: bytes) -> None:
+    """Write ``data`` to ``fifo`` once its reader has it open (ENXIO until then); gives up
+    after TIMEOUT so a reader that never opens cannot hang the suite."""
+    give_up = time.monotonic() + TIMEOUT
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as error:
+            if error.errno != errno.ENXIO or time.monotonic() > give_up:
+                raise
+            time.sleep(0.05)
+            continue
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        return
+
+
+def test_a_fifo_with_no_writer_shows_what_it_waits_for(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    fifo = tmp_path / "feed"
+    os.mkfifo(fifo)
+    term = start(terminal, tmp_path, ["--replay", str(fifo)])
+    term.wait_for("waiting for data on a pipe", str(fifo), "q quits")
+    _feed(fifo, (CAPTURES / "rtx3090x4-procs-v12.xml").read_bytes())
+    term.wait_for("RTX 3090", "replay")
+    term.press("q")
+    assert term.exit_code() == 0
+
+
+def test_q_quits_while_a_fifo_has_no_writer(terminal: list[Terminal], tmp_path: Path) -> None:
+    fifo = tmp_path / "feed"
+    os.mkfifo(fifo)
+    term = start(terminal, tmp_path, ["--replay", str(fifo)])
+    term.wait_for("waiting for data on a pipe")
     term.press("q")
     assert term.exit_code() == 0

@@ -209,6 +209,42 @@ def test_a_gpu_missing_from_the_latest_snapshot_is_shown_gone() -> None:
     assert [(key, gone) for key, _, gone in entries] == [("A", False), ("B", True)]
 
 
+def test_a_gpu_first_known_by_its_index_alone_is_not_shown_gone() -> None:
+    # A first sample that missed its deadline knew only the index; the next has the UUID.
+    first = Snapshot(timestamp=None, gpus=(card(index=0, uuid=None), card(index=1, uuid=None)))
+    latest = Snapshot(timestamp=None, gpus=(card(index=0, uuid="A"), card(index=1, uuid="B")))
+    entries = panel_entries(Tick(seq=1, snapshot=latest, window=(first, latest)))
+    assert [(key, gone) for key, _, gone in entries] == [("A", False), ("B", False)]
+    # One that went away while known only by its index is still shown gone.
+    fewer = Snapshot(timestamp=None, gpus=(card(index=0, uuid="A"),))
+    entries = panel_entries(Tick(seq=2, snapshot=fewer, window=(first, fewer)))
+    assert [(key, gone) for key, _, gone in entries] == [("A", False), ("index:1", True)]
+
+
+def test_replaying_captures_of_several_machines_piles_up_no_gone_gpus() -> None:
+    # Replaying snapshots/ (eleven machines) showed every earlier machine's GPUs as GONE.
+    from gputop.pipeline.core import Pipeline
+    from gputop.pipeline.tick import Seek, Step
+    from gputop.sources.replay import ReplayPlayer
+    from gputop.sources.smi.recording import Recording
+
+    with Recording.open(CAPTURES) as recording:
+        pipeline = Pipeline(ReplayPlayer(recording, paused=True))
+        tick = pipeline.start()
+        for _ in range(len(recording) - 1):
+            pipeline.apply(Step(1))
+            tick = pipeline.tick()
+            entries = panel_entries(tick)
+            assert not [key for key, _, gone in entries if gone], tick.snapshot.gpus[0].name
+            assert [gpu for _, gpu, _ in entries] == sorted(
+                tick.snapshot.gpus, key=lambda gpu: gpu.index
+            )
+        # A seek rebuilds the window from the documents before it: only this machine's.
+        pipeline.apply(Seek(0))
+        pipeline.apply(Seek(len(recording) - 1))
+        assert [s.gpus for s in pipeline.tick().window] == [tick.snapshot.gpus]
+
+
 @pytest.mark.parametrize(
     ("size", "gpus", "compact", "wide"),
     [((120, 40), 1, False, False), ((120, 40), 4, False, False), ((120, 40), 8, True, False),

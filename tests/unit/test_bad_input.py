@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
+import os
 import re
+import select
 import subprocess
 import sys
+import threading
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -224,3 +229,77 @@ def test_gzip_stream_is_read(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "A100-SXM4-80GB" in result.stdout
     assert result.stderr == ""
+
+
+def test_a_loop_of_symbolic_links_is_named(tmp_path: Path) -> None:
+    (tmp_path / "a.xml").symlink_to(tmp_path / "b.xml")
+    (tmp_path / "b.xml").symlink_to(tmp_path / "a.xml")
+    for args in (("--replay", tmp_path / "a.xml", "--once"), ("report", tmp_path / "a.xml")):
+        result = gputop(*args)
+        assert_one_line_error(result, "a.xml", "too many levels of symbolic links")
+        assert "no such file" not in result.stderr
+
+
+def _write_when_read(fifo: Path, data: bytes, after: float) -> threading.Thread:
+    """Write ``data`` to the FIFO ``after`` seconds, once a reader has it open; gives up
+    after 20 s so that a reader that never opens cannot hang the suite."""
+
+    def write() -> None:
+        time.sleep(after)
+        give_up = time.monotonic() + 20
+        while True:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as error:  # ENXIO: no reader yet
+                if error.errno != errno.ENXIO or time.monotonic() > give_up:
+                    return
+                time.sleep(0.05)
+                continue
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            return
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("command", [["--replay", "{}", "--once"], ["report", "{}", "--no-charts"]])
+def test_a_fifo_with_no_writer_says_what_it_waits_for(tmp_path: Path, command: list[str]) -> None:
+    fifo = tmp_path / "feed"
+    os.mkfifo(fifo)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gputop", *(arg.format(fifo) for arg in command)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        ready, _, _ = select.select([process.stderr], [], [], 20)
+        assert ready, "no line on stderr while waiting for the pipe"
+        line = process.stderr.readline()
+        assert (
+            line
+            == f"gputop: waiting for data on a pipe: {fifo} (nothing has been written to it yet)\n"
+        )
+        assert process.poll() is None  # still waiting, not failed
+        _write_when_read(fifo, (SNAPSHOTS / "tesla-t4-v11.xml").read_bytes(), 0.0)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 0, err
+    assert "Tesla T4" in out and err == ""
+
+
+def test_a_fifo_written_at_once_says_nothing(tmp_path: Path) -> None:
+    fifo = tmp_path / "feed"
+    os.mkfifo(fifo)
+    writer = _write_when_read(fifo, (SNAPSHOTS / "tesla-t4-v11.xml").read_bytes(), 0.0)
+    result = gputop("--replay", fifo, "--json")
+    writer.join(5)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert json.loads(result.stdout)["gpus"][0]["name"] == "Tesla T4"

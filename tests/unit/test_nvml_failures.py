@@ -339,6 +339,26 @@ def test_a_gpu_hung_from_the_start_is_stale_with_only_its_index() -> None:
     assert got.gpus[1].name == "NVIDIA RTX A6000" and not got.gpus[1].stale
 
 
+def test_a_slow_first_sample_keeps_the_gpus_uuid() -> None:
+    """GPUTOP_FAKE_NVML_LATENCY=0,nvmlDeviceGetUtilizationRates=3: the first samples miss
+    the deadline, yet each GPU is known by its UUID from the first tick on, so the views
+    never see an index-only GPU that later "disappears"."""
+    gpus = [gpu_sample(i) for i in range(4)]
+    fake = FakeNvml(snapshot(*gpus), Faults(latency_by_name={"nvmlDeviceGetUtilizationRates": 1.5}))
+    with nvml_source(fake, deadline=0.6) as source:
+        polls = []
+        for _ in range(6):  # every answer comes after its deadline
+            polls.append(source.poll())
+            time.sleep(0.4)
+    assert all(gpu.stale for gpu in polls[0].gpus)
+    assert len({gpu.uuid for gpu in gpus}) == 4
+    for poll in polls:
+        assert [gpu.uuid for gpu in poll.gpus] == [gpu.uuid for gpu in gpus]
+        assert [gpu.name for gpu in poll.gpus] == [gpu.name for gpu in gpus]
+    # The late answers are taken in: their readings show, still marked stale.
+    assert all(gpu.utilization.gpu is not None for gpu in polls[-1].gpus)
+
+
 def test_slow_calls_within_the_deadline_are_not_stale() -> None:
     fake = FakeNvml(
         snapshot(gpu_sample(0)), Faults(latency_by_name={"nvmlDeviceGetFanSpeed": 0.05})

@@ -9,6 +9,7 @@ IndexError for an index out of range).
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import re
 import tempfile
@@ -21,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputop.errors import BadCapture
-from gputop.model import GpuSample, Reason, Snapshot
+from gputop.model import GpuSample, Reason, Snapshot, reason_for
 from gputop.sources.smi import xml as smi_xml
 from gputop.sources.smi.recording import Recording
 from gputop.sources.smi.xml import parse_document
@@ -370,3 +371,138 @@ def test_recording_finds_exactly_the_documents_written(
             ]
             assert moments[recording.index_at(max(moments) + timedelta(days=1))] == moments[latest]
             assert recording.warnings == []
+
+
+# --- every numeric field: a value in its range and unit, or None as invalid ------------
+
+_MIB = 2**20
+# (the units of the field, by factor to the model's unit; the largest physical value; whole)
+_Kind = tuple[dict[str, int], float, bool]
+_PERCENT: _Kind = ({"%": 1, "": 1}, 100.5, False)
+_FAN: _Kind = ({"%": 1, "": 1}, 200.0, False)
+_CELSIUS: _Kind = ({"C": 1, "": 1}, 200.0, False)
+_WATTS: _Kind = ({"W": 1, "": 1}, 100_000.0, False)
+_MHZ: _Kind = ({"MHz": 1, "": 1}, 100_000.0, True)
+_SIZE: _Kind = ({"MiB": _MIB, "": _MIB, "KiB": 1024, "GiB": 2**30}, float(2**50), True)
+_COUNT: _Kind = ({"": 1}, 1_000_000.0, True)
+
+_V12 = "rtx3090x4-procs-v12.xml"
+_MIG = "a100-sxm4-80gb-mig-v12.xml"
+NUMERIC_FIELDS: dict[str, tuple[str, str, _Kind]] = {
+    # field path: (capture, element under <gpu>, kind)
+    "fan_speed": (_V12, "fan_speed", _FAN),
+    "utilization.gpu": (_V12, "utilization/gpu_util", _PERCENT),
+    "utilization.memory": (_V12, "utilization/memory_util", _PERCENT),
+    "utilization.encoder": (_V12, "utilization/encoder_util", _PERCENT),
+    "utilization.decoder": (_V12, "utilization/decoder_util", _PERCENT),
+    "memory.total": (_V12, "fb_memory_usage/total", _SIZE),
+    "memory.used": (_V12, "fb_memory_usage/used", _SIZE),
+    "memory.free": (_V12, "fb_memory_usage/free", _SIZE),
+    "memory.reserved": (_V12, "fb_memory_usage/reserved", _SIZE),
+    "bar1.total": (_V12, "bar1_memory_usage/total", _SIZE),
+    "bar1.used": (_V12, "bar1_memory_usage/used", _SIZE),
+    "bar1.free": (_V12, "bar1_memory_usage/free", _SIZE),
+    "temperature.gpu": (_V12, "temperature/gpu_temp", _CELSIUS),
+    "temperature.memory": (_MIG, "temperature/memory_temp", _CELSIUS),
+    "temperature.slowdown": (_V12, "temperature/gpu_temp_slow_threshold", _CELSIUS),
+    "temperature.shutdown": (_V12, "temperature/gpu_temp_max_threshold", _CELSIUS),
+    "temperature.max_operating": (_V12, "temperature/gpu_temp_max_gpu_threshold", _CELSIUS),
+    "power.draw": (_V12, "gpu_power_readings/power_draw", _WATTS),
+    "power.limit": (_V12, "gpu_power_readings/current_power_limit", _WATTS),
+    "power.default_limit": (_V12, "gpu_power_readings/default_power_limit", _WATTS),
+    "power.min_limit": (_V12, "gpu_power_readings/min_power_limit", _WATTS),
+    "power.max_limit": (_V12, "gpu_power_readings/max_power_limit", _WATTS),
+    "clocks.graphics": (_V12, "clocks/graphics_clock", _MHZ),
+    "clocks.sm": (_V12, "clocks/sm_clock", _MHZ),
+    "clocks.memory": (_V12, "clocks/mem_clock", _MHZ),
+    "clocks.video": (_V12, "clocks/video_clock", _MHZ),
+    "max_clocks.graphics": (_V12, "max_clocks/graphics_clock", _MHZ),
+    "max_clocks.sm": (_V12, "max_clocks/sm_clock", _MHZ),
+    "max_clocks.memory": (_V12, "max_clocks/mem_clock", _MHZ),
+    "max_clocks.video": (_V12, "max_clocks/video_clock", _MHZ),
+    "process.memory_used": (_V12, "processes/process_info/used_memory", _SIZE),
+    "mig.sm_count": (
+        _MIG,
+        "mig_devices/mig_device/device_attributes/shared/multiprocessor_count",
+        _COUNT,
+    ),
+    "mig.memory.total": (_MIG, "mig_devices/mig_device/fb_memory_usage/total", _SIZE),
+    "mig.memory.used": (_MIG, "mig_devices/mig_device/fb_memory_usage/used", _SIZE),
+    "mig.bar1.used": (_MIG, "mig_devices/mig_device/bar1_memory_usage/used", _SIZE),
+}
+
+
+def _field(gpu: GpuSample, path: str) -> tuple[object, Reason | None]:
+    """The value of ``path`` read from the GPU, and the reason noted for it."""
+    if path.startswith("process."):
+        process = gpu.processes[0]
+        return process.memory_used, None
+    if path.startswith("mig."):
+        device = gpu.mig_devices[0]
+        rest = path.removeprefix("mig.")
+        value: object = device
+        for name in rest.split("."):
+            value = getattr(value, name)
+        return value, reason_for(device.unavailable, rest)
+    value = gpu
+    for name in path.split("."):
+        value = getattr(value, name)
+    return value, gpu.reason(path)
+
+
+_MARK = "@@value@@"
+
+
+@functools.cache
+def _template(name: str, element: str) -> tuple[bytes, int]:
+    """The capture with ``element`` of the first GPU that has it marked, and that GPU."""
+    root = ET.fromstring(CAPTURES[name])
+    for index, gpu in enumerate(root.iter("gpu")):
+        node = gpu.find(element)
+        if node is not None:
+            node.text = _MARK
+            return ET.tostring(root), index
+    raise AssertionError(f"{name} has no {element}")
+
+
+def _with_text(name: str, element: str, text: str) -> tuple[bytes, int]:
+    """The capture with ``element`` of the first GPU that has it set to ``text``."""
+    template, index = _template(name, element)
+    return template.replace(_MARK.encode(), escape(text).encode()), index
+
+
+_UNITS = ["%", "C", "W", "MHz", "MiB", "GiB", "KiB", "", "F", "e", "V", "TB"]
+numbers = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(min_value=-(10**20), max_value=10**20).map(str),
+    st.floats(min_value=-5, max_value=300).map(lambda x: f"{x:.2f}"),
+    st.sampled_from(["1e308", "1e400", "-1e400", "-7", "-0", "-99999", "100.4", "100.6", "nan"]),
+)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(sorted(NUMERIC_FIELDS)), numbers, st.sampled_from(_UNITS))
+def test_every_numeric_field_is_in_range_or_invalid(path: str, number: str, unit: str) -> None:
+    """A number read is the number written, in the field's unit and physical range; any
+    other reading is None with the reason "invalid value in the recording"."""
+    name, element, (units, high, whole) = NUMERIC_FIELDS[path]
+    data, index = _with_text(name, element, f"{number} {unit}".strip())
+    value, reason = _field(parse_document(data).gpus[index], path)
+    written = float(number) * units.get(unit, 0)
+    if unit in units and 0 <= written <= high:
+        assert (value, reason) == (int(written) if whole else written, None)
+        assert not (isinstance(value, float) and str(value).startswith("-"))
+    elif path == "process.memory_used":
+        assert value is None  # a process keeps no reasons
+    else:
+        assert (value, reason) == (None, Reason.INVALID)
+        assert Reason.INVALID.value == "invalid value in the recording"
+
+
+@given(st.sampled_from(["", " ", "\n\t", "Pfoo", "P16", "p2x", "-1"]))
+@settings(max_examples=20, deadline=None)
+def test_a_performance_state_that_is_none_is_invalid(text: str) -> None:
+    data, index = _with_text(_V12, "performance_state", text)
+    gpu = parse_document(data).gpus[index]
+    assert gpu.performance_state is None
+    assert gpu.reason("performance_state") is Reason.INVALID

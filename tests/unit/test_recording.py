@@ -491,6 +491,68 @@ def test_scan_memory_is_bounded(tmp_path: Path) -> None:
     assert peak < 6 * 2**20, f"scan peaked at {peak / 2**20:.1f} MiB for {size / 1e6:.0f} MB"
 
 
+def test_the_index_takes_a_few_bytes_a_document(tmp_path: Path) -> None:
+    """Tiny documents are the index's worst case: 155 bytes each made 896 MB of 5.9 M."""
+    count = 60_000
+    path = tmp_path / "tiny.xml"
+    path.write_bytes(
+        b"".join(
+            b"<nvidia_smi_log><timestamp>%s</timestamp></nvidia_smi_log>\n"
+            % (T0 + timedelta(seconds=n)).strftime("%a %b %d %H:%M:%S %Y").encode()
+            for n in range(count)
+        )
+    )
+    tracemalloc.start()
+    try:
+        with Recording.open(path) as recording:
+            tracemalloc.reset_peak()
+            before, _ = tracemalloc.get_traced_memory()
+            assert len(recording) == count
+            held, _ = tracemalloc.get_traced_memory()
+            middle = T0 + timedelta(seconds=count // 2)
+            assert recording.index_at(middle) == count // 2  # no list of every stamp either
+            assert recording.timestamp(count - 1) == T0 + timedelta(seconds=count - 1)
+            _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    per_document = (held - before) / count
+    assert per_document < 24, f"the index holds {per_document:.0f} bytes a document"
+    assert peak - before < 2 * 2**20 + 24 * count
+
+
+def test_the_compact_index_gives_back_every_reference(tmp_path: Path) -> None:
+    """Odd stamps (none, fractions of a second, centuries apart) and several files."""
+    index = recording_module._DocumentIndex()
+    stamps = [
+        T0,
+        None,
+        T0 + timedelta(microseconds=5),
+        datetime(1, 1, 1),
+        datetime(9999, 12, 31, 23, 59, 59),
+        T0 - timedelta(days=3),
+        T0 + timedelta(seconds=1),
+    ]
+    refs = [
+        recording_module._DocumentRef(
+            n // 3, 10 * n + 2**40 * (n % 2), 10 * n + 7 + 2**40 * (n % 2), stamp
+        )
+        for n, stamp in enumerate(stamps)
+    ]
+    for ref in refs:
+        index.append(ref)
+    assert len(index) == len(refs)
+    assert [index[n] for n in range(len(refs))] == refs
+    assert [index.timestamp(n) for n in range(len(refs))] == stamps
+    # Out of order: the latest at or before the moment.
+    assert index.index_at(T0) == 0
+    assert index.index_at(T0 + timedelta(hours=1)) == 6
+    assert index.index_at(datetime(2, 1, 1)) == 3
+    index.move(1, 2**40 + 12, T0 + timedelta(seconds=2))
+    assert index[1] == recording_module._DocumentRef(
+        0, 2**40 + 12, 2**40 + 17, T0 + timedelta(seconds=2)
+    )
+
+
 def test_read_through_memory_is_bounded(tmp_path: Path) -> None:
     path = tmp_path / "big.xml"
     count = _big_stream(path, 12)

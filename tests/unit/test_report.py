@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from datetime import datetime, timedelta
@@ -412,3 +413,102 @@ def test_time_going_backwards_is_counted_and_not_integrated() -> None:
         ReportBuilder(origin=T0).add_all(snapshots[3:]),
     ]
     assert ReportBuilder.merged(parts).summary().backward_steps == 1
+
+
+# -- several machines, GPUs by UUID, time going back ----------------------------------------
+
+SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
+
+
+def test_a_directory_of_captures_of_different_machines_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `gputop report snapshots/` printed start after end, 101117 h idle and peak memory
+    # above total: GPU 0 of eleven machines taken for one GPU.
+    assert report_main([str(SNAPSHOTS), "--no-charts"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "11 different machines" in err and "report each on its own" in err
+    folder = tmp_path / "two"
+    folder.mkdir()
+    for name in ("tesla-t4-v11.xml", "rtx3090x4-procs-v12.xml"):
+        (folder / name).write_bytes((SNAPSHOTS / name).read_bytes())
+    assert report_main([str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "2 different machines" in err
+    assert "Tesla T4" in err and "4x NVIDIA GeForce RTX 3090" in err
+
+
+def test_a_stream_appended_to_from_another_machine_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = [
+        Snapshot(
+            s.timestamp,
+            tuple(dataclasses.replace(g, uuid=f"{g.uuid}-elsewhere") for g in s.gpus),
+            host="elsewhere",
+        )
+        for s in small_recording()
+    ]
+    path = write_stream(tmp_path / "run.xml", small_recording() + other)
+    assert report_main([str(path), "--json"]) == 2
+    assert "2 different machines" in capsys.readouterr().err
+    # Each machine alone reports; a GPU that fell off the bus leaves the same machine.
+    fewer = [Snapshot(s.timestamp, s.gpus[:1]) for s in small_recording()[3:]]
+    path = write_stream(tmp_path / "one.xml", small_recording()[:3] + fewer)
+    assert report_main([str(path), "--json"]) == 0
+
+
+def test_gpus_are_matched_by_uuid_not_by_position() -> None:
+    snapshots = small_recording()
+    # From the third snapshot on the two GPUs are listed the other way round.
+    swapped = [
+        Snapshot(
+            s.timestamp,
+            tuple(dataclasses.replace(g, index=1 - g.index) for g in reversed(s.gpus)),
+        )
+        for s in snapshots[2:]
+    ]
+    summary = summarize(snapshots[:2] + swapped, max_gap_s=5.0)
+    by_uuid = {gpu.uuid: gpu for gpu in summary.gpus}
+    assert sorted(str(uuid) for uuid in by_uuid) == ["GPU-aaaa", "GPU-bbbb"]
+    assert by_uuid["GPU-aaaa"].samples == by_uuid["GPU-bbbb"].samples == 5
+    # The trainer's figures are the ones of the unswapped recording.
+    assert by_uuid["GPU-aaaa"] == summarize(snapshots, max_gap_s=5.0).gpus[0]
+
+
+def test_two_gpus_given_one_uuid_stay_two() -> None:
+    same = [
+        Snapshot(s.timestamp, tuple(dataclasses.replace(g, uuid="GPU-anon") for g in s.gpus))
+        for s in small_recording()
+    ]
+    summary = summarize(same, max_gap_s=5.0)
+    assert [gpu.index for gpu in summary.gpus] == [0, 1]
+    assert [gpu.samples for gpu in summary.gpus] == [5, 5]
+
+
+def test_figures_across_time_going_back_are_not_printed_as_valid() -> None:
+    offsets = (0, 1, 2, 1, 2)
+    snapshots = [Snapshot(T0 + timedelta(seconds=o), (_idler(0),)) for o in offsets]
+    summary = summarize(snapshots, max_gap_s=5.0)
+    assert summary.start is None and summary.end is None
+    (idler,) = summary.gpus
+    assert idler.start is None and idler.end is None
+    assert summary.duration_s == idler.duration_s == 3.0  # the steps that went forward
+    table = render_table(summary)
+    assert "start and end unknown" in table
+    assert "2024-09-18 14:00:02 to 2024-09-18 14:00:01" not in table
+    figures = summary_to_json(summary)
+    assert (figures["start"], figures["end"], figures["duration_s"]) == (None, None, 3.0)
+    forward = summarize(snapshots[:3], max_gap_s=5.0)
+    assert (forward.start, forward.end) == (T0, T0 + timedelta(seconds=2))
+
+
+def test_charts_are_left_out_when_time_went_back(tmp_path: Path) -> None:
+    offsets = (0, 1, 2, 1, 2)
+    snapshots = [Snapshot(T0 + timedelta(seconds=o), (_idler(0),)) for o in offsets]
+    path = write_stream(tmp_path / "back.xml", snapshots)
+    out = io.StringIO()
+    assert report_main([str(path), "--charts"], stdout=out) == 0
+    assert "charts left out: time went backwards" in out.getvalue()

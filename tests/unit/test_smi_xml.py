@@ -15,6 +15,7 @@ import pytest
 
 from gputop.errors import BadCapture
 from gputop.model import GpuSample, Reason, Snapshot
+from gputop.sinks.json import snapshot_dict
 from gputop.sources.smi import blocks as smi_blocks
 from gputop.sources.smi import xml as smi_xml
 from gputop.sources.smi.recording import snapshot_from_path
@@ -1004,9 +1005,13 @@ def test_parse_timestamp(text: str | None, expected: datetime | None) -> None:
         ("2 GiB", 2 * 1024 * MIB, None),
         ("512 KiB", 512 * 1024, None),
         ("100", 100 * MIB, None),  # nvidia-smi's unit is MiB
-        ("1e309 MiB", 1 * MIB, None),  # only the leading number is read
-        pytest.param("9" * 400 + " MiB", None, Reason.ERROR, id="400-digits"),
-        ("-1 MiB", -MIB, None),
+        ("1e309 MiB", None, Reason.INVALID),  # inf, never "1" read out of "1e309"
+        ("1e400 MiB", None, Reason.INVALID),
+        pytest.param("9" * 400 + " MiB", None, Reason.INVALID, id="400-digits"),
+        ("-1 MiB", None, Reason.INVALID),
+        ("-0 MiB", 0, None),
+        ("5 W", None, Reason.INVALID),  # not a unit of memory
+        ("12 TB", None, Reason.INVALID),
         ("N/A", None, Reason.NOT_AVAILABLE),
     ],
 )
@@ -1015,6 +1020,48 @@ def test_memory_sizes(text: str, value: int | None, reason: Reason | None) -> No
     gpu = parse_document(raw).gpus[0]
     assert gpu.memory.used == value
     assert gpu.reason("memory.used") is reason
+
+
+def test_impossible_readings_are_invalid_not_made_up() -> None:
+    """The readings of the issue: each is None with its reason, in the model and in JSON."""
+    raw = _read("rtx3090x4-procs-v12.xml")
+    for old, new in [
+        (b"<used>10868 MiB</used>", b"<used>1e400 MiB</used>"),
+        (b"<gpu_util>0 %</gpu_util>", b"<gpu_util>-7 %</gpu_util>"),
+        (b"<memory_util>0 %</memory_util>", b"<memory_util>1e308 %</memory_util>"),
+        (b"<free>13385 MiB</free>", b"<free>-13385 MiB</free>"),
+        (b"<fan_speed>30 %</fan_speed>", b"<fan_speed>-99999 %</fan_speed>"),
+        (b"<performance_state>P2</performance_state>", b"<performance_state></performance_state>"),
+        (b"<gpu_temp>32 C</gpu_temp>", b"<gpu_temp>32 W</gpu_temp>"),
+    ]:
+        assert old in raw, old
+        raw = raw.replace(old, new, 1)
+    gpu = parse_document(raw).gpus[0]
+    fields = {
+        "memory.used": gpu.memory.used,
+        "utilization.gpu": gpu.utilization.gpu,
+        "utilization.memory": gpu.utilization.memory,
+        "memory.free": gpu.memory.free,
+        "fan_speed": gpu.fan_speed,
+        "performance_state": gpu.performance_state,
+        "temperature.gpu": gpu.temperature.gpu,
+    }
+    assert fields == dict.fromkeys(fields)
+    unavailable = snapshot_dict(Snapshot(timestamp=None, gpus=(gpu,)))["gpus"][0]["unavailable"]
+    assert {path: unavailable[path] for path in fields} == dict.fromkeys(
+        fields, "invalid value in the recording"
+    )
+    assert gpu.memory.total == 24576 * MIB  # the rest still reads
+    assert gpu.utilization.encoder == 0.0
+
+
+def test_a_percentage_may_be_rounded_above_100() -> None:
+    raw = _read("rtx3090x4-procs-v12.xml").replace(
+        b"<gpu_util>0 %</gpu_util>", b"<gpu_util>100.4 %</gpu_util>", 1
+    )
+    assert parse_document(raw).gpus[0].utilization.gpu == 100.4
+    over = raw.replace(b"<gpu_util>100.4 %", b"<gpu_util>101 %", 1)
+    assert parse_document(over).gpus[0].reason("utilization.gpu") is Reason.INVALID
 
 
 def test_huge_and_unicode_numbers_do_not_crash() -> None:
@@ -1030,7 +1077,7 @@ def test_huge_and_unicode_numbers_do_not_crash() -> None:
     )
     snapshot = parse_document(raw)
     gpu = snapshot.gpus[0]
-    assert gpu.temperature.gpu is None and gpu.reason("temperature.gpu") is Reason.ERROR
+    assert gpu.temperature.gpu is None and gpu.reason("temperature.gpu") is Reason.INVALID
     assert gpu.mig_devices[0].index is None
     assert gpu.memory.total == 0
     assert gpu.mig_devices[0].profile is None  # no profile from a GPU of 0 bytes

@@ -10,8 +10,11 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from gputop.cli.opening import Opening, wait_for_opening, waiting_message
 from gputop.cli.options import Options
 from gputop.errors import BadArguments
 from gputop.sources.smi.recording import Recording
@@ -35,14 +38,42 @@ def _is_pipe(path: Path) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-def open_recording(options: Options) -> Recording:
-    """Open `--replay`'s recording, followed when asked or when it is a pipe.
+@dataclass(frozen=True)
+class RecordingInput:
+    """What `--replay` names, resolved: the path to open, whether it is followed, and how
+    to name it to the user."""
 
-    Waiting for a followed recording's first document says so on stderr after a second.
+    path: Path
+    follow: bool
+    name: str
+    pipe: bool
+    """Opening or reading it can wait for ever (a FIFO with no writer, stdin)."""
+
+    @property
+    def may_wait(self) -> bool:
+        """Opening it can keep gputop waiting: a pipe, or a followed file still empty."""
+        return self.pipe or self.follow
+
+    def waiting_message(self) -> str:
+        """What gputop waits for while this opens."""
+        if self.pipe and self.name != "standard input":
+            return waiting_message(self.path)
+        return f"waiting for the first nvidia-smi document on {self.name}"
+
+    def open(self) -> Recording:
+        """Open it (waiting, when followed, for the first document).
+
+        Raises:
+            BadCapture: the recording cannot be read.
+        """
+        return Recording.open(self.path, follow=self.follow)
+
+
+def recording_input(options: Options) -> RecordingInput:
+    """Resolve `--replay` (and `--follow`).
 
     Raises:
         BadArguments: `--replay -` with a terminal on stdin.
-        BadCapture: the recording cannot be read.
     """
     assert options.replay is not None
     path = options.replay
@@ -53,13 +84,25 @@ def open_recording(options: Options) -> Recording:
                 "ssh gpu-box nvidia-smi -q -x -l 1 | gputop --replay -"
             )
         path = _STDIN_PATH
-    follow = options.follow or _is_pipe(path)
+    pipe = _is_pipe(path)
     name = "standard input" if reads_stdin(options) else str(options.replay)
+    return RecordingInput(path, options.follow or pipe, name, pipe)
 
-    def waiting() -> None:
-        print(f"gputop: waiting for the first nvidia-smi document on {name}", file=sys.stderr)
 
-    return Recording.open(path, follow=follow, waiting=waiting)
+def open_recording(options: Options, notice: Callable[[str], None]) -> Recording:
+    """Open `--replay`'s recording, followed when asked or when it is a pipe.
+
+    What may keep gputop waiting (a FIFO with no writer, a pipe or followed file with no
+    document yet) opens on a thread, and ``notice`` is told once after a second.
+
+    Raises:
+        BadArguments: `--replay -` with a terminal on stdin.
+        BadCapture: the recording cannot be read.
+    """
+    source = recording_input(options)
+    if not source.may_wait:
+        return source.open()
+    return wait_for_opening(Opening(source.open), notice, source.waiting_message())
 
 
 def keys_from_the_terminal() -> None:

@@ -53,6 +53,10 @@ def _settle(recording: Recording) -> None:
         pass
 
 
+def _say(message: str) -> None:
+    print(f"gputop: {message}", file=sys.stderr, flush=True)
+
+
 def replay_headless(options: Options) -> int:
     """`--replay FILE` with `--once`, `--json` or `--count N`: print (and `--log`), then exit.
 
@@ -65,7 +69,7 @@ def replay_headless(options: Options) -> int:
     with contextlib.ExitStack() as cleanup:
         if log is not None:
             cleanup.callback(log.close)
-        recording = cleanup.enter_context(open_recording(options))
+        recording = cleanup.enter_context(open_recording(options, _say))
         if (options.at is not None or options.pick is not None) and recording.following:
             _settle(recording)
         if options.pick is not None:

@@ -123,9 +123,11 @@ def job_count(documents: int, requested: int | None, cpus: int) -> int:
 
 def _splittable(path: Path) -> bool:
     """A plain file: every worker can open it and seek in it without inflating a copy."""
+    if not path.is_file():  # before open(): opening a FIFO waits for a writer
+        return False
     try:
         with path.open("rb") as handle:
-            return path.is_file() and handle.read(2) != _GZIP_MAGIC
+            return handle.read(2) != _GZIP_MAGIC
     except OSError:
         return False
 
@@ -147,6 +149,10 @@ def _build_range(
     return builder, skipped
 
 
+def _say(message: str) -> None:
+    print(f"gputop: {message}", file=sys.stderr, flush=True)
+
+
 def build_report(
     path: Path, max_gap: float | None = None, jobs: int | None = None
 ) -> tuple[ReportBuilder, list[str]]:
@@ -155,9 +161,9 @@ def build_report(
     Raises:
         BadCapture: the recording cannot be read.
     """
-    from gputop.sources.smi.recording import Recording
+    from gputop.cli.opening import open_recording
 
-    with Recording.open(path) as recording:
+    with open_recording(path, _say) as recording:
         count = len(recording)
         workers = job_count(count, jobs, _cpus()) if _splittable(path) else 1
         if workers <= 1:
@@ -187,6 +193,17 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         builder, warnings = build_report(path, args.max_gap, args.jobs)
     except OSError as error:
         raise BadCapture(f"{path}: {error.strerror or error}") from None
+    machines = builder.machines
+    if len(machines) > 1:
+        # One report is one machine's timeline: figures summed over several machines' GPUs
+        # and clocks mean nothing, and a directory of captures is better reported per file.
+        shown = "; ".join(machine.describe() for machine in machines[:3])
+        more = f"; and {len(machines) - 3} more" if len(machines) > 3 else ""
+        raise BadCapture(
+            f"{path}: holds captures of {len(machines)} different machines ({shown}{more}; "
+            "told apart by host and GPU UUIDs): a report covers one machine's recording, "
+            "report each on its own"
+        )
     summary = builder.summary(source=str(path), warnings=warnings)
     for warning in warnings:
         print(f"gputop: warning: {warning}", file=sys.stderr)
@@ -201,7 +218,9 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     out.write(render_table(summary) + "\n")
     interactive = out.isatty()
-    if args.charts or (args.charts is None and interactive):
+    if builder.backward_steps and (args.charts or interactive):
+        out.write("\ncharts left out: time went backwards, so there is no one time axis\n")
+    elif args.charts or (args.charts is None and interactive):
         from gputop.insight.charts import render_gpu_charts
 
         width = shutil.get_terminal_size((100, 24)).columns

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING
+
 from gputop.cli.options import Options
 from gputop.cli.startup import release_collection
 from gputop.errors import BadArguments
@@ -10,6 +13,37 @@ from gputop.pipeline.loop import PollLoop
 from gputop.sources.base import Source
 from gputop.sources.replay import ReplayPlayer
 from gputop.ui.settings import UiSettings
+
+if TYPE_CHECKING:
+    from gputop.sources.smi.recording import Recording
+
+
+def _open_recording(options: Options) -> Recording | None:
+    """`--replay`'s recording; what keeps gputop waiting (a pipe with nothing written to it
+    yet, a followed file still empty) gets a waiting screen (None when the user quits it)
+    instead of a blank one."""
+    from gputop.cli.opening import Opening, wait_for_opening
+    from gputop.cli.recording_input import reads_stdin, recording_input
+
+    source = recording_input(options)
+    if not source.may_wait:
+        return source.open()
+    opening = Opening(source.open)
+    if reads_stdin(options):
+        # Keys come from the terminal only once the recording holds its own copy of the
+        # pipe, so no screen can take keys yet: say what is awaited on stderr instead.
+        return wait_for_opening(opening, _say, source.waiting_message())
+    if not opening.wait(0.3):
+        from gputop.ui.waiting import WaitingApp
+
+        theme = options.theme or "dark"
+        if not WaitingApp(source.waiting_message(), opening.done, theme=theme).run():
+            return None
+    return opening.result()
+
+
+def _say(message: str) -> None:
+    print(f"gputop: {message}", file=sys.stderr, flush=True)
 
 
 def run_tui(
@@ -31,9 +65,11 @@ def run_tui(
 
         selection = GpuSelection.parse(options.gpu)
     if options.replay is not None:
-        from gputop.cli.recording_input import keys_from_the_terminal, open_recording, reads_stdin
+        from gputop.cli.recording_input import keys_from_the_terminal, reads_stdin
 
-        recording = open_recording(options)
+        recording = _open_recording(options)
+        if recording is None:
+            return 0  # the user quit while a pipe kept gputop waiting
         try:
             if selection is not None:
                 selection.apply(recording.snapshot(0), strict=True)

@@ -7,9 +7,15 @@ the charts: a few MB for a day of one-second samples of 8 GPUs.
 
 How the figures are computed (the README documents these):
 
+* GPUs are told apart by UUID (by index only when a capture gives none), never by position
+  alone; a recording of several machines (see ``model.machine``) is not one timeline, and
+  :attr:`ReportBuilder.machines` says so for the caller to refuse it.
 * Each sample stands for the time until the next one; the last sample of a GPU stands for no
-  time. An interval longer than ``max_gap_s`` (or negative: the clock went back) is a gap: it
-  counts towards no state and no energy, only towards ``gap_s`` (and ``duration_s``).
+  time. An interval longer than ``max_gap_s`` is a gap: it counts towards no state and no
+  energy, only towards ``gap_s`` (and ``duration_s``). An interval that goes back in time (a
+  clock change, files out of order) counts towards nothing: the durations are the sums of the
+  intervals that went forward, and start and end are not given (None), since the first and
+  the last snapshot are then not the earliest and the latest.
 * Utilization statistics are over samples (not time-weighted), leaving out samples where the
   GPU did not report utilization (MIG): those never count as 0.
 * Energy integrates power draw over time with the trapezoid rule, over intervals whose both
@@ -30,6 +36,7 @@ from gputop.insight.diagnosis import DEFAULT_THRESHOLDS, DiagnosisThresholds, Gp
 from gputop.insight.series import known, percentile, value_or_nan
 from gputop.insight.textfmt import fmt_duration
 from gputop.model import GpuSample, Snapshot
+from gputop.model.machine import Machine, Machines
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_watts
 
 STATES: tuple[GpuState, ...] = tuple(GpuState)
@@ -48,9 +55,11 @@ class GpuSummary:
     uuid: str | None
     samples: int
     start: datetime | None
+    """None when this GPU's samples went back in time."""
     end: datetime | None
     duration_s: float
-    """From this GPU's first sample to its last, gaps included."""
+    """From this GPU's first sample to its last, gaps included (the sum of the intervals that
+    went forward)."""
     utilization_samples: int
     """Samples that reported utilization (the statistics below are over these)."""
     utilization_mean_pct: float | None
@@ -79,8 +88,10 @@ class RecordingSummary:
     untimed_snapshots: int
     """Snapshots without a readable timestamp: they cannot be placed in time, so left out."""
     start: datetime | None
+    """None when time went backwards (then the first snapshot is not the earliest)."""
     end: datetime | None
     duration_s: float
+    """The sum of the intervals that went forward, gaps included."""
     max_gap_s: float
     gpus: tuple[GpuSummary, ...]
     warnings: tuple[str, ...] = ()
@@ -102,6 +113,11 @@ class GpuTrace:
 
 
 _N = TypeVar("_N", int, float)
+
+
+def _forward(times: Sequence[float]) -> float:
+    """The sum of the steps of ``times`` that go forward: last - first when all do."""
+    return sum(max(b - a, 0.0) for a, b in itertools.pairwise(times))
 
 
 def _peak(a: _N | None, b: _N | None) -> _N | None:
@@ -179,10 +195,14 @@ class _GpuAccumulator:
         per_state = [0.0] * len(STATES)
         gap = 0.0
         joules = 0.0
+        backward = False
         for i in range(len(times) - 1):
             step = times[i + 1] - times[i]
-            if step < 0 or step > max_gap_s:
-                gap += max(step, 0.0)
+            if step < 0:
+                backward = True
+                continue
+            if step > max_gap_s:
+                gap += step
                 continue
             per_state[states[i]] += step
             before, after = power[i], power[i + 1]
@@ -194,9 +214,9 @@ class _GpuAccumulator:
             name=self.name,
             uuid=self.uuid,
             samples=len(times),
-            start=self.start,
-            end=self.end,
-            duration_s=times[-1] - times[0] if times else 0.0,
+            start=None if backward else self.start,
+            end=None if backward else self.end,
+            duration_s=_forward(times),
             utilization_samples=len(utils),
             utilization_mean_pct=statistics.fmean(utils) if utils else None,
             utilization_p50_pct=percentile(utils, 0.50) if utils else None,
@@ -247,7 +267,9 @@ class ReportBuilder:
             raise ValueError("max_gap_s must be positive")
         self._max_gap_s = max_gap_s
         self._thresholds = thresholds
-        self._gpus: dict[int, _GpuAccumulator] = {}
+        self._gpus: dict[str, _GpuAccumulator] = {}
+        """By UUID (``index:N`` for a GPU without one)."""
+        self._machines = Machines()
         self._origin = origin
         self._first: datetime | None = None
         self._last: datetime | None = None
@@ -259,6 +281,7 @@ class ReportBuilder:
     def add(self, snapshot: Snapshot) -> None:
         """Take one snapshot into account (the next in time order)."""
         self._snapshots += 1
+        self._machines.add(snapshot)
         moment = snapshot.timestamp
         if moment is None:
             self._untimed += 1
@@ -273,10 +296,15 @@ class ReportBuilder:
         offset = (moment - self._origin).total_seconds()
         self._offsets.append(offset)
         thresholds = self._thresholds
+        seen: set[str] = set()
         for gpu in snapshot.gpus:
-            accumulator = self._gpus.get(gpu.index)
+            key = gpu.uuid or f"index:{gpu.index}"
+            if key in seen:  # an edited capture giving two GPUs one UUID: still two GPUs
+                key = f"{key}@{gpu.index}"
+            seen.add(key)
+            accumulator = self._gpus.get(key)
             if accumulator is None:
-                accumulator = self._gpus[gpu.index] = _GpuAccumulator(gpu)
+                accumulator = self._gpus[key] = _GpuAccumulator(gpu)
             accumulator.add(moment, offset, gpu, gpu_state(gpu, thresholds))
 
     def add_all(self, snapshots: Iterable[Snapshot]) -> ReportBuilder:
@@ -284,6 +312,11 @@ class ReportBuilder:
         for snapshot in snapshots:
             self.add(snapshot)
         return self
+
+    @property
+    def machines(self) -> list[Machine]:
+        """The machines the snapshots are of; more than one makes no one recording."""
+        return self._machines.machines
 
     @property
     def origin(self) -> datetime | None:
@@ -313,10 +346,11 @@ class ReportBuilder:
             whole._offsets.extend(part._offsets)
             whole._snapshots += part._snapshots
             whole._untimed += part._untimed
-            for index, accumulator in part._gpus.items():
-                existing = whole._gpus.get(index)
+            whole._machines.merge(part._machines)
+            for key, accumulator in part._gpus.items():
+                existing = whole._gpus.get(key)
                 if existing is None:
-                    whole._gpus[index] = accumulator
+                    whole._gpus[key] = accumulator
                 else:
                     existing.extend(accumulator)
         return whole
@@ -335,23 +369,34 @@ class ReportBuilder:
     def summary(self, source: str = "", warnings: Iterable[str] = ()) -> RecordingSummary:
         """Every GPU's figures, in index order."""
         max_gap = self.max_gap_s
-        offsets = self._offsets
+        backward = self._backward > 0
         return RecordingSummary(
             source=source,
             snapshots=self._snapshots,
             untimed_snapshots=self._untimed,
-            start=self._first,
-            end=self._last,
-            duration_s=offsets[-1] - offsets[0] if offsets else 0.0,
+            start=None if backward else self._first,
+            end=None if backward else self._last,
+            duration_s=_forward(self._offsets),
             max_gap_s=max_gap,
-            gpus=tuple(self._gpus[i].summary(max_gap) for i in sorted(self._gpus)),
+            gpus=tuple(gpu.summary(max_gap) for gpu in self._in_order()),
             warnings=tuple(warnings),
             backward_steps=self._backward,
         )
 
     def traces(self) -> tuple[GpuTrace, ...]:
         """Every GPU's samples over time, in index order."""
-        return tuple(self._gpus[i].trace() for i in sorted(self._gpus))
+        return tuple(gpu.trace() for gpu in self._in_order())
+
+    @property
+    def backward_steps(self) -> int:
+        """Times a snapshot was older than the one before it."""
+        return self._backward
+
+    def _in_order(self) -> list[_GpuAccumulator]:
+        return [self._gpus[key] for key in sorted(self._gpus, key=self._order)]
+
+    def _order(self, key: str) -> tuple[int, str]:
+        return self._gpus[key].index, key
 
 
 def summarize(
@@ -467,16 +512,22 @@ def _when(moment: datetime | None) -> str:
 
 def render_table(summary: RecordingSummary) -> str:
     """The report as plain text: a heading, one row per GPU, then each GPU's name."""
+    span = (
+        f"{_when(summary.start)} to {_when(summary.end)}"
+        if summary.start is not None and summary.end is not None
+        else "start and end unknown"
+    )
     lines = [
         f"{summary.source or 'recording'}: {summary.snapshots} snapshots, "
-        f"{_when(summary.start)} to {_when(summary.end)} ({fmt_duration(summary.duration_s)})"
+        f"{span} ({fmt_duration(summary.duration_s)})"
     ]
     if summary.untimed_snapshots:
         lines.append(f"{summary.untimed_snapshots} snapshots without a timestamp left out")
     if summary.backward_steps:
         lines.append(
-            f"time went backwards {summary.backward_steps} times (a clock change, or captures "
-            "of different machines?): those steps count as gaps"
+            f"time went backwards {summary.backward_steps} times (a clock change, or files not "
+            "in time order): those steps count towards nothing, every time below is the sum "
+            "of the intervals that went forward"
         )
     if not summary.gpus:
         lines.append("no GPU in the recording")

@@ -28,6 +28,9 @@ class Reason(enum.Enum):
     NOT_REPORTED = "not reported by this driver"
     GPU_LOST = "GPU lost"
     ERROR = "error"
+    INVALID = "invalid value in the recording"
+    """A recording holds something no GPU can report: negative, non-finite, out of range,
+    or in a unit that is not the field's."""
 
 
 Unavailable = tuple[tuple[str, Reason], ...]

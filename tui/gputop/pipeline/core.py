@@ -15,6 +15,7 @@ from gputop.errors import GputopError
 from gputop.history import HistoryStore, Metric
 from gputop.insight.diagnosis import Finding, diagnose, limiting_reasons
 from gputop.model import GpuSample, Snapshot
+from gputop.model.machine import same_machine
 from gputop.pipeline.interval import clamp_interval
 from gputop.pipeline.tick import (
     ChangeSpeed,
@@ -45,6 +46,14 @@ VIEW_METRICS: tuple[Metric, ...] = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POW
 
 VIEW_WIDTH = 160
 """Samples per series in each tick: more than the widest sparkline a panel draws."""
+
+
+def _same_machine_tail(snapshots: Sequence[Snapshot]) -> Sequence[Snapshot]:
+    """The last snapshots that are of the same machine as the very last one."""
+    start = len(snapshots) - 1
+    while start > 0 and same_machine(snapshots[start - 1], snapshots[-1]):
+        start -= 1
+    return snapshots[max(start, 0) :]
 
 
 def throttled(gpu: GpuSample) -> bool | None:
@@ -254,9 +263,14 @@ class Pipeline:
         return self._selection.apply(snapshot, strict=False)
 
     def _push(self, snapshot: Snapshot) -> None:
+        window = self._window
+        if window and not same_machine(window[-1], snapshot):
+            # Another machine's snapshots (a directory of captures): its GPUs did not go,
+            # and the diagnosis must not read them as this machine's past.
+            window.clear()
         self._current = snapshot
         self._history.append(snapshot)
-        self._window.append(snapshot)
+        window.append(snapshot)
 
     def _moved(self, before: int, after: int) -> None:
         if after == before:
@@ -278,7 +292,7 @@ class Pipeline:
         snapshots = [self._select(s) for s in self._player.window(self._rebuild_size)]
         self._history.rebuild(snapshots)
         self._window.clear()
-        self._window.extend(snapshots)
+        self._window.extend(_same_machine_tail(snapshots))
         if snapshots:
             self._current = snapshots[-1]
             self._error = None

@@ -53,6 +53,7 @@ REASON_TEXT: dict[Reason, str] = {
     Reason.DEPRECATED: "Requested functionality has been deprecated",
     Reason.ERROR: "[Unknown Error]",
     Reason.GPU_LOST: "[GPU is lost]",
+    Reason.INVALID: "[Invalid Value]",
 }
 """How nvidia-smi spells each reason; NOT_REPORTED is spelled by leaving the element out."""
 

@@ -124,6 +124,11 @@ class GpuSampler:
         self._lists: ProcessLists | None = None
         self._lost = False
         self._last = GpuSample(index=index)
+        self.identity: GpuSample | None = None
+        """Index, name, UUID and bus of this GPU once read: what a stale sample of it
+        carries before its first whole sample is in, so it is known by its UUID from the
+        first tick. Written by the sampling thread, read by the polling one (one assignment
+        of an immutable value)."""
         # Clock call keys and field paths, built once rather than formatted every tick.
         self._clock_specs: dict[str, tuple[tuple[str, tuple[str, ...], int], ...]] = {}
 
@@ -202,6 +207,15 @@ class GpuSampler:
         slow = self._slow
         if slow is None or c.refresh:
             slow = self._read_slow(h, c.refresh)
+            if slow.uuid is not None:
+                self.identity = GpuSample(
+                    index=self.index,
+                    name=slow.name,
+                    uuid=slow.uuid,
+                    pci_bus_id=slow.pci_bus_id,
+                    serial=slow.serial,
+                    architecture=slow.architecture,
+                )
         c.missing.extend(slow.notes)
 
         utilization = self._utilization(c, h, mig_mode)

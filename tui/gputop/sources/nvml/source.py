@@ -214,7 +214,7 @@ class NvmlSource:
         if self._pool is None:
             gpus = [sampler.sample() for sampler in self._samplers]
         else:
-            gpus = self._pool.sample()
+            gpus = [self._identified(gpu) for gpu in self._pool.sample()]
         rows = [gpu.processes for gpu in gpus]
         if not same_objects(rows, self._rows):  # the same tuples hold the same PIDs
             self._names.keep_only({p.pid for listed in rows for p in listed})
@@ -229,6 +229,17 @@ class NvmlSource:
             cuda_version=self._cuda,
             attached_gpus=self._count,
         )
+
+    def _identified(self, gpu: GpuSample) -> GpuSample:
+        """A stale GPU with no sample yet, under its UUID when its sampler has read it.
+
+        A first sample slower than the deadline leaves only the GPU's index; when its UUID
+        came later, the views took the two for two GPUs, one of them gone.
+        """
+        if not gpu.stale or gpu.uuid is not None:
+            return gpu
+        identity = self._samplers[gpu.index].identity
+        return gpu if identity is None else replace(identity, stale=True)
 
     def close(self) -> None:
         """Stop the sampling threads and release NVML (unless a call is still hung in it)."""

@@ -37,13 +37,18 @@ from gputop.model.mig_profiles import derive_profile
 from gputop.sources.smi.values import (
     Missing,
     Reader,
+    celsius,
     count,
+    fan_percent,
     flag,
-    integer,
-    number,
-    number_of,
+    megahertz,
+    percent,
+    pstate,
     size,
     text,
+    watts,
+    watts_of,
+    whole_count,
 )
 
 Element = ET.Element
@@ -96,7 +101,7 @@ _UTILIZATION = (
 def _utilization(node: Element) -> Part:
     find = node.find
     missing: Missing = []
-    values = [number(find(tag), path, missing) for tag, path in _UTILIZATION]
+    values = [percent(find(tag), path, missing) for tag, path in _UTILIZATION]
     return Utilization(*values), tuple(missing)
 
 
@@ -106,13 +111,13 @@ def _temperature(node: Element) -> Part:
     memory = find("memory_temp")
     max_operating = find("gpu_temp_max_gpu_threshold")
     return Temperature(
-        gpu=number(find("gpu_temp"), "temperature.gpu", missing),
-        memory=None if memory is None else number(memory, "temperature.memory", missing),
-        slowdown=number(find("gpu_temp_slow_threshold"), "temperature.slowdown", missing),
-        shutdown=number(find("gpu_temp_max_threshold"), "temperature.shutdown", missing),
+        gpu=celsius(find("gpu_temp"), "temperature.gpu", missing),
+        memory=None if memory is None else celsius(memory, "temperature.memory", missing),
+        slowdown=celsius(find("gpu_temp_slow_threshold"), "temperature.slowdown", missing),
+        shutdown=celsius(find("gpu_temp_max_threshold"), "temperature.shutdown", missing),
         max_operating=None
         if max_operating is None
-        else number(max_operating, "temperature.max_operating", missing),
+        else celsius(max_operating, "temperature.max_operating", missing),
     ), tuple(missing)
 
 
@@ -129,7 +134,7 @@ def _first(parent: Element, tags: tuple[str, ...], path: str, missing: Missing) 
     for tag in tags:
         node = parent.find(tag)
         if node is not None:
-            value = number_of[node.text]
+            value = watts_of[node.text]
             if value.__class__ is float:
                 return value
             if reason is None:
@@ -144,9 +149,9 @@ def _power(node: Element) -> Part:
     return Power(
         draw=_first(node, _DRAW_TAGS, "power.draw", missing),
         limit=_first(node, _LIMIT_TAGS, "power.limit", missing),
-        default_limit=number(find("default_power_limit"), "power.default_limit", missing),
-        min_limit=number(find("min_power_limit"), "power.min_limit", missing),
-        max_limit=number(find("max_power_limit"), "power.max_limit", missing),
+        default_limit=watts(find("default_power_limit"), "power.default_limit", missing),
+        min_limit=watts(find("min_power_limit"), "power.min_limit", missing),
+        max_limit=watts(find("max_power_limit"), "power.max_limit", missing),
     ), tuple(missing)
 
 
@@ -158,10 +163,10 @@ def _clocks(prefix: str) -> Callable[[Element], Part]:
         missing: Missing = []
         video = find("video_clock")
         return Clocks(
-            graphics=integer(find("graphics_clock"), paths[0], missing),
-            sm=integer(find("sm_clock"), paths[1], missing),
-            memory=integer(find("mem_clock"), paths[2], missing),
-            video=None if video is None else integer(video, paths[3], missing),
+            graphics=megahertz(find("graphics_clock"), paths[0], missing),
+            sm=megahertz(find("sm_clock"), paths[1], missing),
+            memory=megahertz(find("mem_clock"), paths[2], missing),
+            video=None if video is None else megahertz(video, paths[3], missing),
         ), tuple(missing)
 
     return convert
@@ -258,8 +263,8 @@ CONVERTERS: dict[str, Callable[[Element], Part]] = {
     "serial": _part(text, "serial"),
     "uuid": _part(text, "uuid"),
     "pci": _part(text, "pci_bus_id", "pci_bus_id"),
-    "fan_speed": _part(number, "fan_speed"),
-    "performance_state": _part(text, "performance_state"),
+    "fan_speed": _part(fan_percent, "fan_speed"),
+    "performance_state": _part(pstate, "performance_state"),
     "clocks_event_reasons": _throttle("clocks_event_reason_"),
     "clocks_throttle_reasons": _throttle("clocks_throttle_reason_"),
     "fb_memory_usage": _memory("memory"),
@@ -435,7 +440,7 @@ def _mig_devices(
         gi = count(item.findtext("gpu_instance_id"))
         ci = count(item.findtext("compute_instance_id"))
         attributes = item.find("device_attributes/shared")
-        sm_count = integer(
+        sm_count = whole_count(
             None if attributes is None else attributes.find("multiprocessor_count"),
             "sm_count",
             missing,

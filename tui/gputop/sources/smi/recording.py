@@ -3,8 +3,9 @@
 A recording is one document, a stream of them (`nvidia-smi -q -x -l 1 > log.xml` simply
 concatenates whole documents), a gzip of either, or a directory of such files. Documents are
 found by scanning for their end tag in fixed-size chunks, so memory stays bounded however long
-the file; each document's offsets and timestamp go into an index (a few dozen bytes per
-document), which replay uses to seek, and documents are parsed only when asked for.
+the file; each document's offsets and timestamp go into an index (16 bytes per document, in
+arrays: see ``_DocumentIndex``), which replay uses to seek, and documents are parsed only
+when asked for.
 
 A recorder killed mid-write leaves a partial last document: it is dropped with a warning and
 every complete one before it stays readable. Restarted appending to the same file, it leaves
@@ -25,8 +26,8 @@ scans pick up from there. Only ``wait_for`` waits, and only when asked to.
 from __future__ import annotations
 
 import bisect
+import errno
 import gzip
-import itertools
 import os
 import re
 import select
@@ -34,9 +35,10 @@ import stat
 import tempfile
 import time
 import zlib
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, NamedTuple, Protocol
@@ -75,6 +77,156 @@ class _DocumentRef(NamedTuple):
 
 _MORE_LATER = _DocumentRef(-1, -1, -1, None)
 """Yielded by a followed file's scan where the data ends for now; compared by identity."""
+
+
+_NO_STAMP = -(2**31)
+"""A document without a readable timestamp, in ``_DocumentIndex``'s seconds."""
+_STAMP_DAYS = (2**31 - 1) // 86400
+"""Days either side of the base whose seconds an int32 holds; a stamp farther off is kept
+aside."""
+_SECOND = timedelta(seconds=1)
+
+
+class _DocumentIndex:
+    """Every document's ``_DocumentRef``, kept in arrays: 16 bytes a document.
+
+    A list of NamedTuples took about 155 bytes a document (the tuple, two ints, a datetime):
+    896 MB for a stream of 5.9 M tiny documents. Here a document is its start (int64), its
+    length (uint32: a document is at most ``MAX_DOCUMENT_BYTES``) and its timestamp as whole
+    seconds from the first one seen (int32); the file it lies in is found from where each
+    file's documents begin. The few stamps that do not fit (fractions of a second, or more
+    than 68 years from the first) are kept in a dict.
+    """
+
+    __slots__ = (
+        "_base",
+        "_last",
+        "_lengths",
+        "_odd",
+        "_ordered",
+        "_part",
+        "_part_firsts",
+        "_parts",
+        "_stamps",
+        "_starts",
+        "count",
+    )
+
+    def __init__(self) -> None:
+        self._starts = array("q")
+        self._lengths = array("I")
+        self._stamps = array("i")
+        self._odd: dict[int, datetime] = {}
+        """Timestamps that do not fit ``_stamps`` (which holds ``_NO_STAMP`` for them)."""
+        self._part_firsts: list[int] = []
+        """The index of the first document of each file that has any, in order."""
+        self._parts: list[int] = []
+        """The part number of each of those files."""
+        self._base: datetime | None = None
+        self._ordered = True
+        """Every document stamped, none earlier than the one before: ``index_at`` bisects."""
+        self._last: datetime | None = None
+        """The timestamp of the last document appended."""
+        self._part = -1
+        """The part number of the last document appended."""
+        self.count = 0
+        """Documents in the index (``len``, without a Python call per scanned document)."""
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _seconds(self, stamp: datetime) -> int | None:
+        """``stamp`` as seconds from the base, or None when it does not fit ``_stamps``."""
+        base = self._base
+        if base is None:
+            base = self._base = stamp.replace(microsecond=0)
+        delta = stamp - base
+        days = delta.days
+        if delta.microseconds or not -_STAMP_DAYS < days < _STAMP_DAYS:
+            return None
+        return days * 86400 + delta.seconds
+
+    def append(self, ref: _DocumentRef) -> None:
+        # Called once per document of the scan: kept to plain appends and one subtraction.
+        index = self.count
+        part = ref.part
+        if part != self._part:
+            self._part_firsts.append(index)
+            self._parts.append(part)
+            self._part = part
+        stamp = ref.timestamp
+        if self._ordered:
+            last = self._last
+            self._ordered = stamp is not None and (last is None or last <= stamp)
+        self._last = stamp
+        start = ref.start
+        self._starts.append(start)
+        self._lengths.append(ref.end - start)
+        seconds = None if stamp is None else self._seconds(stamp)
+        if seconds is None:
+            self._stamps.append(_NO_STAMP)
+            if stamp is not None:
+                self._odd[index] = stamp
+        else:
+            self._stamps.append(seconds)
+        self.count = index + 1
+
+    def timestamp(self, index: int) -> datetime | None:
+        seconds = self._stamps[index]
+        if seconds == _NO_STAMP:
+            return self._odd.get(index)
+        assert self._base is not None
+        return self._base + seconds * _SECOND
+
+    def __getitem__(self, index: int) -> _DocumentRef:
+        start = self._starts[index]
+        at = bisect.bisect_right(self._part_firsts, index) - 1
+        return _DocumentRef(
+            self._parts[at], start, start + self._lengths[index], self.timestamp(index)
+        )
+
+    def move(self, index: int, start: int, stamp: datetime | None) -> None:
+        """Document ``index`` begins later (a cut-off head dropped) and is stamped ``stamp``."""
+        end = self._starts[index] + self._lengths[index]
+        self._starts[index] = start
+        self._lengths[index] = end - start
+        seconds = None if stamp is None else self._seconds(stamp)
+        self._stamps[index] = _NO_STAMP if seconds is None else seconds
+        self._odd.pop(index, None)
+        if seconds is None and stamp is not None:
+            self._odd[index] = stamp
+        count = len(self._starts)
+        if index == count - 1:
+            self._last = stamp
+        if self._ordered:
+            before = self.timestamp(index - 1) if index else stamp
+            after = self.timestamp(index + 1) if index + 1 < count else stamp
+            self._ordered = (
+                stamp is not None
+                and before is not None
+                and after is not None
+                and before <= stamp <= after
+            )
+
+    def index_at(self, moment: datetime) -> int:
+        """The last document taken at or before ``moment`` (the first, if all are later)."""
+        count = len(self._starts)
+        if self._ordered:
+            found = bisect.bisect_right(range(count), moment, key=self._stamp_key) - 1
+            return max(found, 0)
+        # Out of order (e.g. a directory named by host, not time): the latest not after it,
+        # the first of several stamped alike. One stamp at a time, never a list of them all.
+        best: tuple[datetime, int] | None = None
+        for index in range(count):
+            stamp = self.timestamp(index)
+            if stamp is not None and stamp <= moment and (best is None or stamp > best[0]):
+                best = (stamp, index)
+        return 0 if best is None else best[1]
+
+    def _stamp_key(self, index: int) -> datetime:
+        stamp = self.timestamp(index)
+        assert stamp is not None  # ordered: every document is stamped
+        return stamp
 
 
 class _Stream(Protocol):
@@ -527,7 +679,7 @@ class Recording:
         self.warnings = warnings
         self._follow = follow
         self._parts = parts
-        self._index: list[_DocumentRef] = []
+        self._index = _DocumentIndex()
         self._scanners = (part.scan(number) for number, part in enumerate(parts))
         self._current: Iterator[_DocumentRef] | None = None
         self._complete = False
@@ -634,7 +786,7 @@ class Recording:
 
     def _scan_until(self, index: int) -> bool:
         """Extend the index until it holds ``index``; False if the recording is shorter."""
-        while len(self._index) <= index and not self._complete:
+        while self._index.count <= index and not self._complete:
             if self._current is None:
                 self._current = next(self._scanners, None)
                 if self._current is None:
@@ -703,9 +855,7 @@ class Recording:
             snapshot = parse_document(data[restart:])
         except BadCapture:
             return None
-        self._index[index] = _DocumentRef(
-            ref.part, ref.start + restart, ref.end, snapshot.timestamp
-        )
+        self._index.move(index, ref.start + restart, snapshot.timestamp)
         self.warnings.append(
             f"{self.path}: ignored {restart} bytes of a cut-off document at byte {ref.start}"
         )
@@ -713,24 +863,12 @@ class Recording:
 
     def timestamp(self, index: int) -> datetime | None:
         """The timestamp of document ``index``, read from the index without parsing it."""
-        return self._index[self._resolve(index)].timestamp
+        return self._index.timestamp(self._resolve(index))
 
     def index_at(self, moment: datetime) -> int:
         """The last document taken at or before ``moment`` (the first, if all are later)."""
         self._scan_all()
-        stamps = [ref.timestamp for ref in self._index]
-        known = [s for s in stamps if s is not None]
-        if not known:
-            return 0
-        if len(known) == len(stamps) and all(a <= b for a, b in itertools.pairwise(known)):
-            return max(bisect.bisect_right(known, moment) - 1, 0)
-        # Out of order (e.g. a directory named by host, not time): the latest not after it.
-        candidates = [
-            (stamp, -number)
-            for number, stamp in enumerate(stamps)
-            if stamp is not None and stamp <= moment
-        ]
-        return -max(candidates)[1] if candidates else 0
+        return self._index.index_at(moment)
 
     def __iter__(self) -> Iterator[Snapshot]:
         """Every readable snapshot in order; malformed documents are skipped with a warning."""
@@ -761,7 +899,14 @@ class Recording:
 
 def _files(path: Path) -> list[Path]:
     try:
-        if path.is_dir():
+        # os.stat, not Path.exists(): exists() says False for a loop of symbolic links too.
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        if error.errno == errno.EACCES:
+            raise BadCapture(f"{path}: permission denied") from None
+        raise BadCapture(f"{path}: {(error.strerror or str(error)).lower()}") from None
+    try:
+        if stat.S_ISDIR(mode):
             files = sorted(
                 child
                 for child in path.iterdir()
@@ -770,8 +915,6 @@ def _files(path: Path) -> list[Path]:
             if not files:
                 raise BadCapture(f"{path}: directory holds no .xml or .xml.gz files")
             return files
-        if not path.exists():
-            raise BadCapture(f"{path}: no such file or directory")
     except PermissionError:
         raise BadCapture(f"{path}: permission denied") from None
     return [path]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
-from typing import TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 from gputop.model import Reason
 
@@ -31,6 +31,7 @@ _MEMO_TEXT = 64
 
 _NOT_REPORTED = Reason.NOT_REPORTED
 _ERROR = Reason.ERROR
+_INVALID = Reason.INVALID
 
 _REASONS_BY_TEXT = {
     "n/a": Reason.NOT_AVAILABLE,
@@ -47,22 +48,21 @@ _REASONS_BY_TEXT = {
     "[unknown error]": Reason.ERROR,
     "gpu is lost": Reason.GPU_LOST,
     "[gpu is lost]": Reason.GPU_LOST,
+    "[invalid value]": Reason.INVALID,  # how gputop's --record writes one back
 }
 
 _MIB = 1024**2
 _UNIT_BYTES = {
-    "MiB": _MIB,
-    "KiB": 1024,
-    "GiB": 1024**3,
+    "": _MIB,  # nvidia-smi's unit for sizes: a bare number is MiB
     "b": 1,
     "kib": 1024,
     "kb": 1024,
-    "mib": 1024**2,
-    "mb": 1024**2,
+    "mib": _MIB,
+    "mb": _MIB,
     "gib": 1024**3,
     "gb": 1024**3,
 }
-_NUMBER = re.compile(r"\s*([-+]?\d+(?:\.\d+)?)\s*([A-Za-z%/]*)")
+_NUMBER = re.compile(r"\s*([-+]?\d+(?:\.\d+)?)\s*([A-Za-z%/]*)\s*")
 _TRUE = frozenset(("enabled", "yes", "active", "on"))
 _FALSE = frozenset(("disabled", "no", "not active", "off"))
 
@@ -85,51 +85,93 @@ class _Memo(dict[str | None, _T]):
         return value
 
 
-def _leading_number(text: str) -> float | None:
-    """The number a value starts with (``17.97 W`` is 17.97), or None; never inf or NaN."""
-    try:
-        # float() of the first word is several times cheaper than a regex match.
-        value = float(text.partition(" ")[0])
-    except ValueError:
-        match = _NUMBER.match(text)  # " 12 %", "12%": odd spacing
-        if match is None:
-            return None
-        value = float(match.group(1))
-    # A run of digits past 1e308 reads as inf: garbage, not a reading.
-    return value if value - value == 0.0 else None
-
-
 def _reason_of(text: str | None) -> Reason:
     """Why an element with this text gave no value: N/A and the like, else an error."""
     return _REASONS_BY_TEXT.get((text or "").strip().lower(), _ERROR)
 
 
-def _number_of(text: str | None) -> float | Reason:
-    value = None if text is None else _leading_number(text)
-    return _reason_of(text) if value is None else value
+def _number_and_unit(text: str) -> tuple[float, str] | None:
+    """``17.97 W`` as (17.97, "w"), or None when the text is not a number and a unit.
+
+    The number may be inf or NaN ("1e400" reads as inf): that is for the range to refuse,
+    never a reason to read a shorter number out of the text.
+    """
+    words = text.split()
+    if 0 < len(words) <= 2:
+        try:
+            # float() of the first word is several times cheaper than a regex match.
+            return float(words[0]), words[1].lower() if len(words) == 2 else ""
+        except ValueError:
+            pass
+    match = _NUMBER.fullmatch(text)  # "12%", "12 %": odd spacing
+    return None if match is None else (float(match.group(1)), match.group(2).lower())
 
 
-def _size_of(text: str | None) -> int | Reason:
-    if text is not None:
-        words = text.split()
-        if len(words) == 2 and words[1] in _UNIT_BYTES:  # "4095 MiB": the usual
-            value = _leading_number(words[0])
-            if value is not None:
-                scaled = value * _UNIT_BYTES[words[1]]
-                if scaled - scaled == 0.0:  # "1e300 GiB" overflows to inf
-                    return int(scaled)
-        match = _NUMBER.match(text)
-        if match is not None:
-            unit = match.group(2)
-            scaled = float(match.group(1)) * _UNIT_BYTES.get(unit.lower(), _MIB)
-            if scaled - scaled == 0.0:
-                return int(scaled)
-    return _reason_of(text)
+_N = TypeVar("_N", int, float)
+
+
+class _Range(Generic[_N]):
+    """A field's units (lower case, each with its factor to the model's unit) and its
+    physical range; a reading outside either is not a value but an invalid one."""
+
+    __slots__ = ("high", "make", "units")
+
+    def __init__(
+        self, units: Mapping[str, float], high: float, make: Callable[[float], _N]
+    ) -> None:
+        self.units = units
+        self.high = high
+        self.make: Callable[[float], _N] = make
+
+    def __call__(self, text: str | None) -> _N | Reason:
+        found = None if text is None else _number_and_unit(text)
+        if found is None:
+            return _reason_of(text)
+        number, unit = found
+        factor = self.units.get(unit)
+        if factor is None:
+            return _INVALID  # "5 W" of memory: not this field's unit
+        value = number * factor
+        # NaN fails both comparisons.
+        if not 0.0 <= value <= self.high:
+            return _INVALID
+        return self.make(value)
+
+
+def _real(value: float) -> float:
+    return value + 0.0  # "-0" is 0, not a negative reading
+
+
+_PERCENT_ROUNDING = 0.5
+"""How far above 100 % a percentage may read and still be 100 % rounded up."""
+
+PERCENT = _Range({"": 1.0, "%": 1.0}, 100.0 + _PERCENT_ROUNDING, _real)
+FAN_PERCENT = _Range({"": 1.0, "%": 1.0}, 200.0, _real)
+"""NVML documents that a fan's speed (a percent of its rated speed) may exceed 100 %."""
+CELSIUS = _Range({"": 1.0, "c": 1.0}, 200.0, _real)
+"""Silicon does not survive 200 C; slowdown and shutdown thresholds are near 100 C."""
+WATTS = _Range({"": 1.0, "w": 1.0}, 100_000.0, _real)
+"""One GPU's draw or limit is a few hundred watts; 100 kW is a rack."""
+MEGAHERTZ = _Range({"": 1.0, "mhz": 1.0}, 100_000.0, int)
+BYTES = _Range(_UNIT_BYTES, float(2**50), int)
+"""1 PiB: thousands of times the memory of the largest GPU made."""
+COUNT = _Range({"": 1.0}, 1_000_000.0, int)
+"""Multiprocessors of a GPU or MIG device: a few hundred."""
+_PSTATE = re.compile(r"P(?:1[0-5]|[0-9])")
 
 
 def _text_of(text: str | None) -> str | Reason:
     value = (text or "").strip()
-    return _REASONS_BY_TEXT.get(value.lower(), value)
+    # An element with nothing in it is no value, not the value "".
+    return _REASONS_BY_TEXT.get(value.lower(), value) if value else _INVALID
+
+
+def _pstate_of(text: str | None) -> str | Reason:
+    value = _text_of(text)
+    if isinstance(value, Reason) or _PSTATE.fullmatch(value):
+        return value
+    # nvidia-smi's word for NVML_PSTATE_UNKNOWN; anything else is no P-state at all.
+    return Reason.NOT_AVAILABLE if value.lower() == "unknown" else _INVALID
 
 
 def _flag_of(text: str | None) -> bool | Reason:
@@ -144,14 +186,12 @@ def _flag_of(text: str | None) -> bool | Reason:
     return _ERROR
 
 
-number_of = _Memo(_number_of)
-"""A text's leading number, or why it has none."""
-size_of = _Memo(_size_of)
-"""A text's size in bytes (MiB when it names no unit), or why it has none."""
 text_of = _Memo(_text_of)
 """A text without surrounding white space, or the Reason it names (N/A and the like)."""
 flag_of = _Memo(_flag_of)
 """Enabled/Disabled (and the like) as a bool, or why it is neither."""
+watts_of = _Memo(WATTS)
+"""A text's power in watts, or why it has none."""
 
 
 Reader = Callable[[Element | None, str, Missing], _T | None]
@@ -175,20 +215,23 @@ def _reader(convert: Mapping[str | None, _T | Reason], kind: type[_T]) -> Reader
     return read
 
 
-number: Reader[float] = _reader(number_of, float)
-"""The leading number of an element's text."""
-size: Reader[int] = _reader(size_of, int)
-"""A size in bytes."""
+percent: Reader[float] = _reader(_Memo(PERCENT), float)
+"""A percentage, 0 to 100."""
+fan_percent: Reader[float] = _reader(_Memo(FAN_PERCENT), float)
+celsius: Reader[float] = _reader(_Memo(CELSIUS), float)
+watts: Reader[float] = _reader(watts_of, float)
+megahertz: Reader[int] = _reader(_Memo(MEGAHERTZ), int)
+"""A clock, in whole MHz."""
+size: Reader[int] = _reader(_Memo(BYTES), int)
+"""A size in bytes (MiB when the text names no unit)."""
+whole_count: Reader[int] = _reader(_Memo(COUNT), int)
+"""A number of things with no unit, such as multiprocessors."""
 text: Reader[str] = _reader(text_of, str)
-"""The text without surrounding white space (possibly empty)."""
+"""The text without surrounding white space, never empty."""
+pstate: Reader[str] = _reader(_Memo(_pstate_of), str)
+"""A performance state, P0 to P15."""
 flag: Reader[bool] = _reader(flag_of, bool)
 """Enabled/Disabled, Yes/No, Active/Not Active, On/Off."""
-
-
-def integer(node: Element | None, path: str, missing: Missing) -> int | None:
-    """The leading number of ``node``'s text, truncated to an int."""
-    value = number(node, path, missing)
-    return None if value is None else int(value)
 
 
 def count(text: str | None) -> int | None:

@@ -41,10 +41,13 @@ def panel_entries(tick: Tick) -> list[Entry]:
     entries: dict[str, Entry] = {}
     for gpu in tick.snapshot.gpus:
         entries[gpu_key(gpu)] = (gpu_key(gpu), gpu, False)
+    shown = {gpu.index for gpu in tick.snapshot.gpus}
     for snapshot in reversed(tick.window):
         for gpu in snapshot.gpus:
             key = gpu_key(gpu)
-            if key not in entries:
+            # A sample known only by its index (no UUID yet: a first sample that did not
+            # finish in time) is the GPU at that index now, not a second one that went.
+            if key not in entries and (gpu.uuid or gpu.index not in shown):
                 entries[key] = (key, gpu, True)
     return sorted(entries.values(), key=lambda entry: (entry[1].index, entry[0]))
 
