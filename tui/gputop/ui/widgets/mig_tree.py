@@ -115,7 +115,8 @@ def _gpu_instance(
     first = devices[0]
     profile = Text(first.profile or f"profile {NA}")
     if first.profile is not None and first.profile_derived:
-        profile.append(" (derived)", style=styles.derived)
+        source = " (from the device name)" if first.profile_from_name else " (derived)"
+        profile.append(source, style=styles.derived)
     # Compute instances share their GPU instance's memory but each has its own SMs.
     sm_counts = [device.sm_count for device in devices]
     sms = None if None in sm_counts else sum(count for count in sm_counts if count is not None)
