@@ -15,7 +15,7 @@ from gputop.errors import GputopError
 from gputop.history import HistoryStore, Metric
 from gputop.insight.diagnosis import Finding, diagnose
 from gputop.model import Snapshot
-from gputop.pipeline.interval import clamp_interval
+from gputop.pipeline.interval import clamp_interval, step_interval
 from gputop.pipeline.tick import (
     ChangeSpeed,
     Command,
@@ -24,6 +24,7 @@ from gputop.pipeline.tick import (
     SeekTime,
     SetInterval,
     Step,
+    StepInterval,
     Tick,
     TogglePause,
 )
@@ -152,6 +153,8 @@ class Pipeline:
                 self._load_window()
         elif isinstance(command, SetInterval):
             self._interval = clamp_interval(command.seconds)
+        elif isinstance(command, StepInterval):
+            self._interval = step_interval(self._interval, command.steps)
         elif isinstance(command, Refresh) or player is None:
             return
         elif isinstance(command, Step):

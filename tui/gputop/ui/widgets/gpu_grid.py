@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Container
 from textual.events import DescendantFocus
+from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -62,6 +63,9 @@ class GpuGrid(Widget):
     ``--warn``/``--crit`` numbers past a threshold, ``--na`` values not reported, ``--spark``
     sparklines, ``--dim`` separators and the detail line: for the compact header and detail
     lines, and for the parts of every panel."""
+
+    class LeftBelow(Message):
+        """Down was pressed on a panel of the last row: focus goes on below the grid."""
 
     def __init__(self, *, id: str | None = None, keys: list[str] | None = None) -> None:
         """A grid composed with panels for ``keys`` (``show`` adds or drops panels later)."""
@@ -157,6 +161,29 @@ class GpuGrid(Widget):
         for part, role in line:
             text.append(part, self.get_component_rich_style(f"gpu-panel--{role}", partial=True))
         return text
+
+    def focus_panel(self) -> bool:
+        """Focus the panel of the GPU selected last (the first one before any); False when
+        there is no panel."""
+        panels = self._panels
+        if not panels:
+            return False
+        chosen = next((panel for panel in panels if panel.key == self._selected), panels[0])
+        chosen.focus()
+        return True
+
+    def on_gpu_panel_move_requested(self, event: GpuPanel.MoveRequested) -> None:
+        """Up and Down on a panel: the panel in the row above or below, in either layout."""
+        event.stop()
+        panels = self._panels
+        if event.panel not in panels:
+            return
+        columns = self.query_one("#gpu-panels", Container).styles.grid_size_columns or 1
+        target = panels.index(event.panel) + event.rows * columns
+        if 0 <= target < len(panels):
+            panels[target].focus()
+        elif target >= len(panels):
+            self.post_message(self.LeftBelow())
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:
         """The detail line follows the focused panel."""

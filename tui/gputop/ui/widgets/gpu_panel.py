@@ -48,6 +48,8 @@ class GpuPanel(Widget, can_focus=True):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_history", "History", key_display="⏎"),
+        Binding("up", "move(-1)", "Previous GPU", key_display="↑", show=False),
+        Binding("down", "move(1)", "Next GPU, then the processes", key_display="↓", show=False),
     ]
 
     class HistoryRequested(Message):
@@ -57,6 +59,15 @@ class GpuPanel(Widget, can_focus=True):
             """Ask for the history of GPU ``gpu_index``."""
             super().__init__()
             self.gpu_index = gpu_index
+
+    class MoveRequested(Message):
+        """The user asked for the panel ``rows`` rows above (negative) or below this one."""
+
+        def __init__(self, panel: GpuPanel, rows: int) -> None:
+            """Ask to move ``rows`` rows from ``panel``."""
+            super().__init__()
+            self.panel = panel
+            self.rows = rows
 
     def __init__(self, key: str, styled_by: Widget, *, id: str | None = None) -> None:
         """A panel for the GPU filed under history ``key``; empty until ``show``.
@@ -183,6 +194,10 @@ class GpuPanel(Widget, can_focus=True):
         self._styles = None
         self._strips.clear()
         super().notify_style_update()
+
+    def action_move(self, rows: int) -> None:
+        """Ask the grid for the panel ``rows`` rows away (the grid knows the layout)."""
+        self.post_message(self.MoveRequested(self, rows))
 
     def action_open_history(self) -> None:
         """Ask the screen for this GPU's history."""
