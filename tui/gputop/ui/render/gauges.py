@@ -220,11 +220,16 @@ def _positive(value: float | None) -> float | None:
     return value if value is not None and value > 0 else None
 
 
-def sparkline(values: Sequence[float], width: int, scale: float | None) -> str:
+def sparkline(
+    values: Sequence[float], width: int, scale: float | None, *, stretch: bool = False
+) -> str:
     """The newest ``width`` samples as bar cells on a fixed 0..scale axis.
 
     NaN samples are gaps; when there are fewer samples than cells the line is left-padded,
-    so the newest sample is always the rightmost cell.
+    so the newest sample is always the rightmost cell. With ``stretch`` a young history is
+    spread over the whole width instead (as nvtop's plots take theirs): plots of different
+    widths then still span the same time, oldest sample at the left edge, newest at the
+    right.
     """
     if width <= 0:
         return ""
@@ -232,13 +237,18 @@ def sparkline(values: Sequence[float], width: int, scale: float | None) -> str:
         return " " * width
     recent = values[-width:] if len(values) > width else values
     top = len(BARS) - 1
-    cells = [" "] * (width - len(recent))
-    for value in recent:
+    count = len(recent)
+    spread = stretch and 0 < count < width
+    cells = [] if spread else [" "] * (width - count)
+    for place, value in enumerate(recent):
         if math.isnan(value):
-            cells.append(GAP_CELL)
+            cell = GAP_CELL
         else:
-            level = int(value / scale * len(BARS))
-            cells.append(BARS[min(max(level, 0), top)])
+            cell = BARS[min(max(int(value / scale * len(BARS)), 0), top)]
+        # Sample i takes the cells from i*width/count to (i+1)*width/count.
+        cells.append(
+            cell * ((place + 1) * width // count - place * width // count) if spread else cell
+        )
     return "".join(cells)
 
 

@@ -8,6 +8,7 @@ the screen (``-compact``: one line per GPU; ``-wide``: two columns of panels), s
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -30,9 +31,10 @@ from gputop.pipeline.tick import (
     Tick,
     TogglePause,
 )
+from gputop.ui.render.panel_lines import mig_rows
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
-from gputop.ui.widgets.gpu_grid import GpuGrid, panel_keys
+from gputop.ui.widgets.gpu_grid import GpuGrid, panel_entries, panel_keys
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
@@ -86,6 +88,27 @@ def choose_layout(width: int, height: int, gpus: int, replaying: bool) -> tuple[
     )
     compact = width < MIN_FULL_WIDTH or not fits
     return compact, wide and not compact
+
+
+def details_fit(height: int, gpus: int, replaying: bool) -> bool:
+    """In the compact layout, whether every GPU can have its detail line (fan, P-state,
+    clocks, throttling) beneath its line, as nvitop shows them, leaving the process table
+    its rows."""
+    chrome = 2 + (1 if replaying else 0)
+    rows = 1 + 2 * max(gpus, 1)  # the column titles, then two lines per GPU
+    return rows + chrome + MIN_LOWER_ROWS <= height and rows <= MAX_PANEL_SHARE * (height - chrome)
+
+
+def mig_rows_fit(height: int, extra: Sequence[int], wide: bool, replaying: bool) -> bool:
+    """In the panel layout, whether the panels can list their MIG devices (``extra`` lines
+    per panel, in display order) within the rules that chose full panels."""
+    columns = 2 if wide else 1
+    rows = [extra[start : start + columns] for start in range(0, len(extra), columns)]
+    panel_rows = sum(FULL_PANEL_ROWS + max(row) for row in rows)
+    chrome = 2 + (1 if replaying else 0)
+    return panel_rows + chrome + MIN_LOWER_ROWS <= height and panel_rows <= MAX_PANEL_SHARE * (
+        height - chrome
+    )
 
 
 MAIN_SCREEN_CSS = Path(__file__).parent / "main.tcss"
@@ -151,6 +174,10 @@ class MainScreen(Screen[None]):
         self._first_tick = first_tick
         self.compact = False
         self.wide = False
+        self.details = False
+        """Compact layout with a detail line under each GPU."""
+        self.mig_rows = False
+        """Full panels list their MIG devices."""
         self._mig_dirty = True
         self._processes_shown: object = None
         self._binding_state: tuple[bool, bool, bool] | None = None
@@ -226,7 +253,7 @@ class MainScreen(Screen[None]):
         grid = self.query_one(GpuGrid)
         count = len(grid.entries_for(tick))
         self._apply_layout(self.size.width, self.size.height, count, tick)
-        grid.show(tick, compact=self.compact)
+        self._show_grid(tick)
         if previous is None or previous.snapshot is not tick.snapshot:
             processes = process_key(tick.snapshot)
             if processes is None or processes != self._processes_shown:
@@ -269,17 +296,28 @@ class MainScreen(Screen[None]):
         tick = tick or self.tick or self._first_tick
         replaying = tick is not None and tick.replay is not None
         compact, wide = choose_layout(width, height, gpus, replaying)
-        if (compact, wide) != (self.compact, self.wide):
-            self.compact, self.wide = compact, wide
+        details = compact and details_fit(height, gpus, replaying)
+        self.mig_rows = False
+        if not compact and tick is not None:
+            extra = [0 if gone else mig_rows(gpu) for _, gpu, gone in panel_entries(tick)]
+            self.mig_rows = any(extra) and mig_rows_fit(height, extra, wide, replaying)
+        if (compact, wide, details) != (self.compact, self.wide, self.details):
+            self.compact, self.wide, self.details = compact, wide, details
             self.set_class(compact, "-compact")
             self.set_class(wide, "-wide")
+            self.set_class(details, "-details")
+
+    def _show_grid(self, tick: Tick) -> None:
+        self.query_one(GpuGrid).show(
+            tick, compact=self.compact, details=self.details, mig=self.mig_rows
+        )
 
     def on_resize(self, event: Resize) -> None:
         """Choose the layout again for the new size."""
         if self.tick is not None:
             count = len(self.query_one(GpuGrid).entries_for(self.tick))
             self._apply_layout(event.size.width, event.size.height, count)
-            self.query_one(GpuGrid).show(self.tick, compact=self.compact)
+            self._show_grid(self.tick)
 
     def _theme_changed(self, _theme: object) -> None:
         if self.tick is not None:

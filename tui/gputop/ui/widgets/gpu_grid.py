@@ -75,6 +75,8 @@ class GpuGrid(Widget):
         self._entries: list[Entry] = []
         self._tick: Tick | None = None
         self._compact = False
+        self._details = False
+        self._mig = False
         self._name_width = 12
         self._header_line: Line | None = None
         self._detail_line: Line | None = None
@@ -100,9 +102,15 @@ class GpuGrid(Widget):
         """What ``show(tick)`` would display (the screen sizes its layout from this)."""
         return panel_entries(tick)
 
-    def show(self, tick: Tick, *, compact: bool) -> None:
-        """Bring the panels in line with ``tick``."""
+    def show(self, tick: Tick, *, compact: bool, details: bool = False, mig: bool = False) -> None:
+        """Bring the panels in line with ``tick``.
+
+        ``details``: one-line panels each get their GPU's detail line beneath; ``mig``: full
+        panels list their MIG devices (the screen decides when the terminal has the rows).
+        """
         self._tick = tick
+        self._details = details
+        self._mig = mig
         entries = panel_entries(tick)
         self._entries = entries
         keys = [key for key, _, _ in entries]
@@ -125,6 +133,8 @@ class GpuGrid(Widget):
                 compact=compact,
                 name_width=self._name_width,
                 finding=worst_finding(tick.findings_for(gpu.index)),
+                details=details,
+                mig=mig,
             )
         self._update_compact_lines()
 
@@ -196,4 +206,4 @@ class GpuGrid(Widget):
         self._header_line = None
         self._detail_line = None
         if self._tick is not None:
-            self.show(self._tick, compact=self._compact)
+            self.show(self._tick, compact=self._compact, details=self._details, mig=self._mig)
