@@ -13,7 +13,7 @@ import pytest
 from gputop.history import Metric
 from gputop.model import GpuSample, Memory, Power, Temperature, Utilization
 from gputop.ui.app import GputopApp
-from gputop.ui.render.gauges import BARS, sparkline
+from gputop.ui.render.gauges import BARS, MAX_STRETCH, sparkline
 from gputop.ui.render.panel_lines import (
     COLUMN_RULE,
     PanelState,
@@ -117,6 +117,8 @@ def test_a_young_history_takes_the_whole_plot_width() -> None:
             assert len(plot) > 30 and " " not in plot, plot
     assert sparkline([10.0, 10.0], 4, 100.0, stretch=True) == "▁▁▁▁"
     assert sparkline([0.0, 100.0], 5, 100.0, stretch=True) == "▁▁███"
+    # A sample is never drawn wider than MAX_STRETCH cells: one sample is no history.
+    assert sparkline([100.0], 10, 100.0, stretch=True) == " " * (10 - MAX_STRETCH) + "█" * 3
     # Once the history is longer than the plot, one cell per sample, newest on the right.
     assert sparkline([0.0] * 10 + [100.0], 4, 100.0, stretch=True) == "▁▁▁█"
 

@@ -17,6 +17,9 @@ from gputop.model.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watt
 BARS = "▁▂▃▄▅▆▇█"
 """Eight levels; the lowest is drawn even for 0 so an idle GPU still shows a baseline."""
 
+MAX_STRETCH = 3
+"""A stretched sparkline draws a sample at most this many cells wide."""
+
 GAP_CELL = " "
 """A sample that was not reported (or the GPU was absent) leaves a hole in the line."""
 
@@ -227,9 +230,9 @@ def sparkline(
 
     NaN samples are gaps; when there are fewer samples than cells the line is left-padded,
     so the newest sample is always the rightmost cell. With ``stretch`` a young history is
-    spread over the whole width instead (as nvtop's plots take theirs): plots of different
-    widths then still span the same time, oldest sample at the left edge, newest at the
-    right.
+    spread over the width instead, up to ``MAX_STRETCH`` cells a sample (as nvtop's plots take
+    theirs): plots of different widths that it fills span the same time, oldest sample at
+    the left edge, newest at the right.
     """
     if width <= 0:
         return ""
@@ -238,17 +241,16 @@ def sparkline(
     recent = values[-width:] if len(values) > width else values
     top = len(BARS) - 1
     count = len(recent)
-    spread = stretch and 0 < count < width
-    cells = [] if spread else [" "] * (width - count)
+    # Spread over at most MAX_STRETCH cells a sample: a few seconds never pose as a minute.
+    spread = min(width, count * MAX_STRETCH) if stretch and count else count
+    cells = [" "] * (width - spread)
     for place, value in enumerate(recent):
         if math.isnan(value):
             cell = GAP_CELL
         else:
             cell = BARS[min(max(int(value / scale * len(BARS)), 0), top)]
-        # Sample i takes the cells from i*width/count to (i+1)*width/count.
-        cells.append(
-            cell * ((place + 1) * width // count - place * width // count) if spread else cell
-        )
+        # Sample i takes the cells from i*spread/count to (i+1)*spread/count.
+        cells.append(cell * ((place + 1) * spread // count - place * spread // count))
     return "".join(cells)
 
 

@@ -78,7 +78,7 @@ def help_sections(app_bindings: Iterable[BindingType]) -> list[tuple[str, list[R
         main, skip=(*replay_actions, *areas, "interval(-1)", "interval(1)")
     )
     general.append(("Ctrl+P", "Command palette"))
-    general.append(("Tab", "GPU panels, processes, MIG tree (Shift+Tab: back)"))
+    general.append(("Tab", "GPU panels, processes, MIG tree"))
     live = binding_rows(
         [b for b in main if isinstance(b, Binding) and b.action.startswith("interval")]
     )

@@ -47,6 +47,9 @@ from gputop.ui.widgets.process_grid import ProcessGrid, RepaintBatch
 
 _ARROWS = {False: "▲", True: "▼"}
 
+_SORT = Binding.Group("Sort", compact=True)
+"""``<`` and ``>`` share one footer entry, leaving room for Tab, Quit and Help."""
+
 NARROW_WIDTH = 100
 """Below this many columns the table drops its host-side columns to leave room for commands."""
 
@@ -99,8 +102,8 @@ class ProcessTable(Widget):
         # table has the keys (the footer lists the focused widget's keys first).
         Binding("tab", "screen.area('gpus')", "GPUs", key_display="Tab"),
         Binding("slash", "open_filter", "Filter"),
-        Binding("less_than_sign", "sort_by(-1)", "Sort ◀", key_display="<"),
-        Binding("greater_than_sign", "sort_by(1)", "Sort ▶", key_display=">"),
+        Binding("less_than_sign", "sort_by(-1)", "Sort ◀", key_display="<", group=_SORT),
+        Binding("greater_than_sign", "sort_by(1)", "Sort ▶", key_display=">", group=_SORT),
         Binding("r", "reverse_sort", "Reverse"),
         Binding("t", "toggle_type", "Type"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
