@@ -149,13 +149,12 @@ async def test_signal_keys_in_a_replay_say_why_nothing_is_sent() -> None:
         await pilot.press("k")
         await pilot.pause()
         assert toasts(app) == [
-            "Signal not sent: SIGTERM not sent: this is a replay: "
-            "its PIDs name no process on this machine"
+            "Signal not sent: SIGTERM: a replay's PIDs name no process on this machine"
         ]
         # From a GPU panel too, and each press replaces the last toast.
         await pilot.press("tab", "K", "i")
         await pilot.pause()
-        assert len(toasts(app)) == 1 and "SIGINT not sent" in toasts(app)[0]
+        assert len(toasts(app)) == 1 and "SIGINT: a replay's" in toasts(app)[0]
 
 
 async def test_signal_keys_with_readonly_say_so() -> None:
@@ -165,8 +164,18 @@ async def test_signal_keys_with_readonly_say_so() -> None:
         await pilot.press("K")
         await pilot.pause()
         assert toasts(app) == [
-            "Signal not sent: SIGKILL not sent: signals are off "
-            "(gputop was started with --readonly)"
+            "Signal not sent: SIGKILL: signals are off (gputop was started with --readonly)"
+        ]
+
+
+async def test_a_signal_key_away_from_the_processes_says_where_to_go() -> None:
+    app = live_app([four_gpus()])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("tab", "k")
+        await pilot.pause()
+        assert isinstance(app.focused, GpuPanel)
+        assert toasts(app) == [
+            "Signal not sent: SIGTERM: select a process first (Tab goes to the processes)"
         ]
 
 

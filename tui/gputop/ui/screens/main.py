@@ -158,8 +158,8 @@ class MainScreen(Screen[None]):
         Binding("end", "seek(-1)", "End", show=False, priority=True),
         Binding("plus", "interval(-1)", "Poll faster", show=False),
         Binding("minus", "interval(1)", "Poll slower", show=False),
-        # Reached when the process table does not take the signal keys (read-only): a key
-        # that does nothing says why.
+        # Reached when the process table does not take the signal keys (read-only, or the
+        # focus is elsewhere): a key that does nothing says why.
         Binding("k", "signal_refused('TERM')", show=False),
         Binding("K", "signal_refused('KILL')", show=False),
         Binding("i", "signal_refused('INT')", show=False),
@@ -394,7 +394,8 @@ class MainScreen(Screen[None]):
         if action in LIVE_ACTIONS:
             return not replaying
         if action == "signal_refused":
-            return replaying or self.settings.readonly
+            read_only = replaying or self.settings.readonly
+            return read_only or self._area_of_focus() != "processes"
         if action in ("toggle_pause", "resume"):
             tick = self.tick
             if tick is not None and tick.replay is not None and tick.replay.still:
@@ -430,10 +431,12 @@ class MainScreen(Screen[None]):
     def action_signal_refused(self, name: str) -> None:
         """Say why a signal key does nothing here."""
         if self.replaying:
-            why = "this is a replay: its PIDs name no process on this machine"
-        else:
+            why = "a replay's PIDs name no process on this machine"
+        elif self.settings.readonly:
             why = "signals are off (gputop was started with --readonly)"
-        toast(self.app, "signal", f"SIG{name} not sent: {why}", title="Signal not sent")
+        else:
+            why = "select a process first (Tab goes to the processes)"
+        toast(self.app, "signal", f"SIG{name}: {why}", title="Signal not sent")
 
     def action_step(self, delta: int) -> None:
         """Replay: pause and move ``delta`` documents."""
