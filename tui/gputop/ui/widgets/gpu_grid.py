@@ -149,7 +149,8 @@ class GpuGrid(Widget):
         if header != self._header_line:
             self._header_line = header
             columns.update(self._text(header), layout=False)
-        entry = self._selected_entry()
+        # With a detail line under every GPU the focused GPU's line is hidden: not built.
+        entry = None if self._details else self._selected_entry()
         detail: Line = ()
         if entry is not None:
             _, gpu, gone = entry
