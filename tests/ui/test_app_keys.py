@@ -10,7 +10,7 @@ from textual.widgets import Input, Static
 
 from gputop.model import Snapshot
 from gputop.pipeline.loop import ManualLoop
-from gputop.pipeline.tick import ChangeSpeed, Seek, SetInterval, Step, TogglePause
+from gputop.pipeline.tick import ChangeSpeed, Seek, Step, StepInterval, TogglePause
 from gputop.ui.app import GputopApp
 from gputop.ui.screens.goto import GotoDialog
 from gputop.ui.screens.help import HelpScreen, balanced_split
@@ -65,7 +65,8 @@ async def test_question_mark_opens_the_help_and_escape_closes_it() -> None:
         assert isinstance(app.screen, HelpScreen)
         rows = {row for _, section in app.screen.sections for row in section}
         assert ("Space", "Pause / Resume") in rows and ("←", "Step back") in rows
-        assert ("/", "Filter") in rows and ("q", "Quit") in rows
+        assert ("/", "Filter") in rows and ("q, Ctrl+C", "Quit") in rows
+        assert ("?, h", "Help") in rows
         assert ("Enter", "Details") in rows and ("3", "1 h") in rows
         # Two columns of near equal height: General, Live, GPU panels, History | the rest.
         assert [title for title, _ in app.screen.sections][4:] == ["Replay", "Processes"]
@@ -201,12 +202,8 @@ async def test_plus_and_minus_change_the_live_interval() -> None:
         assert app.last_tick.interval == 0.25
         await pilot.press("plus")
         await pilot.pause()
-        assert manual(app).commands == [
-            SetInterval(2.0),
-            SetInterval(1.0),
-            SetInterval(0.5),
-            SetInterval(0.25),
-        ]
+        assert app.last_tick.interval == 0.25
+        assert manual(app).commands == [StepInterval(1), *[StepInterval(-1)] * 5]
 
 
 async def test_g_goes_to_an_index_or_a_time_and_rejects_nonsense() -> None:
@@ -254,15 +251,16 @@ async def test_enter_on_a_gpu_panel_opens_its_history_which_follows_new_ticks() 
         assert isinstance(app.screen, MainScreen)
 
 
-async def test_tab_reaches_every_gpu_panel() -> None:
+async def test_tab_then_the_arrows_reach_every_gpu_panel() -> None:
     app = live_app([four_gpus()])
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
+        await pilot.press("tab")
         focused: set[str] = set()
-        for _ in range(8):
-            await pilot.press("tab")
-            if isinstance(app.focused, GpuPanel):
-                focused.add(app.focused.key)
+        for _ in range(4):
+            assert isinstance(app.focused, GpuPanel)
+            focused.add(app.focused.key)
+            await pilot.press("down")
         assert len(focused) == 4
 
 
@@ -315,7 +313,8 @@ async def test_replays_never_offer_to_signal_processes() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert app.screen.query_one(ProcessTable).readonly
-        actions = {b.binding.action for b in app.screen.active_bindings.values() if b.enabled}
+        offered = app.screen.active_bindings.values()
+        actions = {b.binding.action for b in offered if b.enabled and b.binding.show}
         assert not any(action.startswith("signal") for action in actions)
 
 

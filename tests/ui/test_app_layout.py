@@ -35,6 +35,7 @@ from gputop.ui.render.gauges import (
     throttle_level,
 )
 from gputop.ui.render.panel_lines import (
+    COLUMN_RULE,
     PanelState,
     badge,
     compact_header,
@@ -169,9 +170,11 @@ async def test_compact_titles_stand_over_their_columns_on_screen(width: int) -> 
     assert header is not None
 
     def starts(parts: tuple[tuple[str, str], ...], first: int, step: int) -> list[int]:
-        # Where each gauge's part begins, past its leading space.
+        # Where each gauge's part begins, past its leading space; the rules between columns
+        # are not gauge parts.
         offsets = [sum(len(text) for text, _ in parts[:i]) + 1 for i in range(len(parts))]
-        return offsets[first::step][:4]
+        kept = [o for o, part in zip(offsets, parts, strict=True) if part != COLUMN_RULE]
+        return kept[first::step][:4]
 
     # Titles are parts 2..5 of the header; the values parts 2, 4, 6, 8 of a line (each
     # value followed by its sparkline).
@@ -264,7 +267,8 @@ async def test_resizing_switches_between_full_compact_and_two_columns() -> None:
         screen = app.main_screen
         assert screen.has_class("-compact") and not screen.has_class("-wide")
         panel = screen.query(GpuPanel).first()
-        assert panel.outer_size.height == 1
+        # One line per GPU, and its detail line beneath: 40 rows have room for both.
+        assert panel.outer_size.height == 2
         await pilot.resize_terminal(200, 56)
         await pilot.pause()
         assert screen.has_class("-wide") and not screen.has_class("-compact")

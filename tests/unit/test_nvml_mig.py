@@ -150,3 +150,28 @@ def test_gpm_buffers_freed_when_mig_is_switched_off() -> None:
         assert fake.live_gpm_samples == 14
         source.poll()
         assert fake.live_gpm_samples == 0
+
+
+def test_profile_from_the_device_name_when_neither_profile_calls_nor_sms_answer() -> None:
+    # An unprivileged user on a driver that reports no SM count either: nvitop still shows
+    # the profile, read from the MIG device's name ("NVIDIA H100 80GB HBM3 MIG 1g.10gb").
+    want = mig_gpu(derived=True, instances=2)
+    want = replace(want, mig_devices=tuple(replace(d, sm_count=None) for d in want.mig_devices))
+    got = _ticks(snapshot(want), 1)[0].gpus[0]
+    assert [(d.profile, d.profile_derived, d.profile_from_name) for d in got.mig_devices] == [
+        ("1g.10gb", True, True)
+    ] * 2
+    assert all(d.sm_count is None for d in got.mig_devices)
+
+
+def test_a_name_without_a_profile_falls_back_to_sm_count_and_memory() -> None:
+    want = mig_gpu(derived=True, instances=1)
+    # The fake names a device with no profile "… MIG ?"; the SM count (16) still tells.
+    unnamed = replace(want.mig_devices[0], profile=None)
+    got = _ticks(snapshot(replace(want, mig_devices=(unnamed,))), 1)[0].gpus[0]
+    device = got.mig_devices[0]
+    assert (device.profile, device.profile_derived, device.profile_from_name) == (
+        "1g.10gb",
+        True,
+        False,
+    )

@@ -1,4 +1,8 @@
-"""MIG profile names (``3g.40gb``) worked out from an instance's SM count and memory.
+"""MIG profile names (``3g.40gb``) read from a MIG device's name, or worked out from an
+instance's SM count and memory.
+
+The driver names a MIG device after its profile (``NVIDIA A100-SXM4-40GB MIG 3g.20gb``), which
+is how nvitop shows profiles to users who may not call NVML's profile functions.
 
 nvidia-smi's XML names no profile. For GPUs whose MIG geometry NVIDIA publishes, the compute
 slice count follows from the SM count and the memory slice count from the instance's share of
@@ -8,9 +12,13 @@ a wrong name is worse than none.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 _MIB = 1024 * 1024
+
+_NAMED_PROFILE = re.compile(r" MIG ((?:\d+c\.)?\d+g\.\d+gb(?:[+-][a-z]+)*)\s*$")
+"""The profile at the end of a MIG device's name: ``1g.10gb``, ``1c.3g.40gb``, ``1g.10gb+me``."""
 
 # SMs of each compute-slice count: Ampere (A100, A30) has 14 SMs a slice; Hopper SXM
 # parts have uneven instances (3g has 60 SMs, 4g 64).
@@ -83,3 +91,12 @@ def derive_profile(
     # Half up, as NVIDIA names them: H200's 4 slices of 17.6 GB are "71gb".
     gigabytes = int(memory_slices * family.nominal_gb / family.memory_slices + 0.5)
     return f"{compute_slices}g.{gigabytes}gb"
+
+
+def profile_from_name(device_name: str | None) -> str | None:
+    """The profile a MIG device's name ends in (``… MIG 3g.20gb`` -> ``3g.20gb``), or None
+    when the name ends in no profile (a placeholder, another naming)."""
+    if not device_name:
+        return None
+    found = _NAMED_PROFILE.search(device_name)
+    return None if found is None else found.group(1)

@@ -147,7 +147,10 @@ class MigDeviceSample:
     profile: str | None = None
     """e.g. ``"3g.40gb"``; None when it cannot be known."""
     profile_derived: bool = False
-    """True when ``profile`` was worked out from SM count and memory, not reported."""
+    """True when ``profile`` was not read from NVML's profile table: worked out from SM count
+    and memory, or (``profile_from_name``) taken from the MIG device's name."""
+    profile_from_name: bool = False
+    """True when ``profile`` is the end of the MIG device's name (``… MIG 3g.20gb``)."""
     sm_count: int | None = None
     memory: Memory = field(default_factory=Memory)
     bar1: Memory = field(default_factory=Memory)

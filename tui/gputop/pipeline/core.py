@@ -16,7 +16,7 @@ from gputop.history import HistoryStore, Metric
 from gputop.insight.diagnosis import Finding, diagnose, limiting_reasons
 from gputop.model import GpuSample, Snapshot
 from gputop.model.machine import same_machine
-from gputop.pipeline.interval import clamp_interval
+from gputop.pipeline.interval import clamp_interval, step_interval
 from gputop.pipeline.tick import (
     ChangeSpeed,
     Command,
@@ -25,6 +25,7 @@ from gputop.pipeline.tick import (
     SeekTime,
     SetInterval,
     Step,
+    StepInterval,
     Tick,
     TogglePause,
 )
@@ -173,6 +174,8 @@ class Pipeline:
                 self._load_window()
         elif isinstance(command, SetInterval):
             self._interval = clamp_interval(command.seconds)
+        elif isinstance(command, StepInterval):
+            self._interval = step_interval(self._interval, command.steps)
         elif isinstance(command, Refresh) or player is None:
             return
         elif isinstance(command, Step):

@@ -90,8 +90,19 @@ class SetInterval:
 
 
 @dataclass(frozen=True, slots=True)
+class StepInterval:
+    """Live: move the interval ``steps`` rungs along the interval ladder (positive: slower).
+
+    Relative, so that presses sent faster than ticks answer them each count: the pipeline
+    steps from its own interval, not from the one the screen last showed.
+    """
+
+    steps: int
+
+
+@dataclass(frozen=True, slots=True)
 class Refresh:
     """Produce a tick of the current state now (no new poll)."""
 
 
-Command = TogglePause | Step | Seek | SeekTime | ChangeSpeed | SetInterval | Refresh
+Command = TogglePause | Step | Seek | SeekTime | ChangeSpeed | SetInterval | StepInterval | Refresh

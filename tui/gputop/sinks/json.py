@@ -65,6 +65,7 @@ def _mig_dict(device: MigDeviceSample) -> dict[str, Any]:
         "compute_instance_id": device.compute_instance_id,
         "profile": device.profile,
         "profile_derived": device.profile_derived,
+        "profile_from_name": device.profile_from_name,
         "uuid": device.uuid,
         "sm_count": device.sm_count,
         "memory_total": device.memory.total,

@@ -27,9 +27,15 @@ def format_summary(snapshot: Snapshot) -> str:
         lines.extend(_mig_line(device) for device in gpu.mig_devices)
     processes = [(gpu.index, process) for gpu in snapshot.gpus for process in gpu.processes]
     if processes:
+        # A MIG process's GPU reads "0:3/0" (GPU:GI/CI): the column is as wide as its widest.
+        places = [_place(index, process) for index, process in processes]
+        width = max(3, *(len(place) for place in places))
         lines.append("")
-        lines.append(f"{'GPU':>3}  {'PID':>8} {'Type':<4} {'Memory':>9}  Process")
-        lines.extend(_process_line(index, process) for index, process in processes)
+        lines.append(f"{'GPU':>{width}}  {'PID':>8} {'Type':<4} {'Memory':>9}  Process")
+        lines.extend(
+            _process_line(place, width, process)
+            for place, (_, process) in zip(places, processes, strict=True)
+        )
     else:
         lines.append("No processes.")
     return "\n".join(lines)
@@ -58,12 +64,17 @@ def _mig_line(device: MigDeviceSample) -> str:
     return f"{'':>3}  MIG {ids} {profile:<9} {sms:>3} SMs {memory:>21}"
 
 
-def _process_line(index: int, process: ProcessSample) -> str:
+def _place(index: int, process: ProcessSample) -> str:
+    """The GPU a process runs on, with its MIG GPU and compute instance: ``0:3/0``."""
     where = str(index)
     if process.gpu_instance_id is not None:
         where += f":{process.gpu_instance_id}/{_id(process.compute_instance_id) or '-'}"
+    return where
+
+
+def _process_line(where: str, width: int, process: ProcessSample) -> str:
     return (
-        f"{where:>3}  {process.pid:>8} {fmt_text(process.type):<4} "
+        f"{where:>{width}}  {process.pid:>8} {fmt_text(process.type):<4} "
         f"{fmt_mib(process.memory_used):>9}  {fmt_text(process.command or process.name)}"
     )
 

@@ -18,6 +18,7 @@ from gputop.pipeline.tick import Command, Tick
 from gputop.ui.messages import SourceFailed, TickArrived
 from gputop.ui.screens.main import MAIN_SCREEN_CSS, MainScreen
 from gputop.ui.settings import UiSettings
+from gputop.ui.toasts import toast
 
 
 class GputopApp(App[int]):
@@ -34,7 +35,11 @@ class GputopApp(App[int]):
     TITLE = "gputop"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
+        # In a monitor Ctrl+C quits, as in top, htop and nvitop (Textual's own binding only
+        # says which key would); with priority, even while the filter input has focus.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("h", "help", "Help", show=False),
     ]
 
     def __init__(
@@ -117,7 +122,7 @@ class GputopApp(App[int]):
         """Say loudly that what is on screen is frozen, and why."""
         error = message.error
         text = f"updates stopped: {type(error).__name__}: {error}"
-        self.notify(text, title="gputop", severity="error", timeout=30)
+        toast(self, "source", text, title="gputop", severity="error", timeout=30)
         tick = self.last_tick
         if tick is not None:
             self.main_screen.show_tick(dataclasses.replace(tick, error=text, seq=tick.seq + 1))

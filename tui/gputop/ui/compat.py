@@ -1,7 +1,8 @@
 """Where gputop leans on Textual's private API: kept to this one module, so a Textual upgrade
 that moves it breaks here and nowhere else (a test holds every other module to the public API).
 
-Today that is a Linux terminal driver whose input thread sleeps until there is input.
+Today that is a Linux terminal driver whose input thread sleeps until there is input, and
+taking a toast off the screen to put its replacement up (``withdraw_notification``).
 
 Textual's ``LinuxDriver`` waits for keys with a 0.1 s timeout, so its input thread wakes ten
 times a second for the whole life of the app, keys or not: about a sixth of gputop's CPU on
@@ -20,11 +21,14 @@ import os
 import selectors
 import time
 from codecs import getincrementaldecoder
+from typing import Any
 
 from textual import constants
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
+from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
+from textual.notifications import Notification
 
 KEY_POLL_SECONDS = 0.1
 """How often the parser is ticked while keys are arriving (Textual's own interval)."""
@@ -109,3 +113,12 @@ class QuietLinuxDriver(LinuxDriver):
                     pass
             except (EOFError, ParseError):
                 pass
+
+
+def withdraw_notification(app: App[Any], notification: Notification) -> None:
+    """Take ``notification``'s toast off the screen before its timeout.
+
+    Textual offers no public way to replace a toast: a notification posted again under the
+    same identity keeps the toast of the first one, text and timer.
+    """
+    app._unnotify(notification, refresh=False)

@@ -7,8 +7,9 @@ tick apart.
 
 The profile name (``3g.40gb``) comes from NVML where it can: the GPU instance's profile id, looked
 up in the GPU's profile table. Those calls need privileges on most systems; without them the
-name is worked out from the SM count and memory (``profile_derived=True``), exactly as the smi
-XML reader does.
+name is read from the MIG device's name, which the driver ends in it (``… MIG 3g.20gb``, as
+nvitop shows it; ``profile_from_name=True``), and failing that worked out from the SM count and
+memory, exactly as the smi XML reader does (both ``profile_derived=True``).
 
 The layout (which MIG devices exist: their handles and UUIDs) is enumerated on the GPU's
 refresh ticks (see :data:`gputop.sources.nvml.device.SLOW_REFRESH`) and reused in between, when
@@ -26,7 +27,7 @@ import ctypes
 from dataclasses import dataclass, field
 
 from gputop.model import Memory, MigDeviceSample, ProcessSample, Reason, Unavailable, Utilization
-from gputop.model.mig_profiles import derive_profile
+from gputop.model.mig_profiles import derive_profile, profile_from_name
 from gputop.sources.nvml.api import DeviceAttributes, GpmMetric, GpmMetricsGet, Handle, NvmlApi
 from gputop.sources.nvml.calls import (
     CallFailed,
@@ -76,6 +77,7 @@ class _DeviceSlow:
     bar1: Memory
     profile: str | None
     profile_derived: bool
+    profile_from_name: bool
     notes: Unavailable
     """What these reads could not get, noted again on every tick the part is reused."""
 
@@ -261,6 +263,7 @@ def sample_mig_devices(
                 compute_instance_id=ci,
                 profile=slow.profile,
                 profile_derived=slow.profile_derived,
+                profile_from_name=slow.profile_from_name,
                 sm_count=slow.sm_count,
                 memory=memory,
                 bar1=slow.bar1,
@@ -331,9 +334,15 @@ def _read_device_slow(
     bar1 = read_bar1(block, nvml, mig_handle, "bar1")
     sm_count = None if attributes is None else int(attributes.multiprocessorCount)
     profile = _reported_profile(nvml, parent, handle, state, gi, attributes)
-    derived = False
+    derived = from_name = False
     if profile is None:
-        profile = derive_profile(gpu_name, gpu_memory_total, sm_count, memory.total)
+        # The name needs no privileges and names compute-instance profiles ("1c.3g.40gb")
+        # too, which SM count and memory cannot tell apart.
+        name = block.call("name", (), nvml.nvmlDeviceGetName, mig_handle, static=True)
+        profile = profile_from_name(text(name))
+        from_name = profile is not None
+        if profile is None:
+            profile = derive_profile(gpu_name, gpu_memory_total, sm_count, memory.total)
         derived = profile is not None
     part = _DeviceSlow(
         uuid=known.uuid,
@@ -343,6 +352,7 @@ def _read_device_slow(
         bar1=bar1,
         profile=profile,
         profile_derived=derived,
+        profile_from_name=from_name,
         notes=block.unavailable(),
     )
     transient = any(reason is Reason.ERROR for _, reason in part.notes)

@@ -17,6 +17,9 @@ from gputop.model.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watt
 BARS = "▁▂▃▄▅▆▇█"
 """Eight levels; the lowest is drawn even for 0 so an idle GPU still shows a baseline."""
 
+MAX_STRETCH = 3
+"""A stretched sparkline draws a sample at most this many cells wide."""
+
 GAP_CELL = " "
 """A sample that was not reported (or the GPU was absent) leaves a hole in the line."""
 
@@ -220,11 +223,16 @@ def _positive(value: float | None) -> float | None:
     return value if value is not None and value > 0 else None
 
 
-def sparkline(values: Sequence[float], width: int, scale: float | None) -> str:
+def sparkline(
+    values: Sequence[float], width: int, scale: float | None, *, stretch: bool = False
+) -> str:
     """The newest ``width`` samples as bar cells on a fixed 0..scale axis.
 
     NaN samples are gaps; when there are fewer samples than cells the line is left-padded,
-    so the newest sample is always the rightmost cell.
+    so the newest sample is always the rightmost cell. With ``stretch`` a young history is
+    spread over the width instead, up to ``MAX_STRETCH`` cells a sample (as nvtop's plots take
+    theirs): plots of different widths that it fills span the same time, oldest sample at
+    the left edge, newest at the right.
     """
     if width <= 0:
         return ""
@@ -232,13 +240,17 @@ def sparkline(values: Sequence[float], width: int, scale: float | None) -> str:
         return " " * width
     recent = values[-width:] if len(values) > width else values
     top = len(BARS) - 1
-    cells = [" "] * (width - len(recent))
-    for value in recent:
+    count = len(recent)
+    # Spread over at most MAX_STRETCH cells a sample: a few seconds never pose as a minute.
+    spread = min(width, count * MAX_STRETCH) if stretch and count else count
+    cells = [" "] * (width - spread)
+    for place, value in enumerate(recent):
         if math.isnan(value):
-            cells.append(GAP_CELL)
+            cell = GAP_CELL
         else:
-            level = int(value / scale * len(BARS))
-            cells.append(BARS[min(max(level, 0), top)])
+            cell = BARS[min(max(int(value / scale * len(BARS)), 0), top)]
+        # Sample i takes the cells from i*spread/count to (i+1)*spread/count.
+        cells.append(cell * ((place + 1) * spread // count - place * spread // count))
     return "".join(cells)
 
 

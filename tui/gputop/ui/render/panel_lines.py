@@ -12,9 +12,11 @@ from dataclasses import dataclass, replace
 
 from gputop.history import Metric, Series
 from gputop.insight.diagnosis import Finding, FindingKind, Severity
-from gputop.model import GpuSample
-from gputop.model.units import NA
+from gputop.model import GpuSample, MigDeviceSample, ProcessSample
+from gputop.model.units import NA, fmt_bytes, fmt_percent, ratio
 from gputop.ui.render.gauges import (
+    MEM_CRIT,
+    MEM_WARN,
     Gauge,
     Level,
     compact_gauges,
@@ -44,6 +46,11 @@ MIN_SPARK = 3
 
 SEPARATOR = " · "
 ELLIPSIS = "…"
+COLUMN_RULE: Part = (" │", "dim")
+"""Closes a one-line panel's column after its sparkline, so the sparkline reads as belonging
+to the value before it, not to the next column's value."""
+DETAIL_INDENT = "   "
+"""The per-GPU detail line of the compact layout starts under the GPU's name."""
 
 _LEVEL_ROLE = {Level.OK: "value", Level.WARN: "warn", Level.CRIT: "crit", Level.NA: "na"}
 _SPARK_ROLE = {Level.OK: "spark", Level.WARN: "warn", Level.CRIT: "crit", Level.NA: "spark"}
@@ -106,15 +113,24 @@ def _series(state: PanelState, metric: Metric) -> Series:
     return state.series.get(metric, ())
 
 
+_LABEL_WIDTH = 5
+
+
+def _spark_width(value_width: int, width: int) -> int:
+    """Cells left for the sparkline of a gauge ``width`` wide: label, value, a space."""
+    return width - _LABEL_WIDTH - value_width - 1
+
+
 def _gauge_parts(gauge: Gauge, values: Series, value_width: int, width: int) -> list[Part]:
     """``LABEL value sparkline`` filling ``width`` cells exactly."""
-    label = f"{gauge.label:<5}"
+    label = f"{gauge.label:<{_LABEL_WIDTH}}"
     value = gauge.value.rjust(value_width)
     parts: list[Part] = [(label, "label"), (value, _LEVEL_ROLE[gauge.level])]
-    spark_width = width - len(label) - len(value) - 1
+    spark_width = _spark_width(len(value), width)
     if spark_width >= MIN_SPARK:
         parts.append((" ", "dim"))
-        parts.append((sparkline(values, spark_width, gauge.scale), _SPARK_ROLE[gauge.level]))
+        spark = sparkline(values, spark_width, gauge.scale, stretch=True)
+        parts.append((spark, _SPARK_ROLE[gauge.level]))
     else:
         parts.append((" " * max(0, width - len(label) - len(value)), "dim"))
     return parts
@@ -174,7 +190,8 @@ def full_lines(state: PanelState, width: int) -> tuple[Line, ...]:
     util, memory, power, temperature = gauges(gpu)
     column = max(0, (width - 2) // 2)
     # Each value gets its own width: sparklines end in the same column (newest sample on
-    # the right), which is what lines them up in time.
+    # the right), which is what lines them up in time; a young history is spread over the
+    # plot's width, so a plot never sits as a sliver beside an empty gap.
     gap: Part = ("  ", "dim")
     first = (
         *_gauge_parts(util, _series(state, Metric.GPU_UTIL), 4, column),
@@ -191,8 +208,10 @@ def full_lines(state: PanelState, width: int) -> tuple[Line, ...]:
 
 def compact_spark_width(width: int, name_width: int) -> int:
     """Cells per sparkline in the one-line layout, 0 when there is no room for them."""
-    fixed = 3 + name_width + sum(2 + value for value in COMPACT_VALUE_WIDTHS)
-    spark = (width - fixed) // len(COMPACT_VALUE_WIDTHS)
+    columns = len(COMPACT_VALUE_WIDTHS)
+    rules = len(COLUMN_RULE[0]) * (columns - 1)
+    fixed = 3 + name_width + sum(2 + value for value in COMPACT_VALUE_WIDTHS) + rules
+    spark = (width - fixed) // columns
     return spark if spark >= MIN_SPARK else 0
 
 
@@ -207,9 +226,11 @@ def compact_line(state: PanelState, width: int, name_width: int) -> tuple[Line, 
         (f"{gpu.index:>2} ", "label"),
         (_pad(name, name_width), "crit" if state.gone or gpu.lost else "name"),
     ]
-    for gauge, metric, value_width in zip(
-        compact_gauges(gpu), GAUGE_METRICS, COMPACT_VALUE_WIDTHS, strict=True
+    for number, (gauge, metric, value_width) in enumerate(
+        zip(compact_gauges(gpu), GAUGE_METRICS, COMPACT_VALUE_WIDTHS, strict=True)
     ):
+        if number and spark_width:
+            parts.append(COLUMN_RULE)
         parts.append((" " + gauge.value.rjust(value_width), _LEVEL_ROLE[gauge.level]))
         if spark_width:
             spark = sparkline(_series(state, metric), spark_width, gauge.scale)
@@ -217,11 +238,26 @@ def compact_line(state: PanelState, width: int, name_width: int) -> tuple[Line, 
     return (fit_line(parts, width),)
 
 
+def compact_lines(
+    state: PanelState, width: int, name_width: int, details: bool
+) -> tuple[Line, ...]:
+    """The one-line panel, and with ``details`` its GPU's detail line beneath it."""
+    line = compact_line(state, width, name_width)
+    if not details:
+        return line
+    detail = detail_line(state, max(0, width - len(DETAIL_INDENT)))
+    return (*line, ((DETAIL_INDENT, "dim"), *detail))
+
+
 def compact_header(width: int, name_width: int) -> Line:
     """Column titles above the one-line panels, aligned with ``compact_line``."""
     spark_width = compact_spark_width(width, name_width)
     parts: list[Part] = [(" # ", "label"), (_pad("NAME", name_width), "label")]
-    for heading, value_width in zip(COMPACT_TITLES, COMPACT_VALUE_WIDTHS, strict=True):
+    for number, (heading, value_width) in enumerate(
+        zip(COMPACT_TITLES, COMPACT_VALUE_WIDTHS, strict=True)
+    ):
+        if number and spark_width:
+            parts.append(COLUMN_RULE)
         cell = value_width + (1 + spark_width if spark_width else 0)
         parts.append((" " + heading.ljust(cell), "label"))
     return fit_line(parts, width)
@@ -236,3 +272,59 @@ def compact_name_width(gpus: Sequence[GpuSample], width: int) -> int:
 
 def _pad(text: str, width: int) -> str:
     return text[: width - 1] + ELLIPSIS if len(text) > width else text.ljust(width)
+
+
+def device_processes(gpu: GpuSample, device: MigDeviceSample) -> list[ProcessSample]:
+    """The MIG device's processes; also the GPU's own list where a source files them only
+    there (matched by GPU and compute instance), by PID."""
+    found = {process.pid: process for process in device.processes}
+    for process in gpu.processes:
+        if (
+            process.gpu_instance_id == device.gpu_instance_id
+            and process.compute_instance_id in (None, device.compute_instance_id)
+            and process.pid not in found
+        ):
+            found[process.pid] = process
+    return sorted(found.values(), key=lambda process: process.pid)
+
+
+def mig_rows(gpu: GpuSample) -> int:
+    """How many lines ``mig_lines`` draws for ``gpu``: one per MIG device."""
+    return len(gpu.mig_devices) if gpu.mig_mode and not gpu.lost else 0
+
+
+def _memory_role(used: int | None, total: int | None) -> str:
+    fraction = ratio(used, total)
+    if fraction is None:
+        return "na" if used is None else "value"
+    return "crit" if fraction >= MEM_CRIT else "warn" if fraction >= MEM_WARN else "value"
+
+
+def mig_lines(state: PanelState, width: int) -> tuple[Line, ...]:
+    """One line per MIG device, as nvitop lists them: profile, instance ids, memory used and
+    total, utilization where measured, processes."""
+    gpu = state.gpu
+    if state.gone or not mig_rows(gpu):
+        return ()
+    profiles = [device.profile or f"profile {NA}" for device in gpu.mig_devices]
+    profile_width = max(len(profile) for profile in profiles)
+    lines: list[Line] = []
+    for device, profile in zip(gpu.mig_devices, profiles, strict=True):
+        gi = NA if device.gpu_instance_id is None else device.gpu_instance_id
+        ci = NA if device.compute_instance_id is None else device.compute_instance_id
+        used, total = device.memory.used, device.memory.total
+        count = len(device_processes(gpu, device))
+        parts: list[Part] = [
+            ("MIG  ", "label"),
+            (profile.ljust(profile_width), "na" if device.profile is None else "value"),
+            (f"  GI {gi} CI {ci}", "dim"),
+            (SEPARATOR, "dim"),
+            ("MEM ", "label"),
+            (f"{fmt_bytes(used)}/{fmt_bytes(total)}", _memory_role(used, total)),
+        ]
+        if device.utilization.gpu is not None:
+            parts += [(SEPARATOR, "dim"), ("util ", "label")]
+            parts.append((fmt_percent(device.utilization.gpu), "value"))
+        parts += [(SEPARATOR, "dim"), (f"{count} process{'' if count == 1 else 'es'}", "value")]
+        lines.append(fit_line(parts, width))
+    return tuple(lines)

@@ -19,19 +19,33 @@ Row = tuple[str, str]
 
 
 def binding_rows(bindings: Iterable[BindingType], skip: Iterable[str] = ()) -> list[Row]:
-    """(key, description) for each binding that has a description, same actions merged."""
+    """(keys, description) for each binding that has a description.
+
+    One key with state-dependent actions (Space: pause, resume) is one row; so are several
+    keys for one action (``?`` and ``h``: help), their keys joined.
+    """
     skipped = set(skip)
-    by_key: dict[str, list[str]] = {}
+    rows: list[tuple[list[str], list[str]]] = []
+    """(keys, descriptions) in the order first seen."""
+    by_key: dict[str, int] = {}
+    by_action: dict[tuple[str, str], int] = {}
     for item in bindings:
         binding = item if isinstance(item, Binding) else Binding(*item)
         if not binding.description or binding.action in skipped:
             continue
         key = binding.key_display or _KEY_NAMES.get(binding.key, binding.key)
-        # One key with state-dependent actions (Space: pause, resume) is one row.
-        descriptions = by_key.setdefault(key, [])
+        action = (binding.action, binding.description)
+        row = by_key.get(key, by_action.get(action))
+        if row is None:
+            row = len(rows)
+            rows.append(([], []))
+        keys, descriptions = rows[row]
+        if key not in keys:
+            keys.append(key)
         if binding.description not in descriptions:
             descriptions.append(binding.description)
-    return [(key, " / ".join(descriptions)) for key, descriptions in by_key.items()]
+        by_key[key] = by_action[action] = row
+    return [(", ".join(keys), " / ".join(descriptions)) for keys, descriptions in rows]
 
 
 _KEY_NAMES = {
@@ -45,6 +59,7 @@ _KEY_NAMES = {
     "enter": "Enter",
     "question_mark": "?",
     "tab": "Tab",
+    "ctrl+c": "Ctrl+C",
 }
 
 
@@ -58,19 +73,26 @@ def help_sections(app_bindings: Iterable[BindingType]) -> list[tuple[str, list[R
 
     main = MainScreen.BINDINGS
     replay_actions = ("step(-1)", "step(1)", "speed(-1)", "speed(1)", "goto", "seek(0)", "seek(-1)")
+    areas = ("area('gpus')", "area('processes')", "area('mig')", "area_back")
     general = binding_rows(app_bindings) + binding_rows(
-        main, skip=(*replay_actions, "interval(-1)", "interval(1)")
+        main, skip=(*replay_actions, *areas, "interval(-1)", "interval(1)")
     )
     general.append(("Ctrl+P", "Command palette"))
+    general.append(("Tab", "GPU panels, processes, MIG tree"))
     live = binding_rows(
         [b for b in main if isinstance(b, Binding) and b.action.startswith("interval")]
     )
     replay = binding_rows(
         [b for b in main if isinstance(b, Binding) and b.action in replay_actions]
     )
-    panels = [("Tab", "Focus the next panel or table"), *binding_rows(GpuPanel.BINDINGS)]
-    # Enter is DataTable's own row selection, which the table answers with the details.
-    processes = [("Enter", "Details"), *binding_rows(ProcessTable.BINDINGS)]
+    panels = binding_rows(GpuPanel.BINDINGS)
+    # The table has the keys at start: the arrows select a process at once. Enter is
+    # DataTable's own row selection, which the table answers with the details.
+    processes = [
+        ("↑ ↓", "Select a process"),
+        ("Enter", "Details"),
+        *binding_rows(ProcessTable.BINDINGS, skip=("screen.area('gpus')",)),
+    ]
     history = binding_rows(HistoryScreen.BINDINGS)
     return [
         ("General", general),
@@ -97,11 +119,11 @@ def _table(rows: list[Row]) -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    """Every key, grouped; Esc, q or ? closes."""
+    """Every key, grouped; Esc, q, ? or h closes."""
 
     CSS_PATH = Path(__file__).parent / "dialogs.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark", "close", "Close"),
+        Binding("escape,q,question_mark,h", "close", "Close"),
     ]
 
     sections: list[tuple[str, list[Row]]]

@@ -8,6 +8,7 @@ the screen (``-compact``: one line per GPU; ``-wide``: two columns of panels), s
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -25,13 +26,15 @@ from gputop.pipeline.tick import (
     Command,
     Seek,
     SeekTime,
-    SetInterval,
     Step,
+    StepInterval,
     Tick,
     TogglePause,
 )
+from gputop.ui.render.panel_lines import mig_rows
 from gputop.ui.settings import UiSettings
-from gputop.ui.widgets.gpu_grid import GpuGrid, panel_keys
+from gputop.ui.toasts import toast
+from gputop.ui.widgets.gpu_grid import GpuGrid, panel_entries, panel_keys
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
@@ -49,8 +52,6 @@ WIDE_COLUMNS = 160
 """From this width panels sit in two columns."""
 MIN_FULL_WIDTH = 70
 """Below this width panels are always one line each."""
-INTERVAL_STEPS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
-"""What ``+`` and ``-`` step through for the live interval."""
 
 REPLAY_ACTIONS = frozenset({"step", "speed", "goto", "seek"})
 LIVE_ACTIONS = frozenset({"interval"})
@@ -89,6 +90,27 @@ def choose_layout(width: int, height: int, gpus: int, replaying: bool) -> tuple[
     return compact, wide and not compact
 
 
+def details_fit(height: int, gpus: int, replaying: bool) -> bool:
+    """In the compact layout, whether every GPU can have its detail line (fan, P-state,
+    clocks, throttling) beneath its line, as nvitop shows them, leaving the process table
+    its rows."""
+    chrome = 2 + (1 if replaying else 0)
+    rows = 1 + 2 * max(gpus, 1)  # the column titles, then two lines per GPU
+    return rows + chrome + MIN_LOWER_ROWS <= height and rows <= MAX_PANEL_SHARE * (height - chrome)
+
+
+def mig_rows_fit(height: int, extra: Sequence[int], wide: bool, replaying: bool) -> bool:
+    """In the panel layout, whether the panels can list their MIG devices (``extra`` lines
+    per panel, in display order) within the rules that chose full panels."""
+    columns = 2 if wide else 1
+    rows = [extra[start : start + columns] for start in range(0, len(extra), columns)]
+    panel_rows = sum(FULL_PANEL_ROWS + max(row) for row in rows)
+    chrome = 2 + (1 if replaying else 0)
+    return panel_rows + chrome + MIN_LOWER_ROWS <= height and panel_rows <= MAX_PANEL_SHARE * (
+        height - chrome
+    )
+
+
 MAIN_SCREEN_CSS = Path(__file__).parent / "main.tcss"
 
 
@@ -97,7 +119,18 @@ class MainScreen(Screen[None]):
 
     CSS_PATH = MAIN_SCREEN_CSS
 
+    AUTO_FOCUS = "#process-data"
+    """The process table has the keys at start, as in nvitop and htop: the arrows select a
+    process at once; Tab goes to the GPU panels."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
+        # Tab moves between the areas (GPU panels, processes, MIG tree when shown), not
+        # through every panel: the arrows move within an area. One binding per target, so
+        # the footer names where Tab goes from where the focus is.
+        Binding("tab", "area('gpus')", "GPUs", key_display="Tab"),
+        Binding("tab", "area('processes')", "Processes", key_display="Tab"),
+        Binding("tab", "area('mig')", "MIG tree", key_display="Tab"),
+        Binding("shift+tab", "area_back", "Previous area", show=False),
         Binding("m", "toggle_mig", "MIG"),
         Binding("slash", "filter", "Filter", show=False),
         Binding("space", "toggle_pause", "Pause", priority=True),
@@ -125,6 +158,11 @@ class MainScreen(Screen[None]):
         Binding("end", "seek(-1)", "End", show=False, priority=True),
         Binding("plus", "interval(-1)", "Poll faster", show=False),
         Binding("minus", "interval(1)", "Poll slower", show=False),
+        # Reached when the process table does not take the signal keys (read-only, or the
+        # focus is elsewhere): a key that does nothing says why.
+        Binding("k", "signal_refused('TERM')", show=False),
+        Binding("K", "signal_refused('KILL')", show=False),
+        Binding("i", "signal_refused('INT')", show=False),
     ]
 
     def __init__(self, settings: UiSettings, first_tick: Tick | None = None) -> None:
@@ -136,6 +174,10 @@ class MainScreen(Screen[None]):
         self._first_tick = first_tick
         self.compact = False
         self.wide = False
+        self.details = False
+        """Compact layout with a detail line under each GPU."""
+        self.mig_rows = False
+        """Full panels list their MIG devices."""
         self._mig_dirty = True
         self._processes_shown: object = None
         self._binding_state: tuple[bool, bool, bool] | None = None
@@ -211,7 +253,7 @@ class MainScreen(Screen[None]):
         grid = self.query_one(GpuGrid)
         count = len(grid.entries_for(tick))
         self._apply_layout(self.size.width, self.size.height, count, tick)
-        grid.show(tick, compact=self.compact)
+        self._show_grid(tick)
         if previous is None or previous.snapshot is not tick.snapshot:
             processes = process_key(tick.snapshot)
             if processes is None or processes != self._processes_shown:
@@ -222,10 +264,18 @@ class MainScreen(Screen[None]):
             self._mig_tree().show(tick.snapshot)
             self._mig_dirty = False
         for note in tick.notes:
-            self.notify(note, severity="warning")
+            toast(self.app, "note", note, severity="warning")
         if tick.replay is not None and tick.replay.warnings and not self._warned:
             self._warned = True
-            self.notify("\n".join(tick.replay.warnings), title="Recording", severity="warning")
+            toast(
+                self.app,
+                "recording",
+                "\n".join(tick.replay.warnings),
+                title="Recording",
+                severity="warning",
+            )
+        if previous is not None and tick.live and tick.interval != previous.interval:
+            toast(self.app, "interval", f"polling every {tick.interval:g}s", timeout=2)
         state = self._bindings_for(tick)
         if state != self._binding_state:
             self._binding_state = state
@@ -246,17 +296,28 @@ class MainScreen(Screen[None]):
         tick = tick or self.tick or self._first_tick
         replaying = tick is not None and tick.replay is not None
         compact, wide = choose_layout(width, height, gpus, replaying)
-        if (compact, wide) != (self.compact, self.wide):
-            self.compact, self.wide = compact, wide
+        details = compact and details_fit(height, gpus, replaying)
+        self.mig_rows = False
+        if not compact and tick is not None:
+            extra = [0 if gone else mig_rows(gpu) for _, gpu, gone in panel_entries(tick)]
+            self.mig_rows = any(extra) and mig_rows_fit(height, extra, wide, replaying)
+        if (compact, wide, details) != (self.compact, self.wide, self.details):
+            self.compact, self.wide, self.details = compact, wide, details
             self.set_class(compact, "-compact")
             self.set_class(wide, "-wide")
+            self.set_class(details, "-details")
+
+    def _show_grid(self, tick: Tick) -> None:
+        self.query_one(GpuGrid).show(
+            tick, compact=self.compact, details=self.details, mig=self.mig_rows
+        )
 
     def on_resize(self, event: Resize) -> None:
         """Choose the layout again for the new size."""
         if self.tick is not None:
             count = len(self.query_one(GpuGrid).entries_for(self.tick))
             self._apply_layout(event.size.width, event.size.height, count)
-            self.query_one(GpuGrid).show(self.tick, compact=self.compact)
+            self._show_grid(self.tick)
 
     def _theme_changed(self, _theme: object) -> None:
         if self.tick is not None:
@@ -271,8 +332,56 @@ class MainScreen(Screen[None]):
             return False
         return tick.replay.paused if tick.replay is not None else tick.paused
 
+    # -- areas: GPU panels, processes, MIG tree ----------------------------------------
+
+    def _areas(self) -> list[str]:
+        """The areas focus can go to, in Tab order."""
+        areas = ["gpus"] if self.query_one(GpuGrid).panels else []
+        areas.append("processes")
+        if self.has_class("-mig") and self.query("MigTree"):
+            areas.append("mig")
+        return areas
+
+    def _area_of_focus(self) -> str:
+        focused = self.focused
+        if focused is not None:
+            for node in focused.ancestors_with_self:
+                if isinstance(node, GpuGrid):
+                    return "gpus"
+                if node.id == "mig":
+                    return "mig"
+        return "processes"
+
+    def _area_after(self, steps: int) -> str:
+        areas = self._areas()
+        current = self._area_of_focus()
+        place = areas.index(current) if current in areas else 0
+        return areas[(place + steps) % len(areas)]
+
+    def action_area(self, name: str) -> None:
+        """Focus the area ``name``: the GPU selected last, the processes, or the MIG tree."""
+        if name == "gpus" and self.query_one(GpuGrid).focus_panel():
+            return
+        if name == "mig":
+            found = self.query("#mig")
+            if found:
+                found.first().focus()
+                return
+        self.query_one("#process-data").focus()
+
+    def action_area_back(self) -> None:
+        """Shift+Tab: the area before this one."""
+        self.action_area(self._area_after(-1))
+
+    def on_gpu_grid_left_below(self, event: GpuGrid.LeftBelow) -> None:
+        """Down from the last row of GPUs goes on to the processes."""
+        event.stop()
+        self.action_area("processes")
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Replay keys only in replays, interval keys only live, none while typing."""
+        if action == "area":
+            return parameters[:1] == (self._area_after(1),)
         if action in PRIORITY_ACTIONS and isinstance(self.app.focused, Input):
             return False
         replaying = self.replaying
@@ -284,6 +393,9 @@ class MainScreen(Screen[None]):
             )
         if action in LIVE_ACTIONS:
             return not replaying
+        if action == "signal_refused":
+            read_only = replaying or self.settings.readonly
+            return read_only or self._area_of_focus() != "processes"
         if action in ("toggle_pause", "resume"):
             tick = self.tick
             if tick is not None and tick.replay is not None and tick.replay.still:
@@ -316,6 +428,16 @@ class MainScreen(Screen[None]):
         """Resume after a pause."""
         self._submit(TogglePause())
 
+    def action_signal_refused(self, name: str) -> None:
+        """Say why a signal key does nothing here."""
+        if self.replaying:
+            why = "a replay's PIDs name no process on this machine"
+        elif self.settings.readonly:
+            why = "signals are off (gputop was started with --readonly)"
+        else:
+            why = "select a process first (Tab goes to the processes)"
+        toast(self.app, "signal", f"SIG{name}: {why}", title="Signal not sent")
+
     def action_step(self, delta: int) -> None:
         """Replay: pause and move ``delta`` documents."""
         self._submit(Step(delta))
@@ -329,18 +451,8 @@ class MainScreen(Screen[None]):
         self._submit(Seek(index))
 
     def action_interval(self, steps: int) -> None:
-        """Live: poll more or less often."""
-        current = self.tick.interval if self.tick is not None else 1.0
-        later = [s for s in INTERVAL_STEPS if s > current + 1e-9]
-        earlier = [s for s in INTERVAL_STEPS if s < current - 1e-9]
-        if steps > 0 and later:
-            target = later[0]
-        elif steps < 0 and earlier:
-            target = earlier[-1]
-        else:
-            return
-        self._submit(SetInterval(target))
-        self.notify(f"polling every {target:g}s", timeout=2)
+        """Live: poll more or less often (the tick that answers says how often, in a toast)."""
+        self._submit(StepInterval(steps))
 
     def action_goto(self) -> None:
         """Replay: ask for an index or a time and go there."""

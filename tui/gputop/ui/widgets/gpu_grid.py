@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Container
 from textual.events import DescendantFocus
+from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -66,6 +67,9 @@ class GpuGrid(Widget):
     sparklines, ``--dim`` separators and the detail line: for the compact header and detail
     lines, and for the parts of every panel."""
 
+    class LeftBelow(Message):
+        """Down was pressed on a panel of the last row: focus goes on below the grid."""
+
     def __init__(self, *, id: str | None = None, keys: list[str] | None = None) -> None:
         """A grid composed with panels for ``keys`` (``show`` adds or drops panels later)."""
         super().__init__(id=id)
@@ -74,6 +78,8 @@ class GpuGrid(Widget):
         self._entries: list[Entry] = []
         self._tick: Tick | None = None
         self._compact = False
+        self._details = False
+        self._mig = False
         self._name_width = 12
         self._header_line: Line | None = None
         self._detail_line: Line | None = None
@@ -99,9 +105,15 @@ class GpuGrid(Widget):
         """What ``show(tick)`` would display (the screen sizes its layout from this)."""
         return panel_entries(tick)
 
-    def show(self, tick: Tick, *, compact: bool) -> None:
-        """Bring the panels in line with ``tick``."""
+    def show(self, tick: Tick, *, compact: bool, details: bool = False, mig: bool = False) -> None:
+        """Bring the panels in line with ``tick``.
+
+        ``details``: one-line panels each get their GPU's detail line beneath; ``mig``: full
+        panels list their MIG devices (the screen decides when the terminal has the rows).
+        """
         self._tick = tick
+        self._details = details
+        self._mig = mig
         entries = panel_entries(tick)
         self._entries = entries
         keys = [key for key, _, _ in entries]
@@ -124,6 +136,8 @@ class GpuGrid(Widget):
                 compact=compact,
                 name_width=self._name_width,
                 finding=worst_finding(tick.findings_for(gpu.index)),
+                details=details,
+                mig=mig,
             )
         self._update_compact_lines()
 
@@ -138,7 +152,8 @@ class GpuGrid(Widget):
         if header != self._header_line:
             self._header_line = header
             columns.update(self._text(header), layout=False)
-        entry = self._selected_entry()
+        # With a detail line under every GPU the focused GPU's line is hidden: not built.
+        entry = None if self._details else self._selected_entry()
         detail: Line = ()
         if entry is not None:
             _, gpu, gone = entry
@@ -161,6 +176,29 @@ class GpuGrid(Widget):
             text.append(part, self.get_component_rich_style(f"gpu-panel--{role}", partial=True))
         return text
 
+    def focus_panel(self) -> bool:
+        """Focus the panel of the GPU selected last (the first one before any); False when
+        there is no panel."""
+        panels = self._panels
+        if not panels:
+            return False
+        chosen = next((panel for panel in panels if panel.key == self._selected), panels[0])
+        chosen.focus()
+        return True
+
+    def on_gpu_panel_move_requested(self, event: GpuPanel.MoveRequested) -> None:
+        """Up and Down on a panel: the panel in the row above or below, in either layout."""
+        event.stop()
+        panels = self._panels
+        if event.panel not in panels:
+            return
+        columns = self.query_one("#gpu-panels", Container).styles.grid_size_columns or 1
+        target = panels.index(event.panel) + event.rows * columns
+        if 0 <= target < len(panels):
+            panels[target].focus()
+        elif target >= len(panels):
+            self.post_message(self.LeftBelow())
+
     def on_descendant_focus(self, event: DescendantFocus) -> None:
         """The detail line follows the focused panel."""
         if isinstance(event.widget, GpuPanel):
@@ -172,4 +210,4 @@ class GpuGrid(Widget):
         self._header_line = None
         self._detail_line = None
         if self._tick is not None:
-            self.show(self._tick, compact=self._compact)
+            self.show(self._tick, compact=self._compact, details=self._details, mig=self._mig)

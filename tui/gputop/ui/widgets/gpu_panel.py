@@ -25,8 +25,10 @@ from gputop.ui.render.panel_lines import (
     PanelState,
     Part,
     badge,
-    compact_line,
+    compact_lines,
     full_lines,
+    mig_lines,
+    mig_rows,
     title,
 )
 from gputop.ui.widgets.line_strip import line_strip, role_styles
@@ -48,6 +50,8 @@ class GpuPanel(Widget, can_focus=True):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_history", "History", key_display="⏎"),
+        Binding("up", "move(-1)", "Previous GPU", key_display="↑", show=False),
+        Binding("down", "move(1)", "Next GPU, then the processes", key_display="↓", show=False),
     ]
 
     class HistoryRequested(Message):
@@ -59,6 +63,15 @@ class GpuPanel(Widget, can_focus=True):
             self.gpu_index = gpu_index
             self.key = key
 
+    class MoveRequested(Message):
+        """The user asked for the panel ``rows`` rows above (negative) or below this one."""
+
+        def __init__(self, panel: GpuPanel, rows: int) -> None:
+            """Ask to move ``rows`` rows from ``panel``."""
+            super().__init__()
+            self.panel = panel
+            self.rows = rows
+
     def __init__(self, key: str, styled_by: Widget, *, id: str | None = None) -> None:
         """A panel for the GPU filed under history ``key``; empty until ``show``.
 
@@ -69,6 +82,8 @@ class GpuPanel(Widget, can_focus=True):
         self._styled_by = styled_by
         self._state: PanelState | None = None
         self._compact = False
+        self._details = False
+        self._mig = False
         self._name_width = 12
         self._lines: tuple[Line, ...] = ()
         self._lines_width = -1
@@ -97,12 +112,30 @@ class GpuPanel(Widget, can_focus=True):
         compact: bool = False,
         name_width: int = 12,
         finding: Part | None = None,
+        details: bool = False,
+        mig: bool = False,
     ) -> None:
-        """Display ``gpu``; repaints only when what would be drawn changed."""
+        """Display ``gpu``; repaints only when what would be drawn changed.
+
+        ``details``: a one-line panel gets its detail line beneath (when the terminal has the
+        rows); ``mig``: a full panel lists the GPU's MIG devices beneath its gauges.
+        """
+        height = self._height()
         self._state = PanelState(gpu, series, gone, finding)
-        layout_changed = compact != self._compact or name_width != self._name_width
+        layout_changed = (compact, name_width, details, mig) != (
+            self._compact,
+            self._name_width,
+            self._details,
+            self._mig,
+        )
         self._compact = compact
         self._name_width = name_width
+        self._details = details
+        self._mig = mig
+        if self._height() != height:
+            # More or fewer lines: the grid lays its rows out again.
+            layout_changed = True
+            self.refresh(layout=True)
         self.set_class(gone, "-gone")
         self.set_class(gpu.lost and not gone, "-lost")
         self.set_class(gpu.stale, "-stale")
@@ -146,12 +179,21 @@ class GpuPanel(Widget, can_focus=True):
         if self._state is None:
             return ()
         if self._compact:
-            return compact_line(self._state, width, self._name_width)
-        return full_lines(self._state, width)
+            return compact_lines(self._state, width, self._name_width, self._details)
+        lines = full_lines(self._state, width)
+        return (*lines, *mig_lines(self._state, width)) if self._mig else lines
+
+    def _height(self) -> int:
+        if self._compact:
+            return 2 if self._details else 1
+        if self._mig and self._state is not None and not self._state.gone:
+            return FULL_HEIGHT + mig_rows(self._state.gpu)
+        return FULL_HEIGHT
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """Three lines, or one in compact mode (the grid sizes its rows from this)."""
-        return 1 if self._compact else FULL_HEIGHT
+        """Three lines (and one per MIG device when listed), or one in compact mode (two with
+        the detail line); the grid sizes its rows from this."""
+        return self._height()
 
     def render_line(self, y: int) -> Strip:
         """One content line, drawn straight to segments (Textual's Line API).
@@ -184,6 +226,10 @@ class GpuPanel(Widget, can_focus=True):
         self._styles = None
         self._strips.clear()
         super().notify_style_update()
+
+    def action_move(self, rows: int) -> None:
+        """Ask the grid for the panel ``rows`` rows away (the grid knows the layout)."""
+        self.post_message(self.MoveRequested(self, rows))
 
     def action_open_history(self) -> None:
         """Ask the screen for this GPU's history."""

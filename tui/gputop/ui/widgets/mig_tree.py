@@ -18,6 +18,7 @@ from textual.widgets.tree import TreeNode
 
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Reason, Snapshot, reason_for
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_text
+from gputop.ui.render.panel_lines import device_processes
 from gputop.ui.render.process_rows import command_text, user_text
 from gputop.ui.widget_css import css_beside
 
@@ -81,22 +82,9 @@ def _process_node(key: NodeKey, process: ProcessSample, styles: MigStyles) -> Mi
     return MigNode(key, _label(f"PID {process.pid}", parts, Style(), styles), leaf=True)
 
 
-def _device_processes(gpu: GpuSample, device: MigDeviceSample) -> list[ProcessSample]:
-    """The device's processes; also the GPU's own list where a source files them only there."""
-    found = {process.pid: process for process in device.processes}
-    for process in gpu.processes:
-        if (
-            process.gpu_instance_id == device.gpu_instance_id
-            and process.compute_instance_id in (None, device.compute_instance_id)
-            and process.pid not in found
-        ):
-            found[process.pid] = process
-    return sorted(found.values(), key=lambda process: process.pid)
-
-
 def _compute_instance(gpu: GpuSample, device: MigDeviceSample, styles: MigStyles) -> MigNode:
     key: NodeKey = ("ci", gpu.index, device.gpu_instance_id, device.compute_instance_id)
-    processes = _device_processes(gpu, device)
+    processes = device_processes(gpu, device)
     parts: list[str | Text] = [
         f"MIG device {NA if device.index is None else device.index}",
         _sms(device.sm_count),
@@ -115,7 +103,8 @@ def _gpu_instance(
     first = devices[0]
     profile = Text(first.profile or f"profile {NA}")
     if first.profile is not None and first.profile_derived:
-        profile.append(" (derived)", style=styles.derived)
+        source = " (from the device name)" if first.profile_from_name else " (derived)"
+        profile.append(source, style=styles.derived)
     # Compute instances share their GPU instance's memory but each has its own SMs.
     sm_counts = [device.sm_count for device in devices]
     sms = None if None in sm_counts else sum(count for count in sm_counts if count is not None)

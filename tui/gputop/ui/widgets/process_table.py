@@ -41,10 +41,14 @@ from gputop.ui.render.process_rows import (
     target_pid,
     visible_rows,
 )
+from gputop.ui.toasts import toast
 from gputop.ui.widget_css import css_beside
 from gputop.ui.widgets.process_grid import ProcessGrid, RepaintBatch
 
 _ARROWS = {False: "▲", True: "▼"}
+
+_SORT = Binding.Group("Sort", compact=True)
+"""``<`` and ``>`` share one footer entry, leaving room for Tab, Quit and Help."""
 
 NARROW_WIDTH = 100
 """Below this many columns the table drops its host-side columns to leave room for commands."""
@@ -94,9 +98,12 @@ class ProcessTable(Widget):
     """``--foreign``: rows of another PID namespace; ``--missing``: n/a cells."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # The screen's Tab, repeated here so that the footer names it first while the
+        # table has the keys (the footer lists the focused widget's keys first).
+        Binding("tab", "screen.area('gpus')", "GPUs", key_display="Tab"),
         Binding("slash", "open_filter", "Filter"),
-        Binding("less_than_sign", "sort_by(-1)", "Sort ◀", key_display="<"),
-        Binding("greater_than_sign", "sort_by(1)", "Sort ▶", key_display=">"),
+        Binding("less_than_sign", "sort_by(-1)", "Sort ◀", key_display="<", group=_SORT),
+        Binding("greater_than_sign", "sort_by(1)", "Sort ▶", key_display=">", group=_SORT),
         Binding("r", "reverse_sort", "Reverse"),
         Binding("t", "toggle_type", "Type"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
@@ -563,11 +570,12 @@ class ProcessTable(Widget):
         self.post_message(self.SignalResult(pid, sig, error))
         target = "" if pid is None else f" to PID {pid}"
         if error is None:
-            self.notify(f"Sent {sig.name}{target}", title="Signal", markup=False)
+            toast(self.app, "signal", f"Sent {sig.name}{target}", title="Signal")
         else:
-            self.notify(
+            toast(
+                self.app,
+                "signal",
                 f"{sig.name}{target}: {error}",
                 title="Signal not sent",
                 severity="error",
-                markup=False,
             )
