@@ -47,10 +47,12 @@ class LiveFeed:
         selection: GpuSelection | None = None,
         recorder: SnapshotSinks | None = None,
         first: Snapshot | None = None,
+        on_sink_failure: Callable[[str], None] | None = None,
     ) -> None:
         self._source = source
         self._selection = selection
         self._recorder = recorder
+        self._on_sink_failure = on_sink_failure
         self._pending = first
         self._closed = False
 
@@ -62,13 +64,15 @@ class LiveFeed:
     def poll(self) -> Snapshot:
         """The next snapshot, recorded whole, then narrowed to the selection.
 
-        Raises:
-            RecordingFailed: the recording could not be written.
+        A sink that fails to write stops (the others go on); ``on_sink_failure`` hears its
+        error once.
         """
         snapshot = self._pending if self._pending is not None else self._source.poll()
         self._pending = None
         if self._recorder is not None:
-            self._recorder.write(snapshot)
+            for failure in self._recorder.write(snapshot):
+                if self._on_sink_failure is not None:
+                    self._on_sink_failure(failure)
         if self._selection is not None:
             # A GPU that falls off the bus mid-run just disappears from the view.
             snapshot = self._selection.apply(snapshot, strict=False)
@@ -132,20 +136,41 @@ def run_live(
             # The TUI's pipeline applies --gpu and records (whole snapshots) itself, and
             # turns a failed write into a note instead of an exit.
             feed = LiveFeed(source, first=first)
-            return run_tui(options, source=feed, recorder=recorder)
-        feed = LiveFeed(source, selection=selection, recorder=recorder, first=first)
+            code = run_tui(options, source=feed, recorder=recorder)
+            # The header showed a failed sink while the TUI ran; the shell gets it too.
+            for failure in recorder.failures if recorder is not None else ():
+                print(f"gputop: {failure}", file=err)
+            return _with_sinks(code, recorder)
+
+        def sink_failed(failure: str) -> None:
+            print(f"gputop: {failure}", file=err)
+
+        feed = LiveFeed(
+            source, selection=selection, recorder=recorder, first=first, on_sink_failure=sink_failed
+        )
         note = describe_visible_devices(env)
         if note is not None:
             print(f"gputop: note: {note}", file=err)
         if options.pick is not None:
-            return _pick(feed, options.pick, env, out, err)
-        return _headless(options, feed, out, err, sleep, clock)
+            return _with_sinks(_pick(feed, options.pick, env, out, err), recorder)
+        return _with_sinks(_headless(options, feed, out, err, sleep, clock), recorder)
     finally:
         try:
             if recorder is not None:
                 recorder.close()
         finally:
             feed.close()
+
+
+SINK_FAILED = 1
+"""The exit code of a run whose --record or --log stopped on a failed write."""
+
+
+def _with_sinks(code: int, recorder: SnapshotSinks | None) -> int:
+    """``code``, or ``SINK_FAILED`` when a sink failed in an otherwise successful run."""
+    if code == 0 and recorder is not None and recorder.failures:
+        return SINK_FAILED
+    return code
 
 
 def _open_while_the_ui_loads(open_source: Callable[[], Source]) -> Source:
