@@ -70,7 +70,7 @@ async def test_a_stopped_log_stays_in_the_header_and_the_recording_goes_on() -> 
         await pilot.pause()
         later = header.render_line(0).text
     assert failed.endswith("● rec box.xml  ⚠ log gpus.csv stopped  live · every 1s ")
-    assert "GPUs 4  ⚠ write failed: No space left on device  ● rec" in failed
+    assert "GPUs 4  ⚠ write failed: No space left on device  " in failed
     assert later == failed  # not a toast that goes away: it stays
     assert toasts == [f"{FULL} (stopped)"]
     assert record.written == 5 and log.written == 1
