@@ -33,7 +33,9 @@ if shutil.which("tmux") is None:  # pragma: no cover - CI installs tmux (.ci/run
 class Terminal:
     """One gputop process in a detached 120x40 tmux session."""
 
-    def __init__(self, tmp: Path, args: list[str], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, tmp: Path, args: list[str], env: dict[str, str] | None = None, redirect: str = ""
+    ) -> None:
         self.socket = f"gputop-e2e-{uuid.uuid4().hex[:8]}"
         self.rc_file = tmp / f"{self.socket}.rc"
         environment = {"TERM": "xterm-256color", "COLORTERM": "truecolor", **(env or {})}
@@ -42,7 +44,8 @@ class Terminal:
         # COLUMNS/LINES may be set in this process (curses puts them there); they would
         # override the pane's real size.
         script = (
-            f"cd {shlex.quote(str(REPO))} && env -u COLUMNS -u LINES {exports} {command}; "
+            f"cd {shlex.quote(str(REPO))} && env -u COLUMNS -u LINES {exports} {command} "
+            f"{redirect}; "
             f"echo $? > {self.rc_file}"
         )
         self._tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40", script)
@@ -107,8 +110,10 @@ def terminal(tmp_path: Path) -> Iterator[list[Terminal]]:
         term.close()
 
 
-def start(opened: list[Terminal], tmp: Path, args: list[str], **env: str) -> Terminal:
-    term = Terminal(tmp, args, env)
+def start(
+    opened: list[Terminal], tmp: Path, args: list[str], redirect: str = "", **env: str
+) -> Terminal:
+    term = Terminal(tmp, args, env, redirect)
     opened.append(term)
     return term
 
@@ -274,5 +279,49 @@ def test_a_still_replay_sleeps_and_keys_still_arrive(
     while "gputop keys" in term.screen() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert "gputop keys" not in term.screen()
+    term.press("q")
+    assert term.exit_code() == 0
+
+
+def test_with_stdout_in_a_file_the_summary_is_written_and_gputop_exits(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    """`gputop > f` wrote escape codes into f and waited for ever; now it prints --once.
+    (`gputop | cat` also drew a TUI sized 80x24, from the pipe, into the 120-column terminal
+    and never cleared what its first frame drew right of column 80.)"""
+    out = tmp_path / "out.txt"
+    args = ["--replay", str(CAPTURES / "rtx3090x4-procs-v12.xml")]
+    term = start(terminal, tmp_path, args, f"> {out}")
+    assert term.exit_code() == 0
+    text = out.read_text()
+    assert "\x1b" not in text
+    assert text.splitlines()[1].startswith("GPU  Name") and text.count("RTX 3090") == 4
+
+
+@pytest.mark.parametrize("redirect", ["< /dev/null", "2> stderr.txt"], ids=["stdin", "stderr"])
+def test_with_stdin_or_stderr_redirected_the_tui_still_runs_on_the_terminal(
+    terminal: list[Terminal], tmp_path: Path, redirect: str
+) -> None:
+    """Keys come from /dev/tty when stdin is not the terminal (at end of file the input
+    thread spun and `q` never arrived); drawing goes to stdout when stderr is a file."""
+    redirect = redirect.replace("stderr.txt", str(tmp_path / "stderr.txt"))
+    args = ["--replay", str(CAPTURES / "rtx3090x4-procs-v12.xml")]
+    term = start(terminal, tmp_path, args, redirect)
+    term.wait_for("RTX 3090", "replay", "still")
+    term.press("q")
+    assert term.exit_code() == 0
+    if "stderr" in redirect:
+        assert "\x1b" not in (tmp_path / "stderr.txt").read_text()
+
+
+def test_the_tui_takes_the_size_of_its_terminal_not_a_stale_columns(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    args = ["--replay", str(CAPTURES / "rtx3090x4-procs-v12.xml")]
+    term = start(terminal, tmp_path, args, COLUMNS="80", LINES="24")
+    screen = term.wait_for("RTX 3090", "still")
+    header = screen.splitlines()[0]
+    assert header.rstrip().endswith("replay · rtx3090x4-procs-v12.xml")
+    assert len(header.rstrip()) == 119, header  # the right half ends at the 120th column
     term.press("q")
     assert term.exit_code() == 0

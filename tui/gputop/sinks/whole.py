@@ -9,6 +9,7 @@ back; there the failure is reported all the same.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from typing import Protocol
@@ -42,8 +43,7 @@ def write_whole(file: RawFile, data: bytes) -> None:
             view = view[written or 0 :]
     except OSError:
         if before is not None:
-            try:
+            # The write's own error is the one worth reporting.
+            with contextlib.suppress(OSError):
                 os.ftruncate(fd, before)
-            except OSError:
-                pass  # the write's own error is the one worth reporting
         raise
