@@ -325,3 +325,41 @@ def test_the_tui_takes_the_size_of_its_terminal_not_a_stale_columns(
     assert len(header.rstrip()) == 119, header  # the right half ends at the 120th column
     term.press("q")
     assert term.exit_code() == 0
+
+
+def test_a_slow_driver_start_shows_the_frame_at_once_and_q_quits(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    """nvmlInit taking 30 s left the terminal blank and `q` took 26 s to act."""
+    env = {
+        "PYTHONPATH": str(REPO / "tests" / "fakes"),
+        "GPUTOP_FAKE_NVML": str(CAPTURES / "rtx3090x4-procs-v12.xml"),
+        "GPUTOP_FAKE_NVML_LATENCY": "0,nvmlInitWithFlags=30",
+    }
+    term = start(terminal, tmp_path, [], **env)
+    waited = r"waiting for the NVIDIA driver \((\d+) s\)"
+    first = re.search(waited, term.wait_for("waiting for the NVIDIA driver (", "live · every 1s"))
+    time.sleep(2.0)
+    later = re.search(waited, term.screen())
+    assert first is not None and later is not None
+    assert int(later[1]) >= int(first[1]) + 1  # it counts
+    pressed = time.monotonic()
+    term.press("q")
+    assert term.exit_code() == 0
+    assert time.monotonic() - pressed < 1.0
+
+
+def test_a_slow_driver_then_a_gpu_that_is_not_there_ends_with_one_line(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    env = {
+        "PYTHONPATH": str(REPO / "tests" / "fakes"),
+        "GPUTOP_FAKE_NVML": str(CAPTURES / "rtx3090x4-procs-v12.xml"),
+        "GPUTOP_FAKE_NVML_LATENCY": "0,nvmlInitWithFlags=3",
+    }
+    err = tmp_path / "err.txt"
+    term = start(terminal, tmp_path, ["--gpu", "9"], f"2> {err}", **env)
+    term.wait_for("waiting for the NVIDIA driver (")
+    assert term.exit_code() == 2
+    assert err.read_text().startswith("gputop: --gpu 9: nothing matches '9'")
+    assert err.read_text().count("\n") == 1

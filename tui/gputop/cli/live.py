@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import TextIO
 
+from gputop.cli.driver_start import DriverStart, WaitingFeed
 from gputop.cli.options import Options
 from gputop.cli.pick import format_pick, order_note, pick_gpus
 from gputop.cli.sinks import open_sinks
@@ -121,8 +121,14 @@ def run_live(
     err = sys.stderr if stderr is None else stderr
     # Syntax errors before NVML starts: no driver work for a typo.
     selection = GpuSelection.parse(options.gpu) if options.gpu is not None else None
-    opener = open_source or open_live_source
-    source = opener() if options.headless else _open_while_the_ui_loads(opener)
+    starting = DriverStart(open_source or open_live_source)
+    if options.headless:
+        source = starting.wait_saying_so(err)
+    else:
+        opened = _open_while_the_ui_loads(starting)
+        if opened is None:
+            return _run_tui_while_the_driver_starts(options, starting, selection, err)
+        source = opened
     feed = LiveFeed(source)  # whichever feed is current closes the source, once
     recorder: SnapshotSinks | None = None
     try:
@@ -137,10 +143,7 @@ def run_live(
             # turns a failed write into a note instead of an exit.
             feed = LiveFeed(source, first=first)
             code = run_tui(options, source=feed, recorder=recorder)
-            # The header showed a failed sink while the TUI ran; the shell gets it too.
-            for failure in recorder.failures if recorder is not None else ():
-                print(f"gputop: {failure}", file=err)
-            return _with_sinks(code, recorder)
+            return _after_the_tui(code, recorder, err)
 
         def sink_failed(failure: str) -> None:
             print(f"gputop: {failure}", file=err)
@@ -173,41 +176,62 @@ def _with_sinks(code: int, recorder: SnapshotSinks | None) -> int:
     return code
 
 
-def _open_while_the_ui_loads(open_source: Callable[[], Source]) -> Source:
-    """``open_source()`` on a thread of its own while this one imports the TUI.
+def _after_the_tui(code: int, recorder: SnapshotSinks | None, err: TextIO) -> int:
+    """The exit code once the TUI has ended; a failed sink, shown in the header while the
+    TUI ran, is said on stderr too (the alternate screen has gone with it)."""
+    for failure in recorder.failures if recorder is not None else ():
+        print(f"gputop: {failure}", file=err)
+    return _with_sinks(code, recorder)
 
-    Starting the driver is mostly waiting in C calls that let go of the GIL (where the GPUs
-    are not kept initialised, ``nvmlInit`` sets them up first: seconds, by NVIDIA's driver
-    persistence notes), and importing Textual is mostly Python. Side by side, the first
-    frame waits for the longer of the two instead of both. The first snapshot is taken after,
-    here: it is Python-heavy, and run beside the import it would only make both wait their
-    turn for the GIL. Errors (no driver, no permission) are raised here as ever.
+
+START_GRACE = 0.5
+"""Seconds the driver may take beyond the UI's import before the TUI starts without it."""
+
+
+def _open_while_the_ui_loads(starting: DriverStart) -> Source | None:
+    """The source once open, importing the TUI meanwhile; None if it is still opening.
+
+    Starting the driver is mostly waiting in C calls that let go of the GIL, and importing
+    Textual is mostly Python. Side by side, the first frame waits for the longer of the two
+    instead of both. The first snapshot is taken after, here: it is Python-heavy, and run
+    beside the import it would only make both wait their turn for the GIL. Errors (no
+    driver, no permission) are raised here as ever. A driver that takes longer than the
+    import and ``START_GRACE`` is left to start while the TUI runs and says it waits.
     """
-    outcome: list[Source | BaseException] = []
-
-    def open_on_thread() -> None:
-        try:
-            outcome.append(open_source())
-        except BaseException as error:  # handed over to the caller's thread
-            outcome.append(error)
-
-    opener = threading.Thread(target=open_on_thread, name="gputop-open", daemon=True)
-    opener.start()
     try:
         import gputop.ui.app  # noqa: F401 -- only for its time: Textual loads meanwhile
     except Exception:
         # The UI cannot start: the source, once open, is closed. (On Ctrl-C nothing waits
         # for a driver that may take seconds: the thread is a daemon.)
-        opener.join()
-        if outcome and not isinstance(outcome[0], BaseException):
-            outcome[0].close()
+        starting.abandon()
         raise
-    # Interruptible, unlike the driver call it waits for: Ctrl-C still ends a stuck start.
-    opener.join()
-    result = outcome[0]
-    if isinstance(result, BaseException):
-        raise result
-    return result
+    if not starting.wait(START_GRACE):
+        return None
+    return starting.result()
+
+
+def _run_tui_while_the_driver_starts(
+    options: Options, starting: DriverStart, selection: GpuSelection | None, err: TextIO
+) -> int:
+    """The TUI at once, over a driver that is still starting (``WaitingFeed``).
+
+    Raises:
+        Fatal: the driver failed to start, or ``--gpu`` names none of its GPUs.
+    """
+    from gputop.cli.tui import run_tui
+
+    feed = WaitingFeed(starting, selection)
+    recorder: SnapshotSinks | None = None
+    try:
+        recorder = open_sinks(options)
+        code = run_tui(options, source=feed, recorder=recorder)
+        return _after_the_tui(code, recorder, err)
+    finally:
+        try:
+            if recorder is not None:
+                recorder.close()
+        finally:
+            feed.close()
 
 
 def _pick(feed: LiveFeed, count: int, env: Mapping[str, str], out: TextIO, err: TextIO) -> int:

@@ -41,6 +41,9 @@ DEFAULT_WINDOW = 45
 Whole snapshots are big (an 8-GPU, 200-process box: about 145 KB each), so only these are
 kept; the rings keep an hour of numbers at 4 bytes a sample."""
 
+WAITING_POLL = 1.0
+"""Seconds between polls of a source that is not ready yet (``Waiting``)."""
+
 VIEW_METRICS: tuple[Metric, ...] = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POWER, Metric.TEMP)
 """The series each tick carries: the ones the GPU panels draw."""
 
@@ -162,6 +165,8 @@ class Pipeline:
         """Seconds until ``advance`` is due; None to wait for a command."""
         if self._player is not None:
             return self._player.next_delay()
+        if self._waiting is not None:
+            return min(self._interval, WAITING_POLL)  # the header counts seconds
         return None if self._paused else self._interval
 
     def advance(self) -> Tick:
