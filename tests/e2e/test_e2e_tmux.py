@@ -363,3 +363,24 @@ def test_a_slow_driver_then_a_gpu_that_is_not_there_ends_with_one_line(
     assert term.exit_code() == 2
     assert err.read_text().startswith("gputop: --gpu 9: nothing matches '9'")
     assert err.read_text().count("\n") == 1
+
+
+def test_a_log_on_a_full_disk_stops_alone_stays_in_the_header_and_exits_1(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    """With --record and --log together the CSV stopped after its header without a word
+    on screen (a 5 s toast at most), and quitting exited 0."""
+    env = {
+        "PYTHONPATH": str(REPO / "tests" / "fakes"),
+        "GPUTOP_FAKE_NVML": str(CAPTURES / "rtx3090x4-procs-v12.xml"),
+    }
+    record, err = tmp_path / "box.xml", tmp_path / "err.txt"
+    args = ["--interval", "0.25", "--record", str(record), "--log", "/dev/full"]
+    term = start(terminal, tmp_path, args, f"2> {err}", **env)
+    term.wait_for("● rec box.xml", "⚠ log full stopped", "No space left on device")
+    time.sleep(6.0)  # past any toast: the header still says it
+    term.wait_for("● rec box.xml", "⚠ log full stopped")
+    term.press("q")
+    assert term.exit_code() == 1
+    assert err.read_text() == "gputop: --log /dev/full: write failed: No space left on device\n"
+    assert record.read_text().count("<?xml") >= 10  # the recording went on
