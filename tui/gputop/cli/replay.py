@@ -114,7 +114,9 @@ def replay_headless(options: Options) -> int:
                 continue
             snapshot = _select(snapshot, options.gpu)
             if log is not None:
-                log.write(snapshot)
+                # A failed write stops the log (said once); printing goes on; exit 1.
+                for failure in log.write(snapshot):
+                    print(f"gputop: {failure}", file=sys.stderr)
             if options.json:
                 print(snapshot_json(snapshot, indent=None if count > 1 else 2))
             else:
@@ -123,4 +125,4 @@ def replay_headless(options: Options) -> int:
         len(recording)
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)
-    return 0
+    return 1 if log is not None and log.failures else 0
