@@ -384,3 +384,25 @@ def test_a_log_on_a_full_disk_stops_alone_stays_in_the_header_and_exits_1(
     assert term.exit_code() == 1
     assert err.read_text() == "gputop: --log /dev/full: write failed: No space left on device\n"
     assert record.read_text().count("<?xml") >= 10  # the recording went on
+
+
+def test_a_slow_driver_then_a_record_file_of_another_machine_ends_with_one_line(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    """Whether --record continues a recording of this machine is known only once the
+    driver is up: then the TUI ends with the same line a fast start gives, nothing written."""
+    env = {
+        "PYTHONPATH": str(REPO / "tests" / "fakes"),
+        "GPUTOP_FAKE_NVML": str(CAPTURES / "rtx3090x4-procs-v12.xml"),
+        "GPUTOP_FAKE_NVML_LATENCY": "0,nvmlInitWithFlags=3",
+    }
+    other, err = tmp_path / "t4.xml", tmp_path / "err.txt"
+    other.write_bytes((CAPTURES / "tesla-t4-v11.xml").read_bytes())
+    term = start(terminal, tmp_path, ["--record", str(other)], f"2> {err}", **env)
+    term.wait_for("waiting for the NVIDIA driver (", "● rec t4.xml")
+    assert term.exit_code() == 2
+    assert err.read_text().startswith(
+        f"gputop: --record {other}: records other GPUs (GPU-D37E67A5…)"
+    )
+    assert err.read_text().count("\n") == 1
+    assert other.read_bytes() == (CAPTURES / "tesla-t4-v11.xml").read_bytes()

@@ -143,13 +143,14 @@ def four(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("at", "words"),
     [
-        ("4", ("--at 4", "4 snapshot")),
+        ("4", ("--at 4", "4 snapshot", "0 to 3")),
         ("-5", ("--at -5",)),
         ("99999999999", ("--at",)),
-        ("yesterday", ("yesterday", "HH:MM:SS")),
+        ("yesterday", ("yesterday", "not an index or a time", "21:34:12")),
         ("25:00:00", ("25:00:00",)),
-        ("2024-09-18T21:34:11", ("starts later", "2024-09-18T21:34:12")),
-        ("21:00:00", ("starts later",)),
+        ("2024-09-18T21:34:11", ("before the recording starts", "2024-09-18 21:34:12")),
+        ("21:00:00", ("before the recording starts",)),
+        ("21:34:16", ("after the recording ends", "to 21:34:15 (4 snapshots)")),
         ("2024-09-18T21:34:13+02:00", ("zone",)),
         ("", ("--at",)),
     ],

@@ -95,7 +95,7 @@ def test_a_driver_that_fails_to_start_is_fatal_with_its_exit_code() -> None:
 def test_a_gpu_selection_that_names_nothing_is_fatal_once_the_driver_is_up() -> None:
     gate = Gate()
     gate.go.set()
-    feed = WaitingFeed(DriverStart(gate), GpuSelection.parse("3"))
+    feed = WaitingFeed(DriverStart(gate), GpuSelection.parse("3").apply)
     time.sleep(0.2)
     with pytest.raises(Fatal, match="nothing matches '3'") as ended:
         feed.poll()

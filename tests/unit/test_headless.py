@@ -259,7 +259,6 @@ def test_json_of_every_capture_is_valid(capsys: pytest.CaptureFixture[str], name
         ("2024-09-18T23:59:59", 1),
         ("2024-09-19T00:00:01.500000", 3),  # between two: the one before
         ("2024-09-19 00:00:02", 4),
-        ("2024-09-19T05:00:00", 5),  # after the end: the last
         ("23:59:58", 0),
         ("00:00:00", 2),  # past midnight: the next day's
         ("00:00:03", 5),
@@ -274,6 +273,26 @@ def test_at(
     data = json_of(capsys, *args)
     assert data["gpus"][0]["name"] == STREAM_NAMES[expected % 3]
     assert data["timestamp"] == (T0 + timedelta(seconds=expected)).isoformat()
+
+
+@pytest.mark.parametrize(
+    ("at", "where"),
+    [
+        ("2024-09-19T00:00:04", "after the recording ends"),
+        ("2024-09-19T05:00:00", "after the recording ends"),
+        ("00:00:04", "after the recording ends"),
+        ("2024-09-18T23:59:57", "before the recording starts"),
+        ("23:59:57", "before the recording starts"),
+    ],
+)
+def test_at_outside_the_recording_is_refused_at_both_ends_with_its_span(
+    capsys: pytest.CaptureFixture[str], stream: Path, at: str, where: str
+) -> None:
+    code, out, err = run(capsys, "--replay", stream, "--json", "--at", at)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"gputop: --at {at}: ")
+    assert where in err
+    assert "runs from 2024-09-18 23:59:58 to 2024-09-19 00:00:03 (6 snapshots)" in err
 
 
 def test_count_prints_json_lines(capsys: pytest.CaptureFixture[str], stream: Path) -> None:

@@ -138,17 +138,47 @@ def test_record_keeps_every_gpu_while_the_view_is_the_selection(tmp_path: Path) 
         assert [g.memory for g in back.gpus] == [g.memory for g in taken.gpus]
 
 
+class IdleBox(StandIn):
+    """The capture with its jobs gone: GPU i at (3 - i) % on the first poll, 0 % after."""
+
+    def poll(self) -> Snapshot:
+        first = not self.taken
+        snapshot = super().poll()
+        gpus = tuple(
+            dataclasses.replace(
+                gpu,
+                processes=(),
+                utilization=dataclasses.replace(
+                    gpu.utilization, gpu=float(3 - gpu.index) if first else 0.0
+                ),
+            )
+            for gpu in snapshot.gpus
+        )
+        self.taken[-1] = snapshot = dataclasses.replace(snapshot, gpus=gpus)
+        return snapshot
+
+
 def test_pick_prints_a_cuda_visible_devices_list() -> None:
-    code, out, err, _ = run(Options(pick=2), StandIn())
-    assert (code, out) == (0, "1,0\n")
+    source = IdleBox()
+    code, out, err, fake = run(Options(pick=2), source)
+    # Two samples a second apart; the highest utilization counts: 3 (0 %) and 2 (1 %).
+    assert (code, out) == (0, "3,2\n")
+    assert len(source.taken) == 2 and fake.sleeps == [1.0]
     assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in err
-    code, out, err, _ = run(Options(pick=2), StandIn(), {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
-    assert (code, out, err) == (0, "1,0\n", "")
+    code, out, err, _ = run(Options(pick=2), IdleBox(), {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    assert (code, out, err) == (0, "3,2\n", "")
+
+
+def test_pick_looks_at_count_samples_an_interval_apart() -> None:
+    source = IdleBox()
+    code, out, _, fake = run(Options(pick=1, count=4, interval=0.5), source)
+    assert (code, out) == (0, "3\n")
+    assert len(source.taken) == 4 and fake.sleeps == [0.5, 0.5, 0.5]
 
 
 def test_pick_chooses_among_the_selected_gpus() -> None:
-    code, out, _, _ = run(Options(pick=2, gpu="2,3"), StandIn())
-    assert (code, out) == (0, "2,3\n")
+    code, out, _, _ = run(Options(pick=2, gpu="0,1"), IdleBox())
+    assert (code, out) == (0, "1,0\n")
 
 
 def test_a_malformed_gpu_spec_fails_before_nvml_is_opened() -> None:
@@ -381,14 +411,15 @@ def test_e2e_count_and_record_give_documents_that_replay(tmp_path: Path) -> None
 
 
 def test_e2e_pick() -> None:
-    result = gputop("--pick", "2")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == "1,0\n"
-    assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in result.stderr
+    # Every GPU of the capture runs two compute jobs: none is free.
+    busy = gputop("--pick", "2", "--interval", "0.25")
+    assert busy.returncode == 1 and busy.stdout == ""
+    assert busy.stderr.startswith("gputop: --pick 2: only 0 of 4 GPU(s) free")
     mig = gputop("--pick", "1", fake="h100-mig-8x7")
     assert mig.returncode == 1
     assert mig.stdout == ""
-    assert mig.stderr.startswith("gputop: --pick 1: only 0 usable GPU(s) of 8")
+    assert mig.stderr.startswith("gputop: --pick 1: only 0 of 8 GPU(s) free")
+    assert "8 lost or in MIG mode" in mig.stderr
 
 
 def test_e2e_gpu_selection_and_visible_devices_note() -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from pathlib import Path
 from types import SimpleNamespace
 
 import pynvml  # noqa: TID251 -- NVML return codes and the real module under test
@@ -14,7 +12,7 @@ from fakes.nvml_fake import FakeNvml, Faults
 from fakes.nvml_install import installed
 from fakes.nvml_scenarios import gpu_sample, snapshot
 from gputop.errors import GputopError, NoDriver, NoPermission
-from gputop.sources.nvml.source import BUNDLED_CAPTURE, BUNDLED_CAPTURE_HINT, open_nvml_source
+from gputop.sources.nvml.source import BUNDLED_CAPTURE_HINT, open_nvml_source
 from gputop.sources.smi.recording import snapshot_from_path
 
 CASES = {
@@ -36,7 +34,7 @@ def _check_line(error: GputopError) -> str:
     text = str(error)
     assert "\n" not in text
     assert BUNDLED_CAPTURE_HINT in text
-    assert "--replay works anywhere" in text
+    assert "`gputop --demo` replays a recorded 4-GPU box, and --replay FILE plays" in text
     return text
 
 
@@ -123,11 +121,11 @@ def test_opens_polls_and_shuts_down() -> None:
         source.poll()
 
 
-def test_the_hint_names_a_bundled_capture(capture_path: Callable[[str], Path]) -> None:
-    name = Path(BUNDLED_CAPTURE).name
-    assert f"snapshots/{name}" == BUNDLED_CAPTURE
-    assert f"gputop --replay {BUNDLED_CAPTURE}" == BUNDLED_CAPTURE_HINT
-    assert len(snapshot_from_path(capture_path(name)).gpus) == 4
+def test_the_hint_names_the_demo_of_a_bundled_capture() -> None:
+    from gputop.cli.demo import DEMO_CAPTURE
+
+    assert BUNDLED_CAPTURE_HINT == "gputop --demo"
+    assert len(snapshot_from_path(DEMO_CAPTURE).gpus) == 4
 
 
 def test_a_slow_driver_start_as_the_environment_asks_for(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,7 +134,7 @@ def test_a_slow_driver_start_as_the_environment_asks_for(monkeypatch: pytest.Mon
 
     from fakes.nvml_install import install_from_environment, restored
 
-    monkeypatch.setenv("GPUTOP_FAKE_NVML", str(BUNDLED_CAPTURE))
+    monkeypatch.setenv("GPUTOP_FAKE_NVML", "snapshots/rtx3090x4-procs-v12.xml")
     monkeypatch.setenv("GPUTOP_FAKE_NVML_LATENCY", "0.0001, nvmlInitWithFlags=0.2")
     with restored():  # install_from_environment installs for good
         fake = install_from_environment()

@@ -84,7 +84,7 @@ def test_start_up_failures_on_the_command_line(scenario: str, words: str) -> Non
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
     assert words in lines[0]
-    assert "gputop --replay snapshots/rtx3090x4-procs-v12.xml" in lines[0]
+    assert "`gputop --demo` replays a recorded 4-GPU box" in lines[0]
 
 
 def test_nothing_is_installed_without_the_variable() -> None:

@@ -1,10 +1,8 @@
-"""The replay player: position, pace, speed ladder, pause, seeks and the go-to parser."""
+"""The replay player: position, pace, speed ladder, pause and seeks."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-
-import pytest
 
 from gputop.errors import BadCapture
 from gputop.model import GpuSample, Snapshot, Utilization
@@ -12,7 +10,6 @@ from gputop.sources.replay import (
     MIN_TICK,
     SPEEDS,
     ReplayPlayer,
-    parse_target,
     speed_label,
 )
 
@@ -156,37 +153,3 @@ def test_window_reads_the_preceding_documents_skipping_bad_ones() -> None:
     assert player.status().warnings == ("tail cut off",)
     player.close()
     assert timeline.closed
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("12", 12),
-        ("-1", 99),
-        ("0", 0),
-        ("21:35", datetime(2024, 9, 18, 21, 35)),
-        ("21:34:20", datetime(2024, 9, 18, 21, 34, 20)),
-        ("2024-09-19 01:02:03", datetime(2024, 9, 19, 1, 2, 3)),
-        ("2024-09-19T01:02:03", datetime(2024, 9, 19, 1, 2, 3)),
-    ],
-)
-def test_parse_target_accepts_indices_and_times(text: str, expected: int | datetime) -> None:
-    assert parse_target(text, length=100, reference=T0) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "reference", "message"),
-    [
-        ("", T0, "type an index"),
-        ("100", T0, "out of range"),
-        ("-101", T0, "out of range"),
-        ("yesterday", T0, "not an index or a time"),
-        ("soon", datetime(2026, 1, 2, 3, 4, 5), r"try 12, -1, 03:04:05 or 2026-01-02 03:04:05"),
-        ("21:34", None, "no timestamps"),
-    ],
-)
-def test_parse_target_rejects_with_a_readable_message(
-    text: str, reference: datetime | None, message: str
-) -> None:
-    with pytest.raises(ValueError, match=message):
-        parse_target(text, length=100, reference=reference)

@@ -18,7 +18,6 @@ from typing import TextIO
 from gputop.errors import Fatal, GputopError, Waiting
 from gputop.model import Snapshot
 from gputop.sources.base import Source
-from gputop.sources.gpu_select import GpuSelection
 
 HEADLESS_NOTE_AFTER = 1.0
 """Seconds of waiting for the driver before a headless run says so on stderr."""
@@ -98,15 +97,18 @@ class WaitingFeed:
     """A Source for the TUI over a driver still starting.
 
     Until the driver is open each poll raises ``Waiting`` (the header shows it, the keys
-    work); then the first snapshot is checked against ``--gpu`` as the command line checks
-    it before a fast start, and polls go to the source. Failing to open, or a ``--gpu`` that
-    names nothing, is ``Fatal``: the TUI ends and the command says why.
+    work); then the first snapshot goes through ``check`` (``--gpu`` must name something,
+    ``--record`` must be a recording of this machine), as the command line checks it before a
+    fast start, and polls go to the source. Failing to open, or failing a check, is
+    ``Fatal``: the TUI ends and the command says why.
     """
 
-    def __init__(self, start: DriverStart, selection: GpuSelection | None = None) -> None:
-        """Wait on ``start``; check ``selection`` strictly on the first snapshot."""
+    def __init__(
+        self, start: DriverStart, check: Callable[[Snapshot], object] | None = None
+    ) -> None:
+        """Wait on ``start``; ``check`` the first snapshot (raising GputopError)."""
         self._start = start
-        self._selection = selection
+        self._check = check
         self._source: Source | None = None
 
     def poll(self) -> Snapshot:
@@ -114,7 +116,7 @@ class WaitingFeed:
 
         Raises:
             Waiting: the driver is still starting.
-            Fatal: it failed to, or ``--gpu`` matches none of its GPUs.
+            Fatal: it failed to, or the first snapshot failed ``check``.
         """
         if self._source is not None:
             return self._source.poll()
@@ -130,9 +132,9 @@ class WaitingFeed:
             raise Fatal(cause) from None
         self._source = source
         first = source.poll()
-        if self._selection is not None:
+        if self._check is not None:
             try:
-                self._selection.apply(first)  # strict: every item must name something
+                self._check(first)
             except GputopError as error:
                 raise Fatal(error) from None
         return first

@@ -18,13 +18,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TextIO
 
 from gputop.cli.driver_start import DriverStart, WaitingFeed
 from gputop.cli.options import Options
-from gputop.cli.pick import format_pick, order_note, pick_gpus
-from gputop.cli.sinks import open_sinks
+from gputop.cli.pick import DEFAULT_SAMPLES, format_pick, order_note, pick_gpus
+from gputop.cli.sinks import check_machine, open_sinks
 from gputop.model import Snapshot
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.base import Source
@@ -135,7 +135,7 @@ def run_live(
         first = source.poll()
         if selection is not None:
             selection.apply(first)  # strict: every item must name something now
-        recorder = open_sinks(options)
+        recorder = open_sinks(options, machine=first)
         if not options.headless:
             from gputop.cli.tui import run_tui
 
@@ -155,7 +155,7 @@ def run_live(
         if note is not None:
             print(f"gputop: note: {note}", file=err)
         if options.pick is not None:
-            return _with_sinks(_pick(feed, options.pick, env, out, err), recorder)
+            return _with_sinks(_pick(options, feed, env, out, err, sleep, clock), recorder)
         return _with_sinks(_headless(options, feed, out, err, sleep, clock), recorder)
     finally:
         try:
@@ -216,13 +216,21 @@ def _run_tui_while_the_driver_starts(
     """The TUI at once, over a driver that is still starting (``WaitingFeed``).
 
     Raises:
-        Fatal: the driver failed to start, or ``--gpu`` names none of its GPUs.
+        Fatal: the driver failed to start, ``--gpu`` names none of its GPUs, or ``--record``
+            holds another machine's recording.
     """
     from gputop.cli.tui import run_tui
 
-    feed = WaitingFeed(starting, selection)
+    def check(first: Snapshot) -> None:
+        if selection is not None:
+            selection.apply(first)  # strict: every item must name something
+        check_machine(options, first)  # nothing is recorded before the first snapshot
+
+    feed = WaitingFeed(starting, check)
     recorder: SnapshotSinks | None = None
     try:
+        # Opened now (an unwritable path is refused before the TUI starts); whether
+        # --record continues a recording of this machine waits for the driver (``check``).
         recorder = open_sinks(options)
         code = run_tui(options, source=feed, recorder=recorder)
         return _after_the_tui(code, recorder, err)
@@ -234,8 +242,19 @@ def _run_tui_while_the_driver_starts(
             feed.close()
 
 
-def _pick(feed: LiveFeed, count: int, env: Mapping[str, str], out: TextIO, err: TextIO) -> int:
-    picked = pick_gpus(feed.poll(), count)
+def _pick(
+    options: Options,
+    feed: LiveFeed,
+    env: Mapping[str, str],
+    out: TextIO,
+    err: TextIO,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> int:
+    assert options.pick is not None
+    # Several samples, so that a job between two bursts (data loading) still shows as busy.
+    samples = _schedule(options.count or DEFAULT_SAMPLES, options.interval, feed, sleep, clock)
+    picked = pick_gpus(list(samples), options.pick)
     print(format_pick(picked), file=out)
     note = order_note(env)
     if note is not None:
@@ -274,3 +293,21 @@ def _headless(
             print(f"gputop: note: {hint}", file=err)
             hinted = True
     return 0
+
+
+def _schedule(
+    count: int,
+    interval: float,
+    feed: LiveFeed,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> Iterator[Snapshot]:
+    """``count`` snapshots, ``interval`` seconds apart (as ``_headless`` takes them)."""
+    start = clock()
+    for tick in range(count):
+        if tick:
+            # Ticks on a fixed schedule: a slow poll does not push every later tick back.
+            delay = start + tick * interval - clock()
+            if delay > 0:
+                sleep(delay)
+        yield feed.poll()

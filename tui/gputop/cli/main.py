@@ -15,14 +15,14 @@ from gputop import __version__
 from gputop.cli.options import Options
 from gputop.cli.startup import hold_collection, release_collection
 from gputop.cli.terminal import tui_or_batch
-from gputop.cli.validate import interval_seconds, positive_int
+from gputop.cli.validate import Parser, interval_seconds, pick_count, sample_count
 from gputop.errors import BadArguments, GputopError
-from gputop.pipeline.interval import MIN_INTERVAL
+from gputop.pipeline.interval import MAX_INTERVAL, MIN_INTERVAL
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for `gputop` (without the `report` subcommand)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gputop",
         description="A terminal UI for NVIDIA GPUs: live through NVML, or replaying "
         "recorded `nvidia-smi -q -x` output.",
@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         type=Path,
         help="replay an nvidia-smi XML capture: one document, a `-l` stream, .gz, or a directory",
+    )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="replay a recorded 4-GPU box shipped with gputop (works anywhere, no GPU needed)",
     )
     parser.add_argument("--once", action="store_true", help="print a compact summary and exit")
     parser.add_argument("--json", action="store_true", help="print the snapshot as JSON and exit")
@@ -54,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=interval_seconds,
         default=1.0,
         metavar="SEC",
-        help=f"seconds between samples (default 1, minimum {MIN_INTERVAL})",
+        help=f"seconds between samples (default 1, {MIN_INTERVAL} to {MAX_INTERVAL:g})",
     )
     parser.add_argument(
         "--record",
@@ -64,13 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
         "is recorded whatever --gpu says (select again at replay)",
     )
     parser.add_argument(
-        "--count", type=positive_int, metavar="N", help="headless: take N snapshots and stop"
+        "--count", type=sample_count, metavar="N", help="headless: take N snapshots and stop"
     )
     parser.add_argument(
         "--pick",
-        type=positive_int,
+        type=pick_count,
         metavar="N",
-        help="print the N least used GPUs as a list for CUDA_VISIBLE_DEVICES",
+        help="print N free GPUs (no compute process, at most 5%% busy over --count samples, "
+        "2 by default) for CUDA_VISIBLE_DEVICES, or exit 1; with --replay, at --at (default: "
+        "the last snapshot)",
     )
     parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
     parser.add_argument("--theme", choices=["dark", "light"], help="colour theme")
@@ -84,8 +91,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_options(argv: Sequence[str]) -> Options:
-    """Turn argv into Options; argparse itself exits 2 on malformed flags."""
+    """Turn argv into Options.
+
+    Raises:
+        BadArguments: a malformed or out-of-range option, or options that do not go together.
+    """
     ns = build_parser().parse_args(list(argv))
+    if ns.demo:
+        if ns.replay is not None:
+            raise BadArguments("--demo replays gputop's own capture: give it or --replay FILE")
+        from gputop.cli.demo import DEMO_CAPTURE
+
+        ns.replay = DEMO_CAPTURE
     options = Options(
         replay=ns.replay,
         once=ns.once,
@@ -107,6 +124,8 @@ def parse_options(argv: Sequence[str]) -> Options:
             "--log with --replay converts a recording to CSV: add --count N (and --at) to "
             "choose the snapshots"
         )
+    if options.pick is not None and (options.once or options.json):
+        raise BadArguments("--pick prints GPU indices; it does not go with --once or --json")
     if options.record is not None and options.replay is not None:
         raise BadArguments("--record records live data; it cannot be used with --replay")
     return options

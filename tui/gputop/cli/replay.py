@@ -3,83 +3,33 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
-from datetime import datetime, timedelta
 
 from gputop.cli.options import Options
+from gputop.cli.pick import DEFAULT_SAMPLES, format_pick, order_note, pick_gpus
 from gputop.cli.sinks import open_sinks
 from gputop.errors import BadArguments, BadCapture
 from gputop.model import Snapshot
+from gputop.sinks.fanout import SnapshotSinks
 from gputop.sinks.json import snapshot_json
 from gputop.sinks.summary import format_summary
+from gputop.sources.seek import TargetError, resolve_target
 from gputop.sources.smi.recording import Recording
-
-_TIME_FORMATS = ("%H:%M:%S", "%H:%M")
 
 
 def resolve_at(recording: Recording, at: str | None) -> int:
-    """Turn `--at INDEX|TIME` into a document index of ``recording``.
+    """Turn `--at INDEX|TIME` into a document index of ``recording`` (0 without one).
 
     Raises:
-        BadArguments: not an index in range, nor a time this recording can place.
+        BadArguments: not an index in range, nor a time within the recording.
     """
     if at is None:
         return 0
-    text = at.strip()
     try:
-        index = int(text)
-    except ValueError:
-        return _index_at_time(recording, text)
-    count = len(recording)
-    if not -count <= index < count:
-        raise BadArguments(f"--at {index}: the recording has {count} snapshot(s), 0 to {count - 1}")
-    return index % count
-
-
-def _index_at_time(recording: Recording, text: str) -> int:
-    moment = _parse_moment(recording, text)
-    found = recording.index_at(moment)
-    stamp = recording.timestamp(found)
-    if stamp is None:
-        raise BadArguments(
-            f"--at {text!r}: no snapshot of this recording is stamped at or before that time; "
-            "use an index"
-        )
-    if stamp > moment:
-        # index_at falls back to the first document; a time before the recording began
-        # names no snapshot, and printing the first one would pass it off as that time.
-        raise BadArguments(f"--at {text!r}: the recording starts later, at {stamp.isoformat()}")
-    return found
-
-
-def _parse_moment(recording: Recording, text: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        pass
-    else:
-        if moment.tzinfo is not None:
-            # nvidia-smi stamps are the recording machine's local time, zone unknown.
-            raise BadArguments(
-                f"--at {text!r}: give the time without a zone, as the recording's local time"
-            )
-        return moment
-    first = recording.timestamp(0)
-    for layout in _TIME_FORMATS:
-        try:
-            clock = datetime.strptime(text, layout).time()
-        except ValueError:
-            continue
-        if first is None:
-            raise BadArguments("--at TIME: this recording has no timestamps; use an index")
-        moment = datetime.combine(first.date(), clock)
-        last = recording.timestamp(-1)
-        if moment < first and last is not None and last.date() > first.date():
-            moment += timedelta(days=1)  # the recording runs past midnight
-        return moment
-    raise BadArguments(
-        f"--at {text!r}: expected an index, an ISO time (2024-09-18T21:34:12) or HH:MM:SS"
-    )
+        return resolve_target(recording, at)
+    except TargetError as error:
+        raise BadArguments(f"--at {at.strip() or repr(at)}: {error}") from None
 
 
 def _select(snapshot: Snapshot, spec: str | None) -> Snapshot:
@@ -99,6 +49,8 @@ def replay_headless(options: Options) -> int:
         if log is not None:
             cleanup.callback(log.close)
         recording = cleanup.enter_context(Recording.open(options.replay))
+        if options.pick is not None:
+            return _pick(recording, options, log)
         start = resolve_at(recording, options.at)
         count = options.count or 1
         for index in range(start, start + count):
@@ -125,4 +77,32 @@ def replay_headless(options: Options) -> int:
         len(recording)
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)
+    return 1 if log is not None and log.failures else 0
+
+
+def _pick(recording: Recording, options: Options, log: SnapshotSinks | None) -> int:
+    """`--pick N` on a recording: free GPUs at ``--at`` (by default the last document), busy
+    meaning busy in any of the ``--count`` documents up to it (2 by default), as live."""
+    assert options.pick is not None
+    end = resolve_at(recording, options.at) if options.at is not None else len(recording) - 1
+    wanted = options.count or DEFAULT_SAMPLES
+    samples: list[Snapshot] = []
+    for index in range(max(0, end - wanted + 1), end + 1):
+        try:
+            snapshot = _select(recording.snapshot(index), options.gpu)
+        except BadCapture as error:
+            if index == end:
+                raise
+            recording.warnings.append(f"{options.replay}: skipped {error}")
+            continue
+        if log is not None:
+            for failure in log.write(snapshot):
+                print(f"gputop: {failure}", file=sys.stderr)
+        samples.append(snapshot)
+    for warning in recording.warnings:
+        print(f"gputop: warning: {warning}", file=sys.stderr)
+    print(format_pick(pick_gpus(samples, options.pick)))
+    note = order_note(os.environ)
+    if note is not None:
+        print(f"gputop: note: {note}", file=sys.stderr)
     return 1 if log is not None and log.failures else 0

@@ -26,7 +26,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import TextIO
 
-from gputop.cli.validate import positive_int, positive_seconds
+from gputop.cli.validate import Parser, gap_seconds, jobs_count
 from gputop.errors import BadCapture, GputopError
 from gputop.insight.report import ReportBuilder, render_table, summary_to_json
 
@@ -41,7 +41,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser for `gputop report`."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gputop report",
         description="Summarise a recording (`nvidia-smi -q -x -l 1` output, .gz, or a "
         "directory of documents): per GPU utilization, time idle, waiting and throttled, "
@@ -62,14 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-gap",
-        type=positive_seconds,
+        type=gap_seconds,
         metavar="SEC",
         help="intervals longer than this are gaps: not counted in any state nor in energy "
         "(default: three sampling intervals, at least 10 s)",
     )
     parser.add_argument(
         "--jobs",
-        type=positive_int,
+        type=jobs_count,
         metavar="N",
         help="parse with N processes (default: one per CPU for recordings of "
         f"{PARALLEL_MIN_DOCUMENTS} documents or more, in a plain, uncompressed file)",
@@ -80,8 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
 def report_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
     """Run `gputop report`; return the exit code. Errors are one line on stderr."""
     out = sys.stdout if stdout is None else stdout
-    args = build_parser().parse_args(list(argv))
     try:
+        args = build_parser().parse_args(list(argv))
         return _report(args, out)
     except GputopError as error:
         print(f"gputop: {error}", file=sys.stderr)

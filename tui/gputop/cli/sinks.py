@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 from gputop.cli.options import Options
+from gputop.model import Snapshot
 from gputop.sinks.fanout import Sink, SnapshotSinks
 
 
-def open_sinks(options: Options) -> SnapshotSinks | None:
+def open_sinks(options: Options, machine: Snapshot | None = None) -> SnapshotSinks | None:
     """Open what `--record` and `--log` ask for, or None when neither is given.
 
     Opening happens before the first tick so that an unwritable path is one clear error
-    before the UI takes the terminal.
+    before the UI takes the terminal. ``machine`` (a first snapshot) lets `--record` refuse
+    a file that records another machine.
     """
     sinks: list[Sink] = []
     try:
         if options.record is not None:
             from gputop.sinks.smi_xml import SmiXmlWriter
 
-            sinks.append(SmiXmlWriter(options.record))
+            check_machine(options, machine)
+            sinks.append(SmiXmlWriter(options.record, compress=_compressed(options)))
         if options.log is not None:
             from gputop.sinks.csv_log import CsvLogger
 
@@ -26,3 +29,20 @@ def open_sinks(options: Options) -> SnapshotSinks | None:
         SnapshotSinks(sinks).close()
         raise
     return SnapshotSinks(sinks) if sinks else None
+
+
+def _compressed(options: Options) -> bool:
+    return options.record is not None and options.record.suffix == ".gz"
+
+
+def check_machine(options: Options, machine: Snapshot | None) -> None:
+    """Refuse a `--record` file that is not a recording of ``machine`` (None: of any machine).
+
+    Raises:
+        BadArguments: it holds something else (one line saying what).
+    """
+    if options.record is None:
+        return
+    from gputop.sinks.record_check import check_appendable
+
+    check_appendable(options.record, machine, compress=_compressed(options))

@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, time
+from datetime import datetime
 from typing import Protocol
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
+from gputop.sources.seek import Span, span_of
 
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
 """The speeds ``[`` and ``]`` move through; 1.0 plays at the recording's own pace."""
@@ -55,6 +56,15 @@ class ReplayStatus:
     note: str | None = None
     """The outcome of the last seek when it was not exact, or why playback stopped."""
     warnings: tuple[str, ...] = ()
+    start: datetime | None = None
+    """The recording's first timestamp (None when no document has one)."""
+    end: datetime | None = None
+    """The recording's last timestamp."""
+
+    @property
+    def span(self) -> Span:
+        """What "go to" checks a target against."""
+        return Span(self.length, self.start, self.end)
 
     @property
     def still(self) -> bool:
@@ -98,6 +108,7 @@ class ReplayPlayer:
         self._position = 0
         self._paused = paused or self._length <= 1
         self._note: str | None = None
+        self._span: Span | None = None
 
     @property
     def timeline(self) -> Timeline:
@@ -124,8 +135,15 @@ class ReplayPlayer:
         """True while playback is stopped."""
         return self._paused
 
+    def span(self) -> Span:
+        """The recording's length and first and last times (worked out once per length)."""
+        if self._span is None or self._span.length != self._length:
+            self._span = span_of(self._timeline)
+        return self._span
+
     def status(self) -> ReplayStatus:
         """The current position and settings as a value."""
+        span = self.span()
         return ReplayStatus(
             position=self._position,
             length=self._length,
@@ -134,6 +152,8 @@ class ReplayPlayer:
             paused=self._paused,
             note=self._note,
             warnings=tuple(self._timeline.warnings),
+            start=span.start,
+            end=span.end,
         )
 
     def snapshot(self) -> Snapshot:
@@ -255,47 +275,3 @@ def _nearest_speed(speed: float) -> int:
     if not math.isfinite(speed) or speed <= 0:
         return SPEEDS.index(1.0)
     return min(range(len(SPEEDS)), key=lambda i: abs(math.log(SPEEDS[i] / speed)))
-
-
-def time_examples(reference: datetime | None) -> str:
-    """Two ways to write ``reference`` (the shown document's time) that ``parse_target``
-    takes; a fixed example where the recording has no times."""
-    if reference is None:
-        return "21:34:12 or 2024-09-18 21:34:12"
-    return f"{reference:%H:%M:%S} or {reference:%Y-%m-%d %H:%M:%S}"
-
-
-def parse_target(text: str, *, length: int, reference: datetime | None) -> int | datetime:
-    """What a user typed into "go to": a document index or a time.
-
-    Accepted: ``42`` (0-based index), ``-1`` (from the end), ``21:34:12`` or ``21:34`` (on
-    the date of ``reference``, the shown document's), ``2024-09-18 21:34:12`` (ISO, ``T``
-    allowed).
-
-    Raises:
-        ValueError: with a message fit to show the user.
-    """
-    text = text.strip()
-    if not text:
-        raise ValueError("type an index or a time")
-    try:
-        index = int(text)
-    except ValueError:
-        pass
-    else:
-        if not -length <= index < length:
-            raise ValueError(f"index out of range: 0..{length - 1} (or -1 for the last)")
-        return index if index >= 0 else index + length
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        pass
-    try:
-        clock = time.fromisoformat(text)
-    except ValueError:
-        raise ValueError(
-            f"not an index or a time: {text!r} (try 12, -1, {time_examples(reference)})"
-        ) from None
-    if reference is None:
-        raise ValueError("this recording has no timestamps: give an index")
-    return datetime.combine(reference.date(), clock)

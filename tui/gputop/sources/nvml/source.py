@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields, replace
 from datetime import datetime
 from operator import attrgetter
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
@@ -36,10 +35,9 @@ from gputop.sources.nvml.processes import ProcessNames
 if TYPE_CHECKING:
     from gputop.sources.host.procinfo import HostFields
 
-BUNDLED_CAPTURE = "snapshots/rtx3090x4-procs-v12.xml"
-"""A real capture shipped with gputop, relative to the repository root."""
-BUNDLED_CAPTURE_HINT = f"gputop --replay {BUNDLED_CAPTURE}"
-"""The command that shows gputop working on any machine, GPU or not."""
+BUNDLED_CAPTURE_HINT = "gputop --demo"
+"""The command that shows gputop working on any machine, GPU or not, from any directory: it
+replays a capture installed with the package."""
 DEFAULT_DEADLINE = 2.0
 """Seconds one poll waits for a GPU before reporting it stale."""
 
@@ -57,17 +55,10 @@ class HostLookup(Protocol):
         ...
 
 
-_PACKAGED_CAPTURE = Path(__file__).resolve().parent.parent / "data" / Path(BUNDLED_CAPTURE).name
-"""The same capture installed with the package, for when gputop runs outside the repository."""
-
-
-def _replay_command() -> str:
-    if Path(BUNDLED_CAPTURE).is_file() or not _PACKAGED_CAPTURE.is_file():
-        return BUNDLED_CAPTURE_HINT
-    return f"gputop --replay {_PACKAGED_CAPTURE}"
-
-
-_REPLAY_HINT = f"--replay works anywhere, e.g. `{_replay_command()}`"
+_REPLAY_HINT = (
+    f"`{BUNDLED_CAPTURE_HINT}` replays a recorded 4-GPU box, and --replay FILE plays any "
+    "`nvidia-smi -q -x` capture"
+)
 
 
 def _with_hint(text: str) -> str:

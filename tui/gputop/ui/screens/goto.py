@@ -13,7 +13,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from gputop.sources.replay import ReplayStatus, parse_target, time_examples
+from gputop.sources.replay import ReplayStatus
+from gputop.sources.seek import TargetError, parse_target, time_examples
 
 
 class GotoDialog(ModalScreen[int | datetime | None]):
@@ -32,9 +33,11 @@ class GotoDialog(ModalScreen[int | datetime | None]):
         last = self.status.length - 1
         with Vertical(id="goto-box", classes="dialog"):
             yield Label("Go to", classes="dialog-title")
+            span = self.status.span
+            timed = f"; the recording {span.describe()}" if span.start is not None else ""
             yield Static(
                 f"a document index 0..{last} (-1 is the last), or a time such as "
-                f"{time_examples(self.status.timestamp)}",
+                f"{time_examples(self.status.timestamp)}{timed}",
                 classes="dialog-hint",
             )
             yield Input(placeholder="index or time", id="goto-input")
@@ -44,10 +47,8 @@ class GotoDialog(ModalScreen[int | datetime | None]):
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
         try:
-            target = parse_target(
-                event.value, length=self.status.length, reference=self.status.timestamp
-            )
-        except ValueError as error:
+            target = parse_target(event.value, self.status.span, self.status.timestamp)
+        except TargetError as error:
             self.query_one("#goto-error", Static).update(str(error))
             return
         self.dismiss(target)
