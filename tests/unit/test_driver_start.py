@@ -147,3 +147,21 @@ def test_e2e_once_on_a_slow_driver_says_it_waits() -> None:
     assert result.stderr.startswith("gputop: waiting for the NVIDIA driver to start…\n")
     assert result.stderr.count("waiting") == 1
     assert result.stdout.count("NVIDIA GeForce RTX 3090") == 4
+
+
+def test_the_check_waits_for_the_first_snapshot_even_when_the_first_poll_fails() -> None:
+    class Flaky(Box):
+        def poll(self) -> Snapshot:
+            self.polls += 1
+            if self.polls == 1:
+                raise NoDriver("GPU timed out")
+            return super().poll()
+
+    gate = Gate()
+    gate.box = Flaky()
+    gate.go.set()
+    pipeline = Pipeline(WaitingFeed(DriverStart(gate), GpuSelection.parse("3").apply))
+    time.sleep(0.2)
+    assert pipeline.start().error == "GPU timed out"
+    with pytest.raises(Fatal, match="nothing matches '3'"):
+        pipeline.advance()

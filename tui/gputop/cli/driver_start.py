@@ -118,26 +118,27 @@ class WaitingFeed:
             Waiting: the driver is still starting.
             Fatal: it failed to, or the first snapshot failed ``check``.
         """
-        if self._source is not None:
-            return self._source.poll()
-        if not self._start.wait(0):
-            raise Waiting(f"{WAITING_FOR} ({self._start.waited:.0f} s)")
-        try:
-            source = self._start.result()
-        except GputopError as error:
-            raise Fatal(error) from None
-        except Exception as error:
-            cause = GputopError(f"{type(error).__name__}: {error}")
-            cause.exit_code = 1
-            raise Fatal(cause) from None
-        self._source = source
-        first = source.poll()
-        if self._check is not None:
+        source = self._source
+        if source is None:
+            if not self._start.wait(0):
+                raise Waiting(f"{WAITING_FOR} ({self._start.waited:.0f} s)")
             try:
-                self._check(first)
+                source = self._source = self._start.result()
             except GputopError as error:
                 raise Fatal(error) from None
-        return first
+            except Exception as error:
+                cause = GputopError(f"{type(error).__name__}: {error}")
+                cause.exit_code = 1
+                raise Fatal(cause) from None
+        snapshot = source.poll()
+        if self._check is not None:
+            # The first snapshot that arrives is checked, even when the first poll failed.
+            check, self._check = self._check, None
+            try:
+                check(snapshot)
+            except GputopError as error:
+                raise Fatal(error) from None
+        return snapshot
 
     def close(self) -> None:
         """Close the source, now or when it opens: never wait for a stuck driver here."""
