@@ -198,7 +198,9 @@ def test_the_pipeline_tells_every_tick_which_sinks_run_and_which_stopped() -> No
 
 def test_headless_goes_on_says_it_once_and_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
     log = Failing("--log", "l.csv", fail_from=1)
-    monkeypatch.setattr("gputop.cli.live.open_sinks", lambda options: SnapshotSinks([log]))
+    monkeypatch.setattr(
+        "gputop.cli.live.open_sinks", lambda options, machine=None: SnapshotSinks([log])
+    )
     out, err = io.StringIO(), io.StringIO()
     code = run_live(
         Options(count=3, log=Path("l.csv")),
@@ -218,7 +220,9 @@ def test_the_tui_ends_with_1_and_the_failure_on_stderr(monkeypatch: pytest.Monke
     import types
 
     log = Failing("--log", "l.csv", fail_from=0)
-    monkeypatch.setattr("gputop.cli.live.open_sinks", lambda options: SnapshotSinks([log]))
+    monkeypatch.setattr(
+        "gputop.cli.live.open_sinks", lambda options, machine=None: SnapshotSinks([log])
+    )
 
     def run_tui(options: Options, source: Any = None, recorder: Any = None) -> int:
         Pipeline(source, recorder=recorder).start()
