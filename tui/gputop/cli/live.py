@@ -115,6 +115,7 @@ def run_live(
     Raises:
         BadArguments: ``--gpu`` is malformed or matches nothing (exit 2).
         NoDriver, NoPermission: NVML cannot be used (exit 1).
+        Fatal: either of those, found once the TUI was already up waiting for the driver.
     """
     env = os.environ if environ is None else environ
     out = sys.stdout if stdout is None else stdout
