@@ -7,6 +7,7 @@ the screen with ``capture-pane -p``. The live test uses the fake NVML from ``tes
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shlex
 import shutil
@@ -34,8 +35,16 @@ class Terminal:
     """One gputop process in a detached 120x40 tmux session."""
 
     def __init__(
-        self, tmp: Path, args: list[str], env: dict[str, str] | None = None, redirect: str = ""
+        self,
+        tmp: Path,
+        args: list[str],
+        env: dict[str, str] | None = None,
+        *,
+        stdin_from: list[str] | None = None,
+        redirect: str = "",
     ) -> None:
+        """Run gputop with ``args``; ``stdin_from`` is a command whose output is piped in,
+        ``redirect`` shell redirections after gputop (``> out.txt``)."""
         self.socket = f"gputop-e2e-{uuid.uuid4().hex[:8]}"
         self.rc_file = tmp / f"{self.socket}.rc"
         environment = {"TERM": "xterm-256color", "COLORTERM": "truecolor", **(env or {})}
@@ -43,10 +52,11 @@ class Terminal:
         command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "gputop", *args])
         # COLUMNS/LINES may be set in this process (curses puts them there); they would
         # override the pane's real size.
+        if stdin_from is not None:
+            command = " ".join(shlex.quote(a) for a in stdin_from) + " | " + command
         script = (
-            f"cd {shlex.quote(str(REPO))} && env -u COLUMNS -u LINES {exports} {command} "
-            f"{redirect}; "
-            f"echo $? > {self.rc_file}"
+            f"cd {shlex.quote(str(REPO))} && unset COLUMNS LINES && export {exports} && "
+            f"{command} {redirect}; echo $? > {self.rc_file}"
         )
         self._tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40", script)
 
@@ -113,7 +123,7 @@ def terminal(tmp_path: Path) -> Iterator[list[Terminal]]:
 def start(
     opened: list[Terminal], tmp: Path, args: list[str], redirect: str = "", **env: str
 ) -> Terminal:
-    term = Terminal(tmp, args, env, redirect)
+    term = Terminal(tmp, args, env, redirect=redirect)
     opened.append(term)
     return term
 
@@ -406,3 +416,67 @@ def test_a_slow_driver_then_a_record_file_of_another_machine_ends_with_one_line(
     )
     assert err.read_text().count("\n") == 1
     assert other.read_bytes() == (CAPTURES / "tesla-t4-v11.xml").read_bytes()
+
+
+def replay_position(screen: str) -> tuple[int, int]:
+    """(shown, of) from the replay bar's ``shown/of``."""
+    found = re.search(r"(?:following|paused|playing)\s+\S+ \S+\s+(\d+)/(\d+)", screen)
+    assert found is not None, screen
+    return int(found[1]), int(found[2])
+
+
+def writer(*args: str) -> list[str]:
+    """The slow stand-in for `nvidia-smi -q -x -l 1` (tests/support/slow_writer.py)."""
+    return [sys.executable, "-m", "support.slow_writer", *args]
+
+
+def test_follow_shows_documents_a_writer_appends_while_the_tui_runs(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    path = tmp_path / "run.xml"
+    first = load(CAPTURES / "rtx3090x4-procs-v12.xml")
+    path.write_bytes(b"".join(snapshot_to_xml(s) for s in varied_stream(first, 2)))
+    environment = {**os.environ, "PYTHONPATH": str(REPO / "tests")}
+    appending = subprocess.Popen(
+        writer("--out", str(path), "--start", "2", "--count", "60", "--every", "0.3"),
+        env=environment,
+    )
+    try:
+        term = start(terminal, tmp_path, ["--replay", str(path), "--follow"])
+        term.wait_for("following", "NVIDIA GeForce RTX 3090")
+        # Past the length the file had at open: new documents show as they are written.
+        screen = term.wait_for("following", "21:34:18")
+        assert "cut off" not in screen and "warning" not in screen
+        term.press("Left")
+        shown, length = replay_position(term.wait_for("paused"))
+        # Paused on an older document, the count of documents goes on growing.
+        deadline = time.monotonic() + TIMEOUT
+        later = (shown, length)
+        while later[1] < length + 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            later = replay_position(term.screen())
+        assert later[0] == shown and later[1] >= length + 3, term.screen()
+        term.press("End")
+        term.wait_for("following")
+        term.press("q")
+        assert term.exit_code() == 0
+    finally:
+        appending.kill()
+        appending.wait()
+
+
+def test_replay_of_stdin_is_a_live_view_of_a_pipe(terminal: list[Terminal], tmp_path: Path) -> None:
+    """`ssh gpu-box nvidia-smi -q -x -l 1 | gputop --replay -`, with a local writer for ssh."""
+    term = Terminal(
+        tmp_path,
+        ["--replay", "-"],
+        {"PYTHONPATH": str(REPO / "tests")},
+        stdin_from=writer("--count", "60", "--every", "0.3"),
+    )
+    terminal.append(term)
+    term.wait_for("following", "replay · stdin", "NVIDIA GeForce RTX 3090")
+    term.wait_for("following", "21:34:17")
+    term.press("space")  # keys come from the terminal, not from the pipe
+    term.wait_for("paused")
+    term.press("q")
+    assert term.exit_code() == 0

@@ -7,6 +7,7 @@ The Pilot tests at the end check the keys (window choice, Esc) without pictures.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -18,6 +19,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Static
 
+from gputop.history import gpu_key
 from gputop.insight.diagnosis import Finding, diagnose
 from gputop.model import (
     Clocks,
@@ -30,6 +32,7 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
+from gputop.pipeline.core import new_history
 from gputop.ui.screens.history import HistoryChart, HistoryScreen, findings_content
 
 SnapCompare = Callable[..., bool]
@@ -97,15 +100,19 @@ def busy_gpu(second: int) -> GpuSample:
 
 
 class HistoryApp(App[None]):
-    """Opens the history screen of GPU 0 over the given snapshots."""
+    """Opens the history screen of GPU 0 over the given snapshots, filed as the pipeline does."""
 
     def __init__(self, snapshots: Iterable[Snapshot]) -> None:
         super().__init__()
-        self.snapshots = snapshots
+        self.snapshots = list(snapshots)
+        self.history = new_history()
+        for snapshot in self.snapshots:
+            self.history.append(snapshot)
 
     def on_mount(self) -> None:
         self.theme = "textual-dark"
-        self.push_screen(HistoryScreen(0, self.snapshots))
+        key = next((gpu_key(s.gpus[0]) for s in self.snapshots if s.gpus), "GPU-0")
+        self.push_screen(HistoryScreen(0, key, self.history.reader, self.snapshots))
 
 
 class FindingsApp(App[None]):
@@ -175,7 +182,7 @@ async def test_window_keys_and_escape() -> None:
         assert plain(chart.border_title) == "Utilization % ━ GPU ━ memory"
         assert chart.border_subtitle == "min 12 avg 15 max 18"
         title = str(screen.query_one("#history-title", Static).render())
-        assert "window 1 min: 61 points over 1m00s" in title
+        assert "window 1 min: 1m00s · 61 samples" in title
         await pilot.press("3")
         assert screen.window_key == "3"
         await pilot.press("escape")
@@ -192,12 +199,19 @@ async def test_append_updates_findings_and_charts() -> None:
         assert isinstance(screen, HistoryScreen)
         assert len(screen.findings) == 0
         for second in range(60, 120):
-            screen.append(Snapshot(T0 + timedelta(seconds=second), (training_gpu(500),)))
+            waiting = dataclasses.replace(training_gpu(500), uuid=busy_gpu(0).uuid)
+            snapshot = Snapshot(T0 + timedelta(seconds=second), (waiting,))
+            app.history.append(snapshot)  # as the pipeline does, before the tick arrives
+            screen.append(snapshot)
         await pilot.pause()
         found: tuple[Finding, ...] = screen.findings  # a new tick, so not the narrowed ()
         assert [finding.kind.value for finding in found] == ["waiting"]
         text = str(screen.query_one("#history-findings", Static).render())
         assert "waiting: 1 process holds 30.0GiB" in text
+        title = str(screen.query_one("#history-title", Static).render())
+        assert "window all: 1m59s · 120 samples" in title
+        chart = screen.query_one("#chart-utilization", HistoryChart)
+        assert chart.border_subtitle == "min 13 avg 56 max 99"
 
 
 async def test_empty_history_says_no_data() -> None:
@@ -220,4 +234,4 @@ async def test_history_from_a_deque_or_a_generator() -> None:
             assert isinstance(screen, HistoryScreen)
             assert [f.kind.value for f in screen.findings] == ["waiting"]
             title = str(screen.query_one("#history-title", Static).render())
-            assert "600 points over 9m59s" in title
+            assert "window all: 9m59s · 600 samples" in title

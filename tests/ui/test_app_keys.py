@@ -335,9 +335,9 @@ async def test_history_screen_gets_no_clock_in_replays(monkeypatch: object) -> N
     seen: list[datetime | None] = []
     original = HistoryScreen.__init__
 
-    def spy(self: HistoryScreen, gpu_index: int, snapshots: object, **kwargs: object) -> None:
+    def spy(self: HistoryScreen, *args: object, **kwargs: object) -> None:
         seen.append(kwargs.get("now"))  # type: ignore[arg-type]
-        original(self, gpu_index, snapshots, **kwargs)  # type: ignore[arg-type]
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
 
     import pytest
 

@@ -95,6 +95,14 @@ def kinds(findings: Sequence[Finding]) -> list[FindingKind]:
     return [f.kind for f in findings]
 
 
+def conditions(
+    snapshots: Sequence[Snapshot], gpu_index: int, **kwargs: object
+) -> tuple[Finding, ...]:
+    """The findings about the GPU, without the note that the history is too short."""
+    found = diagnose(snapshots, gpu_index, **kwargs)  # type: ignore[arg-type]
+    return tuple(f for f in found if f.kind is not FindingKind.NO_TREND)
+
+
 # -- no alarm on a busy GPU ------------------------------------------------------------------
 
 
@@ -175,7 +183,44 @@ def test_waiting_when_processes_are_invisible_but_memory_is_held() -> None:
 
 
 def test_waiting_needs_enough_history() -> None:
-    assert diagnose(steady(5, util=0.0), 0) == ()
+    # Under 10 s the average means nothing: no waiting, but what is true now is said.
+    findings = diagnose(steady(5, util=0.0), 0)
+    assert kinds(findings) == [FindingKind.HELD, FindingKind.NO_TREND]
+    assert findings[0].text == "held: 1 process holds 30.0GiB at 0% utilization right now"
+    assert findings[1].text == "5 snapshots over 4s: no trend yet (the rules need 10s)"
+
+
+def test_one_snapshot_of_memory_held_at_zero_says_so_and_that_there_is_no_trend() -> None:
+    """A one-snapshot replay of 21.9GiB held at 0%: not "nothing to report"."""
+    llama = ProcessSample(pid=100477, type="C", name="llama-server", memory_used=22430 * 2**20)
+    findings = diagnose(steady(1, util=0.0, processes=(llama,), pstate="P8"), 0)
+    assert [(f.kind, f.severity) for f in findings] == [
+        (FindingKind.HELD, Severity.INFO),
+        (FindingKind.NO_TREND, Severity.INFO),
+    ]
+    assert findings[0].text == "held: 1 process holds 21.9GiB at 0% utilization right now"
+    assert findings[1].text == "one snapshot: no trend"
+
+
+def test_one_snapshot_of_an_idle_or_busy_gpu_says_only_that_there_is_no_trend() -> None:
+    idle = diagnose(steady(1, util=0.0, processes=(), used=5 * 2**20), 0)
+    busy = diagnose(steady(1, util=97.0), 0)
+    for findings in (idle, busy):
+        assert [(f.kind, f.text) for f in findings] == [
+            (FindingKind.NO_TREND, "one snapshot: no trend")
+        ]
+    untimed = [Snapshot(timestamp=None, gpus=(make_gpu(50.0),)) for _ in range(3)]
+    assert [f.text for f in diagnose(untimed, 0)] == ["3 snapshots without times: no trend"]
+
+
+def test_memory_held_by_no_process_and_unknown_utilization_are_not_held_now() -> None:
+    # Under MIG nothing says 0%: unknown is not 0, so no "held" line.
+    assert kinds(diagnose(steady(1, util=None), 0)) == [FindingKind.NO_TREND]
+    # A small amount with no process listed is not work loaded.
+    small = steady(1, util=0.0, processes=(), used=200 * 2**20)
+    assert kinds(diagnose(small, 0)) == [FindingKind.NO_TREND]
+    held = diagnose(steady(1, util=1.0, processes=(), used=20 * GIB), 0)
+    assert held[0].text == "held: 20.0GiB is held (no process listed) at 1% utilization right now"
 
 
 def test_waiting_threshold_is_configurable() -> None:
@@ -256,21 +301,21 @@ def test_throttling_that_ended_is_not_reported() -> None:
 
 
 def test_power_cap() -> None:
-    (finding,) = diagnose(steady(10, reasons=("sw_power_cap",), draw=398.0), 0)
+    (finding,) = conditions(steady(10, reasons=("sw_power_cap",), draw=398.0), 0)
     assert finding.kind is FindingKind.POWER
     assert finding.severity is Severity.INFO
     assert finding.text == "power capped since 14:00:00 (drawing 398W of a 400W limit)"
 
 
 def test_power_brake_is_a_warning() -> None:
-    (finding,) = diagnose(steady(10, reasons=("hw_slowdown", "hw_power_brake_slowdown")), 0)
+    (finding,) = conditions(steady(10, reasons=("hw_slowdown", "hw_power_brake_slowdown")), 0)
     assert finding.kind is FindingKind.POWER
     assert finding.severity is Severity.WARNING
     assert finding.text.startswith("power brake since 14:00:00 (hw_power_brake_slowdown")
 
 
 def test_hardware_slowdown_alone() -> None:
-    (finding,) = diagnose(steady(10, reasons=("hw_slowdown",)), 0)
+    (finding,) = conditions(steady(10, reasons=("hw_slowdown",)), 0)
     assert finding.kind is FindingKind.SLOWDOWN
 
 
@@ -282,7 +327,8 @@ def test_benign_clock_reasons_are_not_throttling() -> None:
 
 def test_single_snapshot_reports_point_in_time_conditions_only() -> None:
     snapshot = steady(1, util=0.0, reasons=("sw_thermal_slowdown",))
-    (finding,) = diagnose(snapshot, 0)
+    finding, held = conditions(snapshot, 0)
+    assert held.kind is FindingKind.HELD
     assert finding.kind is FindingKind.THERMAL
     assert finding.text.startswith("thermal throttling (")  # no "since" from one sample
 
@@ -292,13 +338,13 @@ def test_single_snapshot_reports_point_in_time_conditions_only() -> None:
 
 def test_memory_nearly_full() -> None:
     used = int(80 * GIB * 0.97)
-    (finding,) = diagnose(steady(5, used=used), 0)
+    (finding,) = conditions(steady(5, used=used), 0)
     assert finding.kind is FindingKind.MEMORY_FULL
     assert finding.text == "memory 97% full since 14:00:00 (77.6GiB of 80.0GiB)"
 
 
 def test_memory_below_the_threshold_is_fine() -> None:
-    assert diagnose(steady(5, used=int(80 * GIB * 0.9)), 0) == ()
+    assert conditions(steady(5, used=int(80 * GIB * 0.9)), 0) == ()
 
 
 def test_ecc_errors_rising() -> None:
@@ -320,7 +366,7 @@ def test_constant_ecc_counts_are_not_rising() -> None:
 
 def test_corrected_only_is_a_warning_from_aggregate_counters() -> None:
     gpus = [make_gpu(95.0, ecc=EccErrors(aggregate_corrected=n)) for n in (1, 1, 2)]
-    (finding,) = diagnose(history(gpus), 0)
+    (finding,) = conditions(history(gpus), 0)
     assert finding.severity is Severity.WARNING
     assert "+1 corrected" in finding.text
 
@@ -329,11 +375,11 @@ def test_stale_data() -> None:
     snapshots = steady(10)
     last = snapshots[-1].timestamp
     assert last is not None
-    (finding,) = diagnose(snapshots, 0, now=last + timedelta(seconds=12))
+    (finding,) = conditions(snapshots, 0, now=last + timedelta(seconds=12))
     assert finding.kind is FindingKind.STALE
     assert finding.text == "stale: no data for 12s"
     assert finding.since == last
-    assert diagnose(snapshots, 0, now=last + timedelta(seconds=5)) == ()
+    assert conditions(snapshots, 0, now=last + timedelta(seconds=5)) == ()
 
 
 def test_stale_compares_aware_now_with_naive_local_timestamps() -> None:
@@ -341,13 +387,13 @@ def test_stale_compares_aware_now_with_naive_local_timestamps() -> None:
     last = snapshots[-1].timestamp
     assert last is not None
     aware_now = (last + timedelta(seconds=30)).astimezone(timezone.utc)
-    assert kinds(diagnose(snapshots, 0, now=aware_now)) == [FindingKind.STALE]
+    assert kinds(conditions(snapshots, 0, now=aware_now)) == [FindingKind.STALE]
 
 
 def test_stale_sampling_flag() -> None:
     snapshots = steady(5)
     snapshots[-1] = replace(snapshots[-1], gpus=(replace(snapshots[-1].gpus[0], stale=True),))
-    (finding,) = diagnose(snapshots, 0)
+    (finding,) = conditions(snapshots, 0)
     assert finding.kind is FindingKind.STALE
     assert "did not finish in time" in finding.text
 
@@ -378,7 +424,7 @@ def test_findings_are_worst_first_and_per_gpu() -> None:
     healthy = make_gpu(95.0, index=1)
     first = Snapshot(T0, (make_gpu(95.0, ecc=EccErrors(volatile_uncorrected=0)), healthy))
     second = Snapshot(T0 + timedelta(seconds=1), (sick, healthy))
-    findings = diagnose([first, second], 0)
+    findings = conditions([first, second], 0)
     assert [f.severity for f in findings] == sorted((f.severity for f in findings), reverse=True)
     assert kinds(findings) == [
         FindingKind.ECC,
@@ -386,7 +432,7 @@ def test_findings_are_worst_first_and_per_gpu() -> None:
         FindingKind.MEMORY_FULL,
         FindingKind.POWER,
     ]
-    assert diagnose([first, second], 1) == ()
+    assert conditions([first, second], 1) == ()
 
 
 def test_a_gpu_found_wherever_it_sits_in_the_snapshot() -> None:

@@ -160,28 +160,49 @@ def test_helpers() -> None:
 
 
 def test_visible_devices_note() -> None:
-    assert describe_visible_devices({}) is None
-    assert describe_visible_devices({"PATH": "/usr/bin"}) is None
+    assert describe_visible_devices({}, 4) is None
+    assert describe_visible_devices({"PATH": "/usr/bin"}, 4) is None
 
-    cuda = describe_visible_devices({"CUDA_VISIBLE_DEVICES": "2,0"})
+    cuda = describe_visible_devices({"CUDA_VISIBLE_DEVICES": "2,0"}, 4)
     assert cuda is not None
     assert "2 as cuda:0, 0 as cuda:1" in cuda
     assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in cuda and "differ" in cuda
 
     ordered = describe_visible_devices(
-        {"CUDA_VISIBLE_DEVICES": "GPU-8ad6", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+        {"CUDA_VISIBLE_DEVICES": "GPU-8ad6", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, 4
     )
     assert ordered is not None and "GPU-8ad6 as cuda:0" in ordered and "differ" not in ordered
 
-    none = describe_visible_devices({"CUDA_VISIBLE_DEVICES": ""})
+    none = describe_visible_devices({"CUDA_VISIBLE_DEVICES": ""}, 4)
     assert none is not None and "no GPU" in none
 
-    both = describe_visible_devices({"NVIDIA_VISIBLE_DEVICES": "2,3", "CUDA_VISIBLE_DEVICES": "1"})
+    both = describe_visible_devices(
+        {"NVIDIA_VISIBLE_DEVICES": "2,3", "CUDA_VISIBLE_DEVICES": "1"}, 2
+    )
     assert both is not None
-    assert "host GPU(s) 2, 3" in both and "1 as cuda:0" in both
+    assert "host GPU(s) 2, 3" in both and "NVML shows 2 GPUs" in both and "1 as cuda:0" in both
+    assert "not applied" not in both
     assert "\n" not in both
 
-    every = describe_visible_devices({"NVIDIA_VISIBLE_DEVICES": "all"})
-    assert every is not None and "every host GPU" in every
-    void = describe_visible_devices({"NVIDIA_VISIBLE_DEVICES": "void"})
-    assert void is not None and "no GPU" in void
+    every = describe_visible_devices({"NVIDIA_VISIBLE_DEVICES": "all"}, 8)
+    assert every is not None and "every host GPU" in every and "NVML shows 8 GPUs" in every
+    void = describe_visible_devices({"NVIDIA_VISIBLE_DEVICES": "void"}, 0)
+    assert void is not None and "no GPU" in void and "not applied" not in void
+
+
+@pytest.mark.parametrize("value", ["2,3", "none", "void", ""])
+def test_an_inherited_visible_devices_never_contradicts_what_nvml_shows(value: str) -> None:
+    """The variable asks the container runtime for GPUs; when NVML shows others (it was
+    inherited by a shell the runtime never touched), the note says so instead of claiming
+    the container sees only some or none."""
+    note = describe_visible_devices({"NVIDIA_VISIBLE_DEVICES": value}, 8)
+    assert note is not None
+    assert "NVML shows 8 GPUs" in note and "not applied" in note
+    assert "sees only" not in note and "exposes no GPU" not in note
+
+
+def test_cuda_visible_devices_past_the_last_gpu_are_ignored_as_cuda_does() -> None:
+    partly = describe_visible_devices({"CUDA_VISIBLE_DEVICES": "1,5,0"}, 2)
+    assert partly is not None and "1 as cuda:0" in partly and "as cuda:1" not in partly
+    nothing = describe_visible_devices({"CUDA_VISIBLE_DEVICES": "7"}, 2)
+    assert nothing is not None and "see no GPU" in nothing

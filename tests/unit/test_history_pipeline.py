@@ -182,6 +182,8 @@ def test_replay_seeks_rebuild_history_from_the_preceding_window() -> None:
     tick = pipeline.tick()
     assert tick.replay is not None and tick.replay.position == 40
     assert utils(tick) == [33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0]
+    rebuilt = tick.archive.window("GPU-0", None)  # what the history screen reads
+    assert rebuilt.samples == 8 and rebuilt.span == 7.0
     assert [s.gpus[0].utilization.gpu for s in tick.window] == [36.0, 37.0, 38.0, 39.0, 40.0]
     pipeline.apply(SeekTime(T0 + timedelta(seconds=3)))
     tick = pipeline.tick()
@@ -312,3 +314,22 @@ def test_an_unexpected_error_ends_the_loop_and_is_reported() -> None:
     assert reported.wait(2.0)
     assert loop.stop() and isinstance(loop.failure, RuntimeError)
     assert [str(error) for error in failures] == ["ring on fire"]
+
+
+def test_ticks_carry_a_reader_of_the_pipelines_own_history_with_throttling() -> None:
+    class Throttling(CountingSource):
+        def poll(self) -> Snapshot:
+            base = super().poll()
+            reasons = ("sw_thermal_slowdown",) if self.polls % 2 else ("gpu_idle",)
+            gpu = GpuSample(index=0, uuid="GPU-0", throttle_reasons=reasons)
+            return Snapshot(timestamp=base.timestamp, gpus=(gpu,))
+
+    pipeline = Pipeline(Throttling())
+    first = pipeline.start()
+    for _ in range(3):
+        tick = pipeline.advance()
+    assert tick.archive is first.archive is pipeline.history.reader
+    window = tick.archive.window("GPU-0", None)
+    # Idling is not a limit (the diagnosis's rule); thermal slowdown is.
+    assert window.flags(Metric.THROTTLED) == [True, False, True, False]
+    assert window.samples == 4 and window.span == 3.0

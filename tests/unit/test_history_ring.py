@@ -74,3 +74,21 @@ def test_starting_with_gaps_and_clearing() -> None:
 def test_capacity_must_be_positive() -> None:
     with pytest.raises(ValueError):
         Ring(0)
+
+
+def test_the_buffer_grows_with_the_samples_then_stays_at_the_capacity() -> None:
+    ring = Ring(100)
+    assert ring.nbytes == 0
+    for value in range(10):
+        ring.append(float(value))
+    assert ring.nbytes == 40
+    ring.drop_last()
+    ring.append(42.0)  # written over the dropped sample, not after it
+    assert ring.nbytes == 40 and list(ring.latest(2)) == [8.0, 42.0]
+    for value in range(250):
+        ring.append(float(value))
+    assert ring.nbytes == 400
+    assert list(ring.latest(3)) == [247.0, 248.0, 249.0] and len(ring) == 100
+    ring.clear()
+    ring.append(1.0)
+    assert list(ring.latest()) == [1.0] and ring.nbytes == 400

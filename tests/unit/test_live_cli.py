@@ -429,6 +429,21 @@ def test_e2e_gpu_selection_and_visible_devices_note() -> None:
     assert "CUDA_VISIBLE_DEVICES=2: CUDA programs see 2 as cuda:0" in result.stderr
 
 
+@pytest.mark.parametrize("value", ["2,3", "none"])
+def test_e2e_an_inherited_nvidia_visible_devices_note_agrees_with_the_gpus_shown(
+    value: str,
+) -> None:
+    """NVML shows 8 GPUs while the variable asks for 2 or none: the note must not claim
+    that this container sees only those (or none) next to a table of 8."""
+    result = gputop("--json", fake="h100-mig-8x7", NVIDIA_VISIBLE_DEVICES=value)
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)["gpus"]) == 8
+    note = result.stderr
+    assert f"NVIDIA_VISIBLE_DEVICES={value}" in note
+    assert "NVML shows 8 GPUs" in note and "not applied" in note
+    assert "sees only" not in note and "no GPU here" not in note
+
+
 @pytest.mark.parametrize(
     ("spec", "words"),
     [("zero", "expected an index"), ("9", "nothing matches '9'; GPUs here: 0 GPU-8ad6666a")],

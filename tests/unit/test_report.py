@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import itertools
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -13,7 +12,6 @@ import pytest
 from gputop.cli.main import main
 from gputop.cli.report import build_report, job_count, report_main
 from gputop.insight.charts import render_gpu_charts
-from gputop.insight.gpu_history import GpuHistory, stats
 from gputop.insight.report import (
     ReportBuilder,
     fmt_energy,
@@ -346,45 +344,6 @@ def test_time_ticks_drop_repeated_labels() -> None:
     positions, labels = time_ticks(0.0, 1.0, lambda t: f"{int(t)}", count=4)
     assert labels == ["0", "1"]
     assert positions == [0.0, 1.0]
-
-
-def test_gpu_history_stays_bounded_and_keeps_recent_detail() -> None:
-    history = GpuHistory(0, capacity=64)
-    for i in range(1000):
-        gpu = GpuSample(index=0, utilization=Utilization(gpu=float(i % 100)))
-        history.append(Snapshot(T0 + timedelta(seconds=i), (gpu,)))
-    assert len(history) <= 64
-    times = history.times
-    assert all(a < b for a, b in itertools.pairwise(times))
-    # The newest samples are kept as they were.
-    assert times[-1] == (T0 + timedelta(seconds=999)).timestamp()
-    assert times[-2] == (T0 + timedelta(seconds=998)).timestamp()
-    assert history.channels["utilization_gpu"][-1] == 99.0
-    # The oldest are averages: further apart than one second.
-    assert times[1] - times[0] > 1.0
-
-
-def test_gpu_history_window_and_stats() -> None:
-    history = GpuHistory(0)
-    for i in range(120):
-        gpu = GpuSample(
-            index=0,
-            name="T4",
-            utilization=Utilization(gpu=None if i % 2 else float(i)),
-            throttle_reasons=("sw_power_cap",) if i >= 110 else (),
-        )
-        history.append(Snapshot(T0 + timedelta(seconds=i), (gpu,)))
-    history.append(Snapshot(None, ()))  # cannot be placed: skipped
-    window = history.window(60.0)
-    assert len(window) == 61
-    found = stats(window.channels["utilization_gpu"])
-    assert found is not None
-    assert (found.minimum, found.maximum) == (60.0, 118.0)
-    assert found.mean == pytest.approx(89.0)
-    assert sum(window.throttled) == 10
-    assert history.name == "T4"
-    assert len(history.window(None)) == 120
-    assert stats(history.window(None).channels["power_draw_w"]) is None
 
 
 # -- parallel parsing -----------------------------------------------------------------------

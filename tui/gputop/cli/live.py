@@ -152,7 +152,7 @@ def run_live(
         feed = LiveFeed(
             source, selection=selection, recorder=recorder, first=first, on_sink_failure=sink_failed
         )
-        note = describe_visible_devices(env)
+        note = describe_visible_devices(env, len(first.gpus))
         if note is not None:
             print(f"gputop: note: {note}", file=err)
         if options.pick is not None:

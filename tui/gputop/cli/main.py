@@ -33,7 +33,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--replay",
         metavar="FILE",
         type=Path,
-        help="replay an nvidia-smi XML capture: one document, a `-l` stream, .gz, or a directory",
+        help="replay an nvidia-smi XML capture: one document, a `-l` stream, .gz, or a "
+        "directory; `-` reads standard input (followed: `ssh host nvidia-smi -q -x -l 1 | "
+        "gputop --replay -`)",
+    )
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="with --replay FILE: keep reading documents appended to FILE as they arrive, "
+        "like tail -f (always on for a pipe or `-`)",
     )
     parser.add_argument(
         "--demo",
@@ -116,7 +124,12 @@ def parse_options(argv: Sequence[str]) -> Options:
         readonly=ns.readonly,
         theme=ns.theme,
         log=ns.log,
+        follow=ns.follow,
     )
+    if options.follow and options.replay is None:
+        raise BadArguments(
+            "--follow reads a recording as it is written: use it with --replay FILE (or -)"
+        )
     if options.at is not None and options.replay is None:
         raise BadArguments("--at picks a snapshot of a recording: use it with --replay FILE")
     if options.log is not None and options.replay is not None and not options.headless:

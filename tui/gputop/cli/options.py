@@ -29,6 +29,9 @@ class Options:
     theme: str | None = None
     log: Path | None = None
     """CSV log of one row per GPU per tick."""
+    follow: bool = False
+    """--follow: read documents appended to the replayed file as they arrive (a pipe or
+    `--replay -` is followed whatever this says)."""
 
     @property
     def headless(self) -> bool:

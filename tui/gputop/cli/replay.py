@@ -8,6 +8,7 @@ import sys
 
 from gputop.cli.options import Options
 from gputop.cli.pick import DEFAULT_SAMPLES, format_pick, order_note, pick_gpus
+from gputop.cli.recording_input import open_recording
 from gputop.cli.sinks import open_sinks
 from gputop.errors import BadArguments, BadCapture
 from gputop.model import Snapshot
@@ -16,6 +17,10 @@ from gputop.sinks.json import snapshot_json
 from gputop.sinks.summary import format_summary
 from gputop.sources.seek import TargetError, resolve_target
 from gputop.sources.smi.recording import Recording
+
+_QUIET_S = 0.3
+"""A followed recording that brings nothing new for this long has come as far as it goes
+for now (`nvidia-smi -l 1` writes once a second)."""
 
 
 def resolve_at(recording: Recording, at: str | None) -> int:
@@ -40,20 +45,36 @@ def _select(snapshot: Snapshot, spec: str | None) -> Snapshot:
     return GpuSelection.parse(spec).apply(snapshot)
 
 
+def _settle(recording: Recording) -> None:
+    """Read a followed recording as far as it comes without a pause, so that `--at -1` or
+    a time is placed in all of `cat run.xml | gputop --replay -`, and in a live stream's
+    documents so far."""
+    while recording.following and recording.wait_for(len(recording), timeout=_QUIET_S):
+        pass
+
+
 def replay_headless(options: Options) -> int:
-    """`--replay FILE` with `--once`, `--json` or `--count N`: print (and `--log`), then exit."""
+    """`--replay FILE` with `--once`, `--json` or `--count N`: print (and `--log`), then exit.
+
+    A followed recording (`--follow`, a pipe) prints each snapshot as it arrives, waiting
+    for the next until `--count` are printed or the writer closes the pipe.
+    """
     assert options.replay is not None
     # --record is refused with --replay, so the only sink here is the --log CSV.
     log = open_sinks(options)
     with contextlib.ExitStack() as cleanup:
         if log is not None:
             cleanup.callback(log.close)
-        recording = cleanup.enter_context(Recording.open(options.replay))
+        recording = cleanup.enter_context(open_recording(options))
+        if (options.at is not None or options.pick is not None) and recording.following:
+            _settle(recording)
         if options.pick is not None:
             return _pick(recording, options, log)
         start = resolve_at(recording, options.at)
         count = options.count or 1
         for index in range(start, start + count):
+            if not recording.wait_for(index):
+                break
             try:
                 snapshot = recording.snapshot(index)
             except IndexError:
@@ -69,11 +90,13 @@ def replay_headless(options: Options) -> int:
                 # A failed write stops the log (said once); printing goes on; exit 1.
                 for failure in log.write(snapshot):
                     print(f"gputop: {failure}", file=sys.stderr)
+            # Flushed: a followed stream is read by a person or a pipe as it comes.
             if options.json:
-                print(snapshot_json(snapshot, indent=None if count > 1 else 2))
+                print(snapshot_json(snapshot, indent=None if count > 1 else 2), flush=True)
             else:
-                print(format_summary(snapshot))
-        # Scan to the end so that a cut-off tail is reported even when printing the first.
+                print(format_summary(snapshot), flush=True)
+        # Scan to the end so that a cut-off tail is reported even when printing the first
+        # (followed: to where the writer is now; a partly written document is no error).
         len(recording)
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)

@@ -32,18 +32,20 @@ def run_tui(
 
         selection = GpuSelection.parse(options.gpu)
     if options.replay is not None:
-        from gputop.sources.smi.recording import Recording
+        from gputop.cli.recording_input import keys_from_the_terminal, open_recording, reads_stdin
 
-        recording = Recording.open(options.replay)
+        recording = open_recording(options)
         try:
             if selection is not None:
                 selection.apply(recording.snapshot(0), strict=True)
+            if reads_stdin(options):
+                keys_from_the_terminal()
         except BaseException:
             recording.close()
             raise
         player = ReplayPlayer(recording, interval=options.interval)
         pipeline = Pipeline(player, interval=options.interval, selection=selection)
-        label = options.replay.name
+        label = "stdin" if reads_stdin(options) else options.replay.name
         owned = True
     elif source is not None:
         pipeline = Pipeline(

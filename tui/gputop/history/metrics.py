@@ -8,6 +8,9 @@ from operator import attrgetter
 
 from gputop.model import GpuSample
 
+Reader = Callable[[GpuSample], float | int | bool | None]
+"""How one metric is read from a sample; None when the GPU does not report it."""
+
 
 class Metric(enum.Enum):
     """A number tracked over time for each GPU; the value is its model field path."""
@@ -15,26 +18,26 @@ class Metric(enum.Enum):
     GPU_UTIL = "utilization.gpu"
     MEM_UTIL = "utilization.memory"
     MEM_USED = "memory.used"
+    MEM_TOTAL = "memory.total"
     POWER = "power.draw"
+    POWER_LIMIT = "power.limit"
     TEMP = "temperature.gpu"
     FAN = "fan_speed"
     SM_CLOCK = "clocks.sm"
+    MEM_CLOCK = "clocks.memory"
     ENCODER = "utilization.encoder"
     DECODER = "utilization.decoder"
+    THROTTLED = "throttled"
+    """1 while a reason that limits the clocks is active, else 0. Not a field: which reasons
+    limit is the diagnosis's call, so whoever builds the store hands it this reader
+    (``HistoryStore(readers=...)``); without one it is not kept."""
 
 
-def metric_value(gpu: GpuSample, metric: Metric) -> float | None:
-    """The current value of ``metric`` on ``gpu``; None when not reported or the GPU is lost."""
-    if gpu.lost:
-        return None
-    value: float | int | None = _READERS[metric](gpu)
-    return None if value is None else float(value)
-
-
-_READERS: dict[Metric, Callable[[GpuSample], float | int | None]] = {
-    metric: attrgetter(metric.value) for metric in Metric
+FIELD_READERS: dict[Metric, Reader] = {
+    metric: attrgetter(metric.value) for metric in Metric if metric is not Metric.THROTTLED
 }
-"""Each metric's reader: its field path, read in C (history appends every metric each tick)."""
+"""Each field metric's reader: its field path, read in C (history appends every metric each
+tick)."""
 
 
 def gpu_key(gpu: GpuSample) -> str:

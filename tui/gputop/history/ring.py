@@ -14,7 +14,9 @@ class Ring:
     """The newest ``capacity`` samples of one series; appending past capacity drops the oldest.
 
     Values are float32 (``array('f')``): a sparkline cell has eight levels, so single
-    precision loses nothing visible, and an hour at 1 s costs 14 KiB per series.
+    precision loses nothing visible, and an hour at 1 s costs 14 KiB per series. The buffer
+    grows with the samples up to the capacity (a short run costs little), then is cut to it
+    exactly and written over.
     """
 
     __slots__ = ("_capacity", "_count", "_data", "_next")
@@ -31,8 +33,8 @@ class Ring:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self._capacity = capacity
-        self._data: array[float] = array(typecode, [GAP]) * capacity
         self._count = min(max(gaps, 0), capacity)
+        self._data: array[float] = array(typecode, [GAP]) * self._count
         self._next = self._count % capacity
 
     @property
@@ -40,12 +42,23 @@ class Ring:
         """How many samples the ring keeps."""
         return self._capacity
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the ring's buffer (at most 4 or 8 times its capacity)."""
+        return self._data.itemsize * len(self._data)
+
     def __len__(self) -> int:
         return self._count
 
     def append(self, value: float | None) -> None:
         """Add the newest sample; None records a gap."""
-        self._data[self._next] = GAP if value is None else value
+        data = self._data
+        if self._next < len(data):
+            data[self._next] = GAP if value is None else value
+        else:
+            data.append(GAP if value is None else value)
+            if len(data) == self._capacity:
+                self._data = data[:]  # no room left over by the array's growth
         self._next = (self._next + 1) % self._capacity
         if self._count < self._capacity:
             self._count += 1

@@ -69,6 +69,8 @@ class FindingKind(str, enum.Enum):
     """What a finding is about; the value is the word the text starts with."""
 
     WAITING = "waiting"
+    HELD = "held"
+    """Work loaded at ~0% utilization in the one moment there is: too soon to call waiting."""
     IDLE = "idle"
     THERMAL = "thermal"
     POWER = "power"
@@ -77,6 +79,10 @@ class FindingKind(str, enum.Enum):
     ECC = "ecc"
     STALE = "stale"
     LOST = "lost"
+    NO_TREND = "trend"
+    """Too little history for the rules that average over time: says so, rather than
+    letting an empty list read as "nothing wrong". Not a condition of the GPU, so panels,
+    which show one finding, leave it out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,22 +321,59 @@ def _waiting(
     mean = sum(utils) / len(utils)
     if mean >= th.low_utilization_pct:
         return None
-    gpu = points[-1].gpu
+    processes = compute_processes(points[-1].gpu)
+    text = (
+        f"waiting: {_holders(points[-1].gpu)} but utilization averaged {mean:.0f}% over the "
+        f"last {fmt_duration(span)} ({_cpu_hint(processes, th)})"
+    )
+    return Finding(FindingKind.WAITING, Severity.WARNING, text, since)
+
+
+def _holders(gpu: GpuSample) -> str:
+    """``1 process holds 30.0GiB``: who holds how much of the GPU's memory."""
     processes = compute_processes(gpu)
     sizes = [p.memory_used for p in processes if p.memory_used is not None]
     held = sum(sizes) if sizes else gpu.memory.used
     amount = fmt_bytes(held) if held is not None else "memory"
     if len(processes) == 1:
-        who = f"1 process holds {amount}"
-    elif processes:
-        who = f"{len(processes)} processes hold {amount}"
+        return f"1 process holds {amount}"
+    if processes:
+        return f"{len(processes)} processes hold {amount}"
+    return f"{amount} is held (no process listed)"
+
+
+def _held_now(gpu: GpuSample, th: DiagnosisThresholds) -> Finding | None:
+    """Work loaded at (near) 0% utilization in the latest sample, said without a trend.
+
+    With too little history the waiting rule is silent, yet one snapshot of 21.9GiB held
+    at 0% is still worth a line: it says what is true right now and claims nothing more.
+    """
+    util = gpu.utilization.gpu
+    if util is None or util >= th.idle_utilization_pct or not holds_work(gpu, th):
+        return None
+    text = f"held: {_holders(gpu)} at {util:.0f}% utilization right now"
+    return Finding(FindingKind.HELD, Severity.INFO, text)
+
+
+def _no_trend(
+    snapshots: Sequence[Snapshot],
+    points: Sequence[_Point],
+    span: float | None,
+    th: DiagnosisThresholds,
+) -> Finding:
+    """What history there is, and that it is too little for a trend."""
+    if len(snapshots) == 1:
+        text = "one snapshot: no trend"
+    elif span is None:
+        text = f"{len(snapshots)} snapshots without times: no trend"
+    elif len(points) == 1:
+        text = f"one snapshot in the last {fmt_duration(th.window_s)}: no trend"
     else:
-        who = f"{amount} is held (no process listed)"
-    text = (
-        f"waiting: {who} but utilization averaged {mean:.0f}% over the last "
-        f"{fmt_duration(span)} ({_cpu_hint(processes, th)})"
-    )
-    return Finding(FindingKind.WAITING, Severity.WARNING, text, since)
+        text = (
+            f"{len(points)} snapshots over {fmt_duration(span)}: no trend yet "
+            f"(the rules need {fmt_duration(th.min_span_s)})"
+        )
+    return Finding(FindingKind.NO_TREND, Severity.INFO, text)
 
 
 def _clock_evidence(gpu: GpuSample) -> tuple[bool | None, str]:
@@ -372,7 +415,7 @@ def _activity(
 ) -> Finding | None:
     span = _span(points)
     if span is None or span < th.min_span_s:
-        return None
+        return _held_now(points[-1].gpu, th)
     held = holds_work(points[-1].gpu, th)
     if held:
         since = _since(snapshots, gpu_index, lambda g: gpu_state(g, th) is GpuState.WAITING)
@@ -586,7 +629,11 @@ def diagnose(
     ):
         if finding is not None:
             findings.append(finding)
-    return _ordered(findings)
+    ordered = _ordered(findings)
+    span = _span(points)
+    if span is None or span < thresholds.min_span_s:
+        ordered += (_no_trend(snapshots, points, span, thresholds),)
+    return ordered
 
 
 def _ordered(findings: list[Finding]) -> tuple[Finding, ...]:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from gputop.errors import Fatal, GputopError, Waiting
 from gputop.history import HistoryStore, Metric
-from gputop.insight.diagnosis import Finding, diagnose
-from gputop.model import Snapshot
+from gputop.insight.diagnosis import Finding, diagnose, limiting_reasons
+from gputop.model import GpuSample, Snapshot
 from gputop.pipeline.interval import clamp_interval
 from gputop.pipeline.tick import (
     ChangeSpeed,
@@ -39,7 +39,7 @@ DEFAULT_WINDOW = 45
 """Recent snapshots kept whole, for the history screen's diagnosis (its rules read 30 s).
 
 Whole snapshots are big (an 8-GPU, 200-process box: about 145 KB each), so only these are
-kept; the rings keep an hour of numbers at 4 bytes a sample."""
+kept; the history keeps a day of numbers (``gputop.history.store``)."""
 
 WAITING_POLL = 1.0
 """Seconds between polls of a source that is not ready yet (``Waiting``)."""
@@ -49,6 +49,18 @@ VIEW_METRICS: tuple[Metric, ...] = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POW
 
 VIEW_WIDTH = 160
 """Samples per series in each tick: more than the widest sparkline a panel draws."""
+
+
+def throttled(gpu: GpuSample) -> bool | None:
+    """Whether a reason that limits the clocks is active (the diagnosis's rule), for history."""
+    if gpu.throttle_reasons is None:
+        return None
+    return bool(limiting_reasons(gpu.throttle_reasons))
+
+
+def new_history() -> HistoryStore:
+    """The store a pipeline fills by default: every metric, for a day, with throttling."""
+    return HistoryStore(readers={Metric.THROTTLED: throttled})
 
 
 class Recorder(Protocol):
@@ -108,7 +120,7 @@ class Pipeline:
         Args:
             source: a live ``Source`` (polled each interval) or a ``ReplayPlayer``.
             interval: live seconds between polls.
-            history: the store to fill (a new one-hour store by default).
+            history: the store to fill (``new_history()`` by default).
             window_size: recent snapshots each tick carries.
             rebuild_size: documents re-read into history after a replay seek (default:
                 ``max(window_size, view_width)``, enough to refill every sparkline).
@@ -121,7 +133,7 @@ class Pipeline:
         self._player = source if isinstance(source, ReplayPlayer) else None
         self._live = None if isinstance(source, ReplayPlayer) else source
         self._interval = clamp_interval(interval)
-        self._history = history if history is not None else HistoryStore()
+        self._history = history if history is not None else new_history()
         self._window: deque[Snapshot] = deque(maxlen=window_size)
         self._rebuild_size = rebuild_size or max(window_size, view_width)
         self._selection = selection
@@ -213,6 +225,7 @@ class Pipeline:
             seq=self._seq,
             snapshot=self._current,
             history=self._history.view(self._view_width, self._view_metrics),
+            archive=self._history.reader,
             replay=None if self._player is None else self._player.status(),
             window=window,
             interval=self._interval,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gputop.history import EMPTY_VIEW, HistoryView
+from gputop.history import EMPTY_READER, EMPTY_VIEW, HistoryReader, HistoryView
 from gputop.insight.diagnosis import Finding
 from gputop.model import Snapshot
 from gputop.sources.replay import ReplayStatus
@@ -31,6 +31,9 @@ class Tick:
     """Counts ticks from 1; a screen can skip a tick it has already drawn."""
     snapshot: Snapshot
     history: HistoryView = EMPTY_VIEW
+    """The newest samples of the series the panels draw (copies)."""
+    archive: HistoryReader = EMPTY_READER
+    """The whole history, for the history screen: read on demand, under the store's lock."""
     replay: ReplayStatus | None = None
     """Set when replaying: position, speed, paused."""
     window: tuple[Snapshot, ...] = ()

@@ -207,43 +207,70 @@ def _device_list(value: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-def describe_visible_devices(environ: Mapping[str, str]) -> str | None:
+def describe_visible_devices(environ: Mapping[str, str], gpus: int) -> str | None:
     """Say what NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES name, or None when neither is set.
+
+    ``gpus`` is how many GPUs NVML enumerates, which is what gputop shows. The container
+    runtime reads NVIDIA_VISIBLE_DEVICES once, when it starts a container; the variable is
+    also inherited by shells and jobs where no runtime acted on it (a host login that sets
+    it, ``docker exec`` into a container started otherwise). So the note never claims what
+    the runtime did: it says what the variable asks for and what NVML shows, and points out
+    when the two disagree.
 
     gputop numbers GPUs as NVML does (PCI bus order). CUDA numbers them fastest first unless
     ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, and renumbers the visible ones from 0, so the same
     number can mean different GPUs in a CUDA program and here.
     """
     notes: list[str] = []
+    shown = f"NVML shows {gpus} GPU{'' if gpus == 1 else 's'}"
     nvidia = environ.get("NVIDIA_VISIBLE_DEVICES")
     if nvidia is not None:
         value = nvidia.strip()
         if value.lower() == "all":
-            notes.append("NVIDIA_VISIBLE_DEVICES=all: this container sees every host GPU")
+            notes.append(
+                f"NVIDIA_VISIBLE_DEVICES=all asks a container runtime for every host GPU; {shown}"
+            )
         elif value.lower() in ("", "none", "void"):
-            notes.append(
-                f"NVIDIA_VISIBLE_DEVICES={value or '(empty)'}: the container runtime exposes "
-                "no GPU here"
+            asked = (
+                f"NVIDIA_VISIBLE_DEVICES={value or '(empty)'} asks a container runtime for no GPU"
             )
+            if gpus:
+                asked += f", yet {shown}: it was not applied here, and gputop shows what NVML sees"
+            notes.append(asked)
         else:
-            notes.append(
-                f"NVIDIA_VISIBLE_DEVICES={value}: this container sees only host GPU(s) "
-                f"{', '.join(_device_list(value))}, numbered from 0 here"
+            devices = _device_list(value)
+            asked = f"NVIDIA_VISIBLE_DEVICES={value} asks a container runtime for host GPU(s) " + (
+                ", ".join(devices)
             )
+            if gpus == len(devices):
+                asked += f"; {shown}, numbered from 0 here whatever the host numbers them"
+            else:
+                asked += (
+                    f", yet {shown}: it was not applied as asked here, and gputop shows what "
+                    "NVML sees"
+                )
+            notes.append(asked)
     cuda = environ.get("CUDA_VISIBLE_DEVICES")
     if cuda is not None:
-        items = _device_list(cuda)
-        if not items or items[0].startswith("-"):
-            notes.append(f"CUDA_VISIBLE_DEVICES={cuda!r}: CUDA programs see no GPU")
-        else:
-            renumbered = ", ".join(f"{item} as cuda:{n}" for n, item in enumerate(items))
-            note = f"CUDA_VISIBLE_DEVICES={cuda}: CUDA programs see {renumbered}"
-            if environ.get("CUDA_DEVICE_ORDER", "").strip().upper() == "PCI_BUS_ID":
-                note += " (CUDA_DEVICE_ORDER=PCI_BUS_ID: CUDA's order is NVML's, shown here)"
-            else:
-                note += (
-                    "; CUDA orders GPUs fastest first, which can differ from NVML's order "
-                    "shown here: set CUDA_DEVICE_ORDER=PCI_BUS_ID to make them agree"
-                )
-            notes.append(note)
+        notes.append(_describe_cuda(cuda, gpus, environ))
     return "; ".join(notes) if notes else None
+
+
+def _describe_cuda(cuda: str, gpus: int, environ: Mapping[str, str]) -> str:
+    items = _device_list(cuda)
+    # CUDA reads the list up to the first entry that names no GPU (a negative or too high
+    # index); the ones after it are ignored.
+    for n, item in enumerate(items):
+        if item.startswith("-") or (item.isdigit() and int(item) >= gpus):
+            items = items[:n]
+            break
+    if not items:
+        return f"CUDA_VISIBLE_DEVICES={cuda!r}: CUDA programs see no GPU"
+    renumbered = ", ".join(f"{item} as cuda:{n}" for n, item in enumerate(items))
+    note = f"CUDA_VISIBLE_DEVICES={cuda}: CUDA programs see {renumbered}"
+    if environ.get("CUDA_DEVICE_ORDER", "").strip().upper() == "PCI_BUS_ID":
+        return note + " (CUDA_DEVICE_ORDER=PCI_BUS_ID: CUDA's order is NVML's, shown here)"
+    return note + (
+        "; CUDA orders GPUs fastest first, which can differ from NVML's order "
+        "shown here: set CUDA_DEVICE_ORDER=PCI_BUS_ID to make them agree"
+    )

@@ -3,6 +3,11 @@
 The player owns only the timeline position and the playback settings; it knows nothing of
 history or of Textual. The pipeline asks it where to go (``advance``, ``step``, ``seek``) and
 reads the crossed documents from the recording. All calls come from the poller thread.
+
+A recording that is still being written (``--follow``, a pipe) is played like live at its
+end: the player starts on the newest document and, while it sits on the last one unpaused,
+each ``advance`` moves onto whatever has been appended since. Stepping back pauses as ever;
+``End`` returns to the newest and follows again.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
@@ -25,6 +30,17 @@ MIN_TICK = 0.25
 
 MAX_GAP = 60.0
 """A gap between documents longer than this (a recorder restarted) plays as one interval."""
+
+FOLLOW_POLL = 0.25
+"""Seconds between looks for new documents while following at the end (new ones show
+within this of arriving)."""
+
+FOLLOW_POLL_PAUSED = 1.0
+"""Seconds between looks while following is paused or behind: only the length shown moves."""
+
+FOLLOW_CATCH_UP = 160
+"""New documents read into history at most in one look (a burst, e.g. `cat log | gputop
+--replay -`): enough to fill every sparkline, without parsing thousands in one tick."""
 
 
 class Timeline(Protocol):
@@ -41,6 +57,16 @@ class Timeline(Protocol):
     def index_at(self, moment: datetime) -> int: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class GrowingTimeline(Timeline, Protocol):
+    """A timeline that may still grow (a followed ``Recording``): its length is read again."""
+
+    @property
+    def following(self) -> bool:
+        """True while documents may still be appended."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +92,13 @@ class ReplayStatus:
         """What "go to" checks a target against."""
         return Span(self.length, self.start, self.end)
 
+    following: bool = False
+    """The recording is still being written; at its end, new documents show as they come."""
+
     @property
     def still(self) -> bool:
-        """A single-document capture: nothing to play."""
-        return self.length <= 1
+        """A single-document capture: nothing to play (a followed one may yet grow)."""
+        return self.length <= 1 and not self.following
 
     @property
     def at_end(self) -> bool:
@@ -102,13 +131,17 @@ class ReplayPlayer:
             paused: start paused.
         """
         self._timeline = timeline
+        self._growing = timeline if isinstance(timeline, GrowingTimeline) else None
         self._length = len(timeline)
         self._interval = interval
         self._speed_index = _nearest_speed(speed)
-        self._position = 0
-        self._paused = paused or self._length <= 1
         self._note: str | None = None
         self._span: Span | None = None
+        self._followed = self.following
+        # Following starts on the newest document, as a live view would (the window before
+        # it fills the history); Home goes back to the first.
+        self._position = self._length - 1 if self._followed else 0
+        self._paused = paused or (self._length <= 1 and not self._followed)
 
     @property
     def timeline(self) -> Timeline:
@@ -141,6 +174,27 @@ class ReplayPlayer:
             self._span = span_of(self._timeline)
         return self._span
 
+    @property
+    def following(self) -> bool:
+        """True while the recording is still being written."""
+        return self._growing is not None and self._growing.following
+
+    def _refresh(self) -> list[int]:
+        """Take in documents appended since the last look; at the end, unpaused, move onto
+        them and return their indices (all of them: history keeps every sample)."""
+        if not self._followed:
+            return []
+        at_end = self._position >= self._length - 1
+        self._length = len(self._timeline)
+        self._followed = self.following
+        if not self._followed and self._note is None:
+            self._note = "the stream ended"
+        if self._paused or not at_end or self._position >= self._length - 1:
+            return []
+        crossed = list(range(max(self._position + 1, self._length - FOLLOW_CATCH_UP), self._length))
+        self._position = self._length - 1
+        return crossed
+
     def status(self) -> ReplayStatus:
         """The current position and settings as a value."""
         span = self.span()
@@ -154,6 +208,7 @@ class ReplayPlayer:
             warnings=tuple(self._timeline.warnings),
             start=span.start,
             end=span.end,
+            following=self._followed,
         )
 
     def snapshot(self) -> Snapshot:
@@ -176,7 +231,16 @@ class ReplayPlayer:
         return min(seconds, MAX_GAP)
 
     def next_delay(self) -> float | None:
-        """Seconds until ``advance`` should be called; None while paused or at the end."""
+        """Seconds until ``advance`` should be called; None while paused or at the end.
+
+        A followed recording is looked at again even then: new documents are shown (at the
+        end) or counted (paused) as they arrive.
+        """
+        if self._followed:
+            if self._paused:
+                return FOLLOW_POLL_PAUSED
+            if self._position >= self._length - 1:
+                return FOLLOW_POLL
         if self._paused or self._position >= self._length - 1:
             return None
         return max(MIN_TICK, self.gap(self._position) / self.speed)
@@ -186,10 +250,12 @@ class ReplayPlayer:
 
         At 1x that is one document per recorded gap; when the recorded gaps are shorter
         than a tick allows, several documents are crossed so playback keeps its pace.
-        Reaching the end pauses.
+        Reaching the end pauses, unless the recording is followed: then the end waits for
+        the next document, and moves onto new ones as they come.
         """
-        if self._paused or self._position >= self._length - 1:
-            return []
+        caught_up = self._refresh()
+        if caught_up or self._paused or self._position >= self._length - 1:
+            return caught_up
         self._note = None
         budget = max(MIN_TICK * self.speed, self.gap(self._position))
         crossed: list[int] = []
@@ -198,13 +264,20 @@ class ReplayPlayer:
             covered += self.gap(self._position)
             self._position += 1
             crossed.append(self._position)
-        if self._position >= self._length - 1:
+        if self._position >= self._length - 1 and not self._followed:
             self._paused = True
             self._note = "end of recording"
         return crossed
 
     def toggle_pause(self) -> bool:
-        """Pause or resume; resuming at the end starts over. Returns True when it moved."""
+        """Pause or resume; resuming at the end starts over. Returns True when it moved.
+
+        Following, the end is not an end: resuming there waits for new documents.
+        """
+        if self._followed:
+            self._paused = not self._paused
+            self._note = None
+            return False
         if self._length <= 1:
             return False
         if self._position >= self._length - 1:
@@ -218,7 +291,7 @@ class ReplayPlayer:
 
     def set_paused(self, paused: bool) -> None:
         """Pause (True) or play (False) without moving."""
-        self._paused = paused or self._length <= 1
+        self._paused = paused or (self._length <= 1 and not self._followed)
 
     def step(self, delta: int) -> int:
         """Pause and move ``delta`` documents (clamped); returns the new position."""
@@ -226,13 +299,21 @@ class ReplayPlayer:
         return self.seek(target, pause=True)
 
     def seek(self, index: int, *, pause: bool | None = None) -> int:
-        """Go to document ``index`` (negative counts from the end, clamped to the recording)."""
+        """Go to document ``index`` (negative counts from the end, clamped to the recording).
+
+        Following, going to the last document (``End``) follows again from there, and going
+        anywhere else pauses, as stepping back does: a look back, not a replay at 1x.
+        """
+        if self._followed:
+            self._length = len(self._timeline)
         if index < 0:
             index += self._length
         self._position = max(0, min(index, self._length - 1))
         self._note = None
         if pause is not None:
-            self._paused = pause or self._length <= 1
+            self._paused = pause or (self._length <= 1 and not self._followed)
+        if self._followed and pause is None:
+            self._paused = self._position < self._length - 1
         return self._position
 
     def seek_time(self, moment: datetime) -> tuple[int, bool]:

@@ -15,6 +15,11 @@ per-minute captures holds thousands; a gzip being inflated holds two descriptors
 or a pipe such as ``/dev/stdin``, is inflated (copied) into an unnamed temporary file as the
 scan advances, so the first snapshot does not wait for the whole file and any earlier
 document can be read again.
+
+A recording opened to follow (``--follow``: ``nvidia-smi -q -x -l 1 > f`` still writing, or
+a pipe from ``ssh host nvidia-smi -q -x -l 1``) never waits inside a read: the scan takes
+what has arrived and stops at a partly written last document, which is no error; later
+scans pick up from there. Only ``wait_for`` waits, and only when asked to.
 """
 
 from __future__ import annotations
@@ -24,11 +29,13 @@ import gzip
 import itertools
 import os
 import re
+import select
 import stat
 import tempfile
+import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -49,6 +56,12 @@ _HAS_PREADV = hasattr(os, "preadv")
 _OPEN_FILES = 32
 _FIRST_TRIES = 16
 """Documents tried at open before a capture whose first ones are all unreadable is refused."""
+_GZIP_WBITS = 31
+"""zlib's window bits for a gzip member (header and trailer)."""
+_WAIT_SLICE = 0.25
+"""Seconds a followed file is left before it is looked at again (a pipe wakes at once)."""
+_TAKE_CHUNKS = 8
+"""Chunks a followed source copies per read at most, so one scan step stays short."""
 
 
 class _DocumentRef(NamedTuple):
@@ -58,6 +71,10 @@ class _DocumentRef(NamedTuple):
     start: int
     end: int
     timestamp: datetime | None
+
+
+_MORE_LATER = _DocumentRef(-1, -1, -1, None)
+"""Yielded by a followed file's scan where the data ends for now; compared by identity."""
 
 
 class _Stream(Protocol):
@@ -166,7 +183,143 @@ class _SpooledSource(_Source):
         self._spool.close()
 
 
-def _open_source(path: Path, warnings: list[str] | None) -> _Source:
+class _GrowingSource(_Source):
+    """A file or pipe still being written (``--follow``): what has arrived, never waiting.
+
+    A plain regular file is read in place: its size is where the writer is now. A pipe, or a
+    gzip, is copied (inflated) into an unnamed temporary file as its bytes arrive. A pipe is
+    read only when ``select`` says it holds data, so no read blocks the thread that scans
+    (the poller, which must stay free to answer keys); whether a pipe is gzip is known from
+    its first two bytes, once they have come (a file just created may still be empty).
+    """
+
+    def __init__(
+        self, name: str, handle: BinaryIO, *, pipe: bool, warnings: list[str] | None
+    ) -> None:
+        self._name = name
+        self._handle = handle
+        self._fd = handle.fileno()
+        self._pipe = pipe
+        self._warnings = warnings
+        self._gzip: bool | None = None  # known from the first two bytes
+        self._inflate: zlib._Decompress | None = None
+        self._head = b""  # a pipe's first byte, while its second has not come
+        self._spool: BinaryIO | None = None
+        self._raw_at = 0  # bytes of a regular gzip file inflated so far
+        self._midway = False  # inside a gzip member whose end has not come
+        self.ended = False
+        """The writer closed the pipe (a regular file never ends: it may grow again)."""
+        if pipe:
+            self._spooled()
+
+    def _spooled(self) -> BinaryIO:
+        if self._spool is None:
+            # Unbuffered: written with os.write and read back with os.pread.
+            self._spool = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 - closed in close()
+        return self._spool
+
+    def _known(self) -> bool:
+        """Whether it is gzip is known; a regular file is looked at for its first bytes."""
+        if self._gzip is None and not self._pipe:
+            head = os.pread(self._fd, 2, 0)
+            if len(head) == 2:
+                self._gzip = head == _GZIP_MAGIC
+                if self._gzip:
+                    self._inflate = zlib.decompressobj(_GZIP_WBITS)
+                    self._spooled()
+        return self._gzip is not None or self._pipe
+
+    def read(self, offset: int, size: int) -> bytes:
+        buffer = bytearray(size)
+        with memoryview(buffer) as view:
+            count = self.read_into(offset, view)
+        return bytes(buffer[:count])
+
+    def read_into(self, offset: int, view: memoryview) -> int:
+        if not self._known():
+            return 0
+        if self._spool is None:
+            return _pread_into(self._fd, view, offset)
+        self._take()
+        return _pread_into(self._spool.fileno(), view, offset)
+
+    def wait(self, timeout: float) -> None:
+        """Return when a pipe has data (or ends), or after ``timeout`` seconds."""
+        if self._pipe and not self.ended:
+            select.select([self._fd], [], [], timeout)
+        else:
+            time.sleep(timeout)
+
+    def _take(self) -> None:
+        """Copy into the spool what has arrived, a few chunks at most."""
+        spool = self._spooled()
+        for _ in range(_TAKE_CHUNKS):
+            if self.ended:
+                return
+            raw = self._raw()
+            if raw is None:
+                return
+            data = self._decoded(raw)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(spool.fileno(), view) :]
+
+    def _raw(self) -> bytes | None:
+        """The next bytes of the file or pipe; None when none have come yet."""
+        if not self._pipe:
+            data = os.pread(self._fd, _CHUNK, self._raw_at)
+            self._raw_at += len(data)
+            return data or None
+        if not select.select([self._fd], [], [], 0)[0]:
+            return None
+        try:
+            # read1 with a size above the buffer's: one read of the pipe, straight through.
+            data = self._handle.read1(_CHUNK)  # type: ignore[attr-defined]
+        except OSError as error:
+            self._end(f"cannot read: {error.strerror or error}")
+            return b""
+        if not data:
+            self._end(None)
+        return bytes(data)
+
+    def _decoded(self, raw: bytes) -> bytes:
+        if self._gzip is None:
+            self._head += raw
+            if len(self._head) < 2 and not self.ended:
+                return b""
+            raw, self._head = self._head, b""
+            self._gzip = raw[:2] == _GZIP_MAGIC
+            self._inflate = zlib.decompressobj(_GZIP_WBITS) if self._gzip else None
+        if self._inflate is None:
+            return raw
+        out: list[bytes] = []
+        try:
+            while raw:
+                out.append(self._inflate.decompress(raw))
+                self._midway = not self._inflate.eof
+                if not self._inflate.eof:
+                    break
+                # `gzip -c a b` and a restarted writer append members: each is inflated anew.
+                raw = self._inflate.unused_data
+                self._inflate = zlib.decompressobj(_GZIP_WBITS)
+        except zlib.error:
+            self._end("compressed data is damaged; reading what came before")
+        return b"".join(out)
+
+    def _end(self, problem: str | None) -> None:
+        self.ended = True
+        if problem is None and self._midway:
+            problem = "compressed stream is cut off; reading what was complete"
+        if problem is not None and self._warnings is not None:
+            self._warnings.append(f"{self._name}: {problem}")
+
+    def close(self) -> None:
+        self._handle.close()
+        if self._spool is not None:
+            self._spool.close()
+
+
+def _open_source(path: Path, warnings: list[str] | None, *, follow: bool = False) -> _Source:
     """Open one file of a recording; ``warnings`` None on a re-open, to warn only once.
 
     Raises:
@@ -179,6 +332,9 @@ def _open_source(path: Path, warnings: list[str] | None) -> _Source:
     except OSError as error:
         raise BadCapture(f"{path}: cannot open: {error.strerror or error}") from None
     try:
+        if follow:
+            pipe = not stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+            return _GrowingSource(str(path), handle, pipe=pipe, warnings=warnings)
         stream: _Stream
         if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             if os.pread(handle.fileno(), 2, 0) != _GZIP_MAGIC:
@@ -218,11 +374,14 @@ class _OpenFiles:
 class _Part:
     """One file of the recording, scanned lazily for document boundaries."""
 
-    def __init__(self, path: Path, warnings: list[str], open_files: _OpenFiles) -> None:
+    def __init__(
+        self, path: Path, warnings: list[str], open_files: _OpenFiles, *, follow: bool = False
+    ) -> None:
         self.path = path
         self.name = str(path)
         self._warnings = warnings
         self._open_files = open_files
+        self._follow = follow
         self._source: _Source | None = None
         self._opened = False
         self.failure: str | None = None
@@ -230,13 +389,22 @@ class _Part:
 
     def _data(self) -> _Source:
         if self._source is None:
-            self._source = _open_source(self.path, None if self._opened else self._warnings)
+            self._source = _open_source(
+                self.path, None if self._opened else self._warnings, follow=self._follow
+            )
             self._opened = True
         self._open_files.touch(self)
         return self._source
 
     def read(self, start: int, end: int) -> bytes:
         return self._data().read(start, end - start)
+
+    def wait(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for a followed file or pipe to grow."""
+        if isinstance(self._source, _GrowingSource):
+            self._source.wait(timeout)
+        else:
+            time.sleep(timeout)
 
     def release(self) -> None:
         """Close the file; it is opened again when next read."""
@@ -253,6 +421,8 @@ class _Part:
 
         The chunks are read in place into one buffer (no copy per chunk); only the part of
         a document that straddles two chunks is moved to the front before the next read.
+        A followed file yields ``_MORE_LATER`` where its data ends for now (a partly written
+        document stays in the buffer), and goes on from there when next asked.
         """
         try:
             source = self._data()
@@ -297,6 +467,9 @@ class _Part:
             finally:
                 view.release()
             if not count:
+                if isinstance(source, _GrowingSource) and not source.ended:
+                    yield _MORE_LATER
+                    continue
                 if isinstance(source, _SpooledSource) and source.failure is not None:
                     self.failure = source.failure
                 self._note_tail(bytes(buffer[cursor:valid]))
@@ -331,9 +504,11 @@ class _Part:
         if _NON_SPACE.search(tail) is None:
             return
         if _ROOT_TAG in tail or b"<?xml" in tail:
+            # A file still being written looks just like this: say how to read it whole.
+            hint = "" if self._follow else " (if it is still being written, add --follow)"
             self._warnings.append(
                 f"{self.name}: ignored an incomplete last document ({len(tail)} bytes): "
-                "the recording was cut off"
+                f"the recording was cut off{hint}"
             )
         else:
             self._warnings.append(
@@ -345,9 +520,12 @@ class _Part:
 class Recording:
     """The documents of a capture, in order, with random access by index or time."""
 
-    def __init__(self, path: Path, parts: list[_Part], warnings: list[str]) -> None:
+    def __init__(
+        self, path: Path, parts: list[_Part], warnings: list[str], *, follow: bool = False
+    ) -> None:
         self.path = path
         self.warnings = warnings
+        self._follow = follow
         self._parts = parts
         self._index: list[_DocumentRef] = []
         self._scanners = (part.scan(number) for number, part in enumerate(parts))
@@ -356,35 +534,95 @@ class Recording:
         self._cache: OrderedDict[int, Snapshot] = OrderedDict()
 
     @classmethod
-    def open(cls, path: Path | str) -> Recording:
+    def open(
+        cls,
+        path: Path | str,
+        *,
+        follow: bool = False,
+        waiting: Callable[[], None] | None = None,
+    ) -> Recording:
         """Open a capture file, a .gz of one, or a directory of them.
 
+        Args:
+            path: the capture.
+            follow: the file (or pipe) is still being written: documents appended later
+                are read as they arrive, and a partly written last one is no error. The
+                first document is waited for.
+            waiting: called once if the first document of a followed file has not come
+                within a second (to tell the user what is being waited for).
+
         Raises:
-            BadCapture: the path is missing, unreadable, empty or holds no nvidia-smi document.
+            BadCapture: the path is missing, unreadable, empty or holds no nvidia-smi
+                document (a followed file: once its writer has closed it), or ``follow``
+                names a directory.
         """
         path = Path(path)
         warnings: list[str] = []
         open_files = _OpenFiles(_OPEN_FILES)
-        parts = [_Part(file, warnings, open_files) for file in _files(path)]
-        recording = cls(path, parts, warnings)
+        files = _files(path)
+        if follow and path.is_dir():
+            raise BadCapture(f"{path}: a directory cannot be followed; name the file being written")
+        parts = [_Part(file, warnings, open_files, follow=follow) for file in files]
+        recording = cls(path, parts, warnings, follow=follow)
         try:
-            recording._check_first()
+            recording._check_first(waiting)
         except BadCapture:
             recording.close()
             raise
         return recording
 
-    def _check_first(self) -> None:
+    @property
+    def following(self) -> bool:
+        """True while documents may still be appended (followed, and the writer is not gone)."""
+        return self._follow and not self._complete
+
+    def wait_for(self, index: int, timeout: float | None = None) -> bool:
+        """Scan until document ``index`` exists, waiting for a followed file to grow.
+
+        Returns False when the recording ends first, or ``timeout`` seconds pass.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._scan_until(index):
+            if not self.following:
+                return False
+            pause = _WAIT_SLICE
+            if deadline is not None:
+                pause = min(pause, deadline - time.monotonic())
+                if pause <= 0:
+                    return False
+            self._parts[-1].wait(pause)
+        return True
+
+    def _wait_for_first(self, waiting: Callable[[], None] | None) -> None:
+        """Wait for a followed file's first document, unless what came is no capture at all.
+
+        Raises:
+            BadCapture: the first bytes are not XML, or an HTML page: no document will come.
+        """
+        started = time.monotonic()
+        said = waiting is None
+        while not self.wait_for(0, timeout=_WAIT_SLICE) and self.following:
+            why = _diagnose(self._parts[0], self.warnings)
+            if why.startswith(("not XML", "an HTML page")):
+                raise BadCapture(f"{self.path}: {why}")
+            if not said and time.monotonic() - started >= 1.0:
+                said = True
+                assert waiting is not None
+                waiting()
+
+    def _check_first(self, waiting: Callable[[], None] | None = None) -> None:
         """Refuse a capture none of whose first documents is readable.
 
         A log cut from the front (``tail -c``) starts with the end of a document: that one
         is skipped like any malformed document, as long as one of the next ones reads.
         """
+        if self._follow:
+            self._wait_for_first(waiting)
         if not self._scan_until(0):
             raise BadCapture(f"{self.path}: {_diagnose(self._parts[0], self.warnings)}")
         first_error: BadCapture | None = None
         index = 0
-        while index < _FIRST_TRIES and self._scan_until(index):
+        while index < _FIRST_TRIES and self.wait_for(index):
             try:
                 self.snapshot(index)
             except BadCapture as error:
@@ -405,6 +643,8 @@ class Recording:
             ref = next(self._current, None)
             if ref is None:
                 self._current = None
+            elif ref is _MORE_LATER:
+                break  # a followed file: this is all there is for now
             else:
                 self._index.append(ref)
         return len(self._index) > index

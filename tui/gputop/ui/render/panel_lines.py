@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from gputop.history import Metric, Series
-from gputop.insight.diagnosis import Finding, Severity
+from gputop.insight.diagnosis import Finding, FindingKind, Severity
 from gputop.model import GpuSample
 from gputop.model.units import NA
 from gputop.ui.render.gauges import (
@@ -65,10 +65,15 @@ _SEVERITY_ROLE = {Severity.INFO: "value", Severity.WARNING: "warn", Severity.CRI
 
 
 def worst_finding(findings: Sequence[Finding]) -> Part | None:
-    """The first (worst) finding as a styled part, or None when there is none."""
-    if not findings:
+    """The first (worst) finding as a styled part, or None when there is none.
+
+    "no trend yet" is about the history, not the GPU: the history screen says it, a panel
+    (one line for what matters most) does not.
+    """
+    shown = [finding for finding in findings if finding.kind is not FindingKind.NO_TREND]
+    if not shown:
         return None
-    worst = findings[0]
+    worst = shown[0]
     return (worst.text, _SEVERITY_ROLE[worst.severity])
 
 

@@ -4,10 +4,11 @@ Charts of utilization, memory, power, temperature and clocks over a selectable w
 (keys 1: 1 min, 2: 10 min, 3: 1 h, 4: all), min/avg/max of each, marks (x) where throttling
 was active, and the findings of :func:`gputop.insight.diagnosis.diagnose`. Esc closes.
 
-The screen copies what it needs out of the snapshots into a bounded
-:class:`~gputop.insight.gpu_history.GpuHistory` (older samples averaged as it fills) and keeps
-only the last few minutes of snapshots for the diagnosis; each chart thins its window to two
-points per column when it draws.
+The numbers come from the poller's history store, read through the
+:class:`~gputop.history.HistoryReader` a tick carries (a copy taken under the store's lock):
+every tick of the last hour, minute buckets beyond it. The title says what the window holds
+(``10m00s · 601 samples``). Only the last few minutes of snapshots are kept here, for the
+diagnosis; each chart thins its window to two points per column when it draws.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
+from gputop.history import EMPTY_WINDOW, HistoryReader, HistoryWindow, Metric
 from gputop.insight.diagnosis import (
     DEFAULT_THRESHOLDS,
     DiagnosisThresholds,
@@ -34,7 +36,6 @@ from gputop.insight.diagnosis import (
     Severity,
     diagnose,
 )
-from gputop.insight.gpu_history import DEFAULT_CAPACITY, GpuHistory, HistoryWindow, stats
 from gputop.insight.series import downsample, downsample_flags, time_ticks
 from gputop.insight.textfmt import fmt_duration, seconds_between
 from gputop.model import Snapshot
@@ -86,6 +87,10 @@ def _fmt_value(value: float, digits: int) -> str:
     return f"{value:.{digits}f}"
 
 
+GIB = 1024**3
+"""Memory is stored in bytes and shown in GiB."""
+
+
 Rgb = tuple[int, int, int]
 
 BLUE: Rgb = (95, 175, 255)
@@ -100,7 +105,11 @@ def _hex(color: Rgb) -> str:
     return "#{:02x}{:02x}{:02x}".format(*color)
 
 
-def chart_title(title: str, lines: Sequence[tuple[str, str, Rgb]], throttled: bool) -> Content:
+Line = tuple[Metric, str, Rgb]
+"""A chart line: the metric, its label in the key, its colour."""
+
+
+def chart_title(title: str, lines: Sequence[Line], throttled: bool) -> Content:
     """``title`` then a coloured key for each line (and the throttle mark when shown).
 
     The key lives in the border rather than in a plotext legend, which would be drawn over
@@ -125,39 +134,43 @@ class HistoryChart(PlotextPlot):
     def __init__(
         self,
         title: str,
-        lines: Sequence[tuple[str, str, Rgb]],
+        lines: Sequence[Line],
         *,
         digits: int = 0,
+        scale: float = 1.0,
         ylim: tuple[float, float] | None = None,
         marks: bool = True,
         id: str | None = None,
     ) -> None:
-        """A chart titled ``title`` of ``lines``: (channel, label, colour) triples.
+        """A chart titled ``title`` of ``lines``, values multiplied by ``scale``.
 
         The y axis runs from 0 to ``ylim``'s top when given, else to the highest value shown.
         """
         super().__init__(id=id)
         self.lines = tuple(lines)
         self.digits = digits
+        self.scale = scale
         self.ylim = ylim
         self.marks = marks
         self.chart_title = title
         self.border_title = chart_title(title, self.lines, False)
-        self._window = HistoryWindow((), {}, ())
+        self._window = EMPTY_WINDOW
+        self._throttled: list[bool] = []
 
     def show(self, window: HistoryWindow) -> None:
-        """Draw ``window``; its first channel's min/avg/max go into the subtitle."""
+        """Draw ``window``; its first line's min/avg/max go into the subtitle."""
         self._window = window
-        throttled = self.marks and any(window.throttled)
-        self.border_title = chart_title(self.chart_title, self.lines, throttled)
-        primary = stats(window.channels.get(self.lines[0][0], ()))
+        self._throttled = window.flags(Metric.THROTTLED) if self.marks else []
+        self.border_title = chart_title(self.chart_title, self.lines, any(self._throttled))
+        primary = window.stats(self.lines[0][0])
         if primary is None:
             self.border_subtitle = "n/a"
         else:
+            scale, digits = self.scale, self.digits
             self.border_subtitle = (
-                f"min {_fmt_value(primary.minimum, self.digits)} "
-                f"avg {_fmt_value(primary.mean, self.digits)} "
-                f"max {_fmt_value(primary.maximum, self.digits)}"
+                f"min {_fmt_value(primary.minimum * scale, digits)} "
+                f"avg {_fmt_value(primary.mean * scale, digits)} "
+                f"max {_fmt_value(primary.maximum * scale, digits)}"
             )
         self.refresh()
 
@@ -169,10 +182,12 @@ class HistoryChart(PlotextPlot):
         points = max(2, self.size.width * 2)
         top = 0.0
         drawn = False
-        for channel, _, color in self.lines:
-            xs, ys = downsample(window.times, window.channels.get(channel, ()), points)
+        for metric, _, color in self.lines:
+            xs, ys = downsample(window.times, window.series(metric), points)
             if not xs:
                 continue
+            if self.scale != 1.0:
+                ys = [y * self.scale for y in ys]
             plt.plot(xs, ys, marker="braille", color=color)
             drawn = True
             top = max(top, max(ys))
@@ -183,8 +198,8 @@ class HistoryChart(PlotextPlot):
             bottom, top = 0.0, top or 1.0
         if not drawn:
             plt.title("not reported" if window.times else "no data")
-        elif self.marks:
-            marks = downsample_flags(window.times, window.throttled, points)
+        elif self._throttled:
+            marks = downsample_flags(window.times, self._throttled, points)
             if marks:
                 # On the bottom row: a throttled GPU's lines are high, not at 0.
                 plt.scatter(marks, [bottom] * len(marks), marker="x", color=RED)
@@ -220,29 +235,32 @@ class HistoryScreen(Screen[None]):
     def __init__(
         self,
         gpu_index: int,
-        snapshots: Iterable[Snapshot],
+        key: str,
+        history: HistoryReader,
+        snapshots: Iterable[Snapshot] = (),
         *,
         now: datetime | None = None,
         thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS,
-        capacity: int = DEFAULT_CAPACITY,
     ) -> None:
-        """Show GPU ``gpu_index`` over ``snapshots`` (oldest first).
+        """Show GPU ``gpu_index``, filed under ``key`` in ``history``.
 
         Args:
             gpu_index: the GPU's NVML index.
-            snapshots: its history (a list, a deque, a generator): read once, copied into
-                bounded series, not kept.
+            key: its history key (``gputop.history.gpu_key``).
+            history: the poller's history, read again at each new snapshot.
+            snapshots: the recent snapshots (a tick's window), oldest first, for the
+                diagnosis; read once, not kept beyond its few minutes.
             now: the current time for the "stale" rule; None (replay) skips it.
             thresholds: the diagnosis's numbers.
-            capacity: points kept per series before older ones are averaged.
         """
         super().__init__()
         self.gpu_index = gpu_index
+        self.key = key
         self.thresholds = thresholds
-        self._history = GpuHistory(gpu_index, capacity)
+        self._history = history
+        self._name: str | None = None
         self._recent: deque[Snapshot] = deque(maxlen=DIAGNOSIS_KEEP_MAX)
         for snapshot in snapshots:
-            self._history.append(snapshot)
             self._keep(snapshot)
         self._now = now
         self.findings: tuple[Finding, ...] = diagnose(
@@ -256,30 +274,31 @@ class HistoryScreen(Screen[None]):
         with Grid(id="history-charts"):
             yield HistoryChart(
                 "Utilization %",
-                [("utilization_gpu", "GPU", BLUE), ("utilization_memory", "memory", GREEN)],
+                [(Metric.GPU_UTIL, "GPU", BLUE), (Metric.MEM_UTIL, "memory", GREEN)],
                 ylim=(0.0, 100.0),
                 id="chart-utilization",
             )
             yield HistoryChart(
                 "Memory GiB",
-                [("memory_used_gib", "used", BLUE), ("memory_total_gib", "total", GREY)],
+                [(Metric.MEM_USED, "used", BLUE), (Metric.MEM_TOTAL, "total", GREY)],
                 digits=1,
+                scale=1 / GIB,
                 marks=False,
                 id="chart-memory",
             )
             yield HistoryChart(
                 "Power W",
-                [("power_draw_w", "draw", BLUE), ("power_limit_w", "limit", GREY)],
+                [(Metric.POWER, "draw", BLUE), (Metric.POWER_LIMIT, "limit", GREY)],
                 id="chart-power",
             )
             yield HistoryChart(
-                "Temperature C", [("temperature_c", "GPU", ORANGE)], id="chart-temperature"
+                "Temperature C", [(Metric.TEMP, "GPU", ORANGE)], id="chart-temperature"
             )
             yield HistoryChart(
                 # The memory clock is steady and an order of magnitude higher: it would flatten
                 # the SM clock, which is the one throttling moves; it stays in the table.
                 "SM clock MHz",
-                [("sm_clock_mhz", "SM", PURPLE)],
+                [(Metric.SM_CLOCK, "SM", PURPLE)],
                 id="chart-clocks",
             )
             stats_box = Static(id="history-stats")
@@ -302,8 +321,7 @@ class HistoryScreen(Screen[None]):
             self.window_key = key
 
     def append(self, snapshot: Snapshot, now: datetime | None = None) -> None:
-        """Add a new snapshot (live use): charts and findings follow."""
-        self._history.append(snapshot)
+        """A new snapshot arrived (live use): findings follow, the charts are read again."""
         self._keep(snapshot)
         self._now = now
         self.findings = diagnose(self._recent, self.gpu_index, now=now, thresholds=self.thresholds)
@@ -311,6 +329,9 @@ class HistoryScreen(Screen[None]):
             self._update()
 
     def _keep(self, snapshot: Snapshot) -> None:
+        gpu = snapshot.gpu(self.gpu_index)
+        if gpu is not None and gpu.name:
+            self._name = gpu.name
         recent = self._recent
         recent.append(snapshot)
         newest = snapshot.timestamp
@@ -320,19 +341,21 @@ class HistoryScreen(Screen[None]):
                 break
             recent.popleft()
 
+    def window(self) -> HistoryWindow:
+        """What the chosen window holds now."""
+        seconds, _ = WINDOWS[self.window_key]
+        return self._history.window(self.key, seconds)
+
     def _update(self) -> None:
-        seconds, label = WINDOWS[self.window_key]
-        window = self._history.window(seconds)
-        span = window.times[-1] - window.times[0] if window.times else 0.0
-        name = self._history.name or "unknown GPU"
+        _, label = WINDOWS[self.window_key]
+        window = self.window()
+        name = self._name or "unknown GPU"
         self.query_one("#history-title", Static).update(
-            f"GPU {self.gpu_index} · {name} · window {label}: {len(window)} points over "
-            f"{fmt_duration(span)}"
+            f"GPU {self.gpu_index} · {name} · window {label}: {fmt_duration(window.span)} · "
+            f"{window.samples:,} samples"
         )
         findings = (
-            findings_content(self.findings)
-            if len(self._history)
-            else Content("no data for this GPU yet")
+            findings_content(self.findings) if len(window) else Content("no data for this GPU yet")
         )
         self.query_one("#history-findings", Static).update(findings)
         for chart in self.query(HistoryChart):
@@ -341,13 +364,13 @@ class HistoryScreen(Screen[None]):
 
 
 _STAT_ROWS = (
-    ("GPU util %", "utilization_gpu", 0),
-    ("mem util %", "utilization_memory", 0),
-    ("memory GiB", "memory_used_gib", 1),
-    ("power W", "power_draw_w", 0),
-    ("temp C", "temperature_c", 0),
-    ("SM MHz", "sm_clock_mhz", 0),
-    ("mem MHz", "mem_clock_mhz", 0),
+    ("GPU util %", Metric.GPU_UTIL, 0, 1.0),
+    ("mem util %", Metric.MEM_UTIL, 0, 1.0),
+    ("memory GiB", Metric.MEM_USED, 1, 1 / GIB),
+    ("power W", Metric.POWER, 0, 1.0),
+    ("temp C", Metric.TEMP, 0, 1.0),
+    ("SM MHz", Metric.SM_CLOCK, 0, 1.0),
+    ("mem MHz", Metric.MEM_CLOCK, 0, 1.0),
 )
 
 
@@ -357,18 +380,18 @@ def _stats_table(window: HistoryWindow) -> Table:
     for _ in range(3):
         table.add_column(justify="right", no_wrap=True)
     table.add_row("", "min", "avg", "max", style="bold")
-    for label, channel, digits in _STAT_ROWS:
-        found = stats(window.channels.get(channel, ()))
+    for label, metric, digits, scale in _STAT_ROWS:
+        found = window.stats(metric)
         if found is None:
             table.add_row(label, "n/a", "n/a", "n/a")
         else:
             table.add_row(
                 label,
-                _fmt_value(found.minimum, digits),
-                _fmt_value(found.mean, digits),
-                _fmt_value(found.maximum, digits),
+                _fmt_value(found.minimum * scale, digits),
+                _fmt_value(found.mean * scale, digits),
+                _fmt_value(found.maximum * scale, digits),
             )
-    throttled = sum(window.throttled)
-    share = f"{100 * throttled / len(window):.0f}%" if len(window) else "n/a"
+    throttled = window.stats(Metric.THROTTLED)
+    share = f"{100 * throttled.mean:.0f}%" if throttled is not None else "n/a"
     table.add_row("throttled", "", "", share)
     return table

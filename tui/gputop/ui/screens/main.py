@@ -358,7 +358,7 @@ class MainScreen(Screen[None]):
         self.app.push_screen(GotoDialog(tick.replay), answered)
 
     def on_gpu_panel_history_requested(self, message: GpuPanel.HistoryRequested) -> None:
-        """Enter on a panel: that GPU's history over the recent window."""
+        """Enter on a panel: that GPU's history, as the poller's store holds it."""
         tick = self.tick
         if tick is None:
             return
@@ -366,7 +366,8 @@ class MainScreen(Screen[None]):
         from gputop.ui.screens.history import HistoryScreen
 
         now = self._now() if tick.live else None
-        self.app.push_screen(HistoryScreen(message.gpu_index, tick.window, now=now))
+        screen = HistoryScreen(message.gpu_index, message.key, tick.archive, tick.window, now=now)
+        self.app.push_screen(screen)
 
     def _now(self) -> datetime:
         now = getattr(self.app, "now", None)

@@ -53,10 +53,11 @@ class GpuPanel(Widget, can_focus=True):
     class HistoryRequested(Message):
         """The user asked for the history screen of a GPU."""
 
-        def __init__(self, gpu_index: int) -> None:
-            """Ask for the history of GPU ``gpu_index``."""
+        def __init__(self, gpu_index: int, key: str) -> None:
+            """Ask for the history of GPU ``gpu_index``, filed under history ``key``."""
             super().__init__()
             self.gpu_index = gpu_index
+            self.key = key
 
     def __init__(self, key: str, styled_by: Widget, *, id: str | None = None) -> None:
         """A panel for the GPU filed under history ``key``; empty until ``show``.
@@ -187,4 +188,4 @@ class GpuPanel(Widget, can_focus=True):
     def action_open_history(self) -> None:
         """Ask the screen for this GPU's history."""
         if self._state is not None:
-            self.post_message(self.HistoryRequested(self._state.gpu.index))
+            self.post_message(self.HistoryRequested(self._state.gpu.index, self.key))

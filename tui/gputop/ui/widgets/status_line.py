@@ -195,7 +195,9 @@ def replay_state(status: ReplayStatus) -> Segment:
     """The state word of the replay bar."""
     if status.still:
         return ("■ still", "accent")
-    if status.at_end:
+    if status.following and status.at_end and not status.paused:
+        return ("● following", "accent")
+    if status.at_end and not status.following:
         return ("■ end", "warn")
     if status.paused:
         return ("‖ paused", "warn")
