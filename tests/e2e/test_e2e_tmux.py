@@ -42,8 +42,10 @@ class Terminal:
         env: dict[str, str] | None = None,
         *,
         stdin_from: list[str] | None = None,
+        redirect: str = "",
     ) -> None:
-        """Run gputop with ``args``; ``stdin_from`` is a command whose output is piped in."""
+        """Run gputop with ``args``; ``stdin_from`` is a command whose output is piped in,
+        ``redirect`` shell redirections after gputop (``> out.txt``)."""
         self.socket = f"gputop-e2e-{uuid.uuid4().hex[:8]}"
         self.rc_file = tmp / f"{self.socket}.rc"
         environment = {"TERM": "xterm-256color", "COLORTERM": "truecolor", **(env or {})}
@@ -54,8 +56,8 @@ class Terminal:
         if stdin_from is not None:
             command = " ".join(shlex.quote(a) for a in stdin_from) + " | " + command
         script = (
-            f"cd {shlex.quote(str(REPO))} && export {exports} && unset COLUMNS LINES && "
-            f"{command}; echo $? > {self.rc_file}"
+            f"cd {shlex.quote(str(REPO))} && unset COLUMNS LINES && export {exports} && "
+            f"{command} {redirect}; echo $? > {self.rc_file}"
         )
         self._tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40", script)
 
@@ -119,8 +121,10 @@ def terminal(tmp_path: Path) -> Iterator[list[Terminal]]:
         term.close()
 
 
-def start(opened: list[Terminal], tmp: Path, args: list[str], **env: str) -> Terminal:
-    term = Terminal(tmp, args, env)
+def start(
+    opened: list[Terminal], tmp: Path, args: list[str], redirect: str = "", **env: str
+) -> Terminal:
+    term = Terminal(tmp, args, env, redirect=redirect)
     opened.append(term)
     return term
 
@@ -288,6 +292,131 @@ def test_a_still_replay_sleeps_and_keys_still_arrive(
     assert "gputop keys" not in term.screen()
     term.press("q")
     assert term.exit_code() == 0
+
+
+def test_with_stdout_in_a_file_the_summary_is_written_and_gputop_exits(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    """`gputop > f` wrote escape codes into f and waited for ever; now it prints --once.
+    (`gputop | cat` also drew a TUI sized 80x24, from the pipe, into the 120-column terminal
+    and never cleared what its first frame drew right of column 80.)"""
+    out = tmp_path / "out.txt"
+    args = ["--replay", str(CAPTURES / "rtx3090x4-procs-v12.xml")]
+    term = start(terminal, tmp_path, args, f"> {out}")
+    assert term.exit_code() == 0
+    text = out.read_text()
+    assert "\x1b" not in text
+    assert text.splitlines()[1].startswith("GPU  Name") and text.count("RTX 3090") == 4
+
+
+@pytest.mark.parametrize("redirect", ["< /dev/null", "2> stderr.txt"], ids=["stdin", "stderr"])
+def test_with_stdin_or_stderr_redirected_the_tui_still_runs_on_the_terminal(
+    terminal: list[Terminal], tmp_path: Path, redirect: str
+) -> None:
+    """Keys come from /dev/tty when stdin is not the terminal (at end of file the input
+    thread spun and `q` never arrived); drawing goes to stdout when stderr is a file."""
+    redirect = redirect.replace("stderr.txt", str(tmp_path / "stderr.txt"))
+    args = ["--replay", str(CAPTURES / "rtx3090x4-procs-v12.xml")]
+    term = start(terminal, tmp_path, args, redirect)
+    term.wait_for("RTX 3090", "replay", "still")
+    term.press("q")
+    assert term.exit_code() == 0
+    if "stderr" in redirect:
+        assert "\x1b" not in (tmp_path / "stderr.txt").read_text()
+
+
+def test_the_tui_takes_the_size_of_its_terminal_not_a_stale_columns(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    args = ["--replay", str(CAPTURES / "rtx3090x4-procs-v12.xml")]
+    term = start(terminal, tmp_path, args, COLUMNS="80", LINES="24")
+    screen = term.wait_for("RTX 3090", "still")
+    header = screen.splitlines()[0]
+    assert header.rstrip().endswith("replay · rtx3090x4-procs-v12.xml")
+    assert len(header.rstrip()) == 119, header  # the right half ends at the 120th column
+    term.press("q")
+    assert term.exit_code() == 0
+
+
+def test_a_slow_driver_start_shows_the_frame_at_once_and_q_quits(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    """nvmlInit taking 30 s left the terminal blank and `q` took 26 s to act."""
+    env = {
+        "PYTHONPATH": str(REPO / "tests" / "fakes"),
+        "GPUTOP_FAKE_NVML": str(CAPTURES / "rtx3090x4-procs-v12.xml"),
+        "GPUTOP_FAKE_NVML_LATENCY": "0,nvmlInitWithFlags=30",
+    }
+    term = start(terminal, tmp_path, [], **env)
+    waited = r"waiting for the NVIDIA driver \((\d+) s\)"
+    first = re.search(waited, term.wait_for("waiting for the NVIDIA driver (", "live · every 1s"))
+    time.sleep(2.0)
+    later = re.search(waited, term.screen())
+    assert first is not None and later is not None
+    assert int(later[1]) >= int(first[1]) + 1  # it counts
+    pressed = time.monotonic()
+    term.press("q")
+    assert term.exit_code() == 0
+    assert time.monotonic() - pressed < 1.0
+
+
+def test_a_slow_driver_then_a_gpu_that_is_not_there_ends_with_one_line(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    env = {
+        "PYTHONPATH": str(REPO / "tests" / "fakes"),
+        "GPUTOP_FAKE_NVML": str(CAPTURES / "rtx3090x4-procs-v12.xml"),
+        "GPUTOP_FAKE_NVML_LATENCY": "0,nvmlInitWithFlags=3",
+    }
+    err = tmp_path / "err.txt"
+    term = start(terminal, tmp_path, ["--gpu", "9"], f"2> {err}", **env)
+    term.wait_for("waiting for the NVIDIA driver (")
+    assert term.exit_code() == 2
+    assert err.read_text().startswith("gputop: --gpu 9: nothing matches '9'")
+    assert err.read_text().count("\n") == 1
+
+
+def test_a_log_on_a_full_disk_stops_alone_stays_in_the_header_and_exits_1(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    """With --record and --log together the CSV stopped after its header without a word
+    on screen (a 5 s toast at most), and quitting exited 0."""
+    env = {
+        "PYTHONPATH": str(REPO / "tests" / "fakes"),
+        "GPUTOP_FAKE_NVML": str(CAPTURES / "rtx3090x4-procs-v12.xml"),
+    }
+    record, err = tmp_path / "box.xml", tmp_path / "err.txt"
+    args = ["--interval", "0.25", "--record", str(record), "--log", "/dev/full"]
+    term = start(terminal, tmp_path, args, f"2> {err}", **env)
+    term.wait_for("● rec box.xml", "⚠ log full stopped", "No space left on device")
+    time.sleep(6.0)  # past any toast: the header still says it
+    term.wait_for("● rec box.xml", "⚠ log full stopped")
+    term.press("q")
+    assert term.exit_code() == 1
+    assert err.read_text() == "gputop: --log /dev/full: write failed: No space left on device\n"
+    assert record.read_text().count("<?xml") >= 10  # the recording went on
+
+
+def test_a_slow_driver_then_a_record_file_of_another_machine_ends_with_one_line(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    """Whether --record continues a recording of this machine is known only once the
+    driver is up: then the TUI ends with the same line a fast start gives, nothing written."""
+    env = {
+        "PYTHONPATH": str(REPO / "tests" / "fakes"),
+        "GPUTOP_FAKE_NVML": str(CAPTURES / "rtx3090x4-procs-v12.xml"),
+        "GPUTOP_FAKE_NVML_LATENCY": "0,nvmlInitWithFlags=3",
+    }
+    other, err = tmp_path / "t4.xml", tmp_path / "err.txt"
+    other.write_bytes((CAPTURES / "tesla-t4-v11.xml").read_bytes())
+    term = start(terminal, tmp_path, ["--record", str(other)], f"2> {err}", **env)
+    term.wait_for("waiting for the NVIDIA driver (", "● rec t4.xml")
+    assert term.exit_code() == 2
+    assert err.read_text().startswith(
+        f"gputop: --record {other}: records other GPUs (GPU-D37E67A5…)"
+    )
+    assert err.read_text().count("\n") == 1
+    assert other.read_bytes() == (CAPTURES / "tesla-t4-v11.xml").read_bytes()
 
 
 def replay_position(screen: str) -> tuple[int, int]:

@@ -496,7 +496,7 @@ def test_e2e_ctrl_c_during_a_slow_driver_start_ends_at_once_with_130() -> None:
     import signal
     import time
 
-    # nvmlInit takes 30 s; the TUI would start after it (no terminal is needed before).
+    # nvmlInit takes 30 s; stdout is a pipe, so this is the --once summary waiting for it.
     command, environ = gputop_command(GPUTOP_FAKE_NVML_LATENCY="nvmlInitWithFlags=30")
     process = subprocess.Popen(
         command, env=environ, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

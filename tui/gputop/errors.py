@@ -35,3 +35,23 @@ class NoPermission(GputopError):
     """The user may not use NVML or read the requested file."""
 
     exit_code = 1
+
+
+class Waiting(GputopError):
+    """A live source that is not ready yet (the driver is still starting).
+
+    Raised by ``poll``: the TUI shows the message in its header and polls again later.
+    """
+
+
+class Fatal(GputopError):
+    """A failure after the TUI is up that leaves nothing to show (the driver failed to start).
+
+    The TUI ends and the command prints it as one line, with the exit code of its cause.
+    """
+
+    def __init__(self, cause: GputopError) -> None:
+        """Wrap ``cause``: same message, same exit code."""
+        super().__init__(str(cause))
+        self.cause = cause
+        self.exit_code = cause.exit_code

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TextIO
 
+from gputop.cli.driver_start import DriverStart, WaitingFeed
 from gputop.cli.options import Options
 from gputop.cli.pick import DEFAULT_SAMPLES, format_pick, order_note, pick_gpus
-from gputop.cli.sinks import open_sinks
+from gputop.cli.sinks import check_machine, open_sinks
 from gputop.model import Snapshot
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.base import Source
@@ -47,10 +47,12 @@ class LiveFeed:
         selection: GpuSelection | None = None,
         recorder: SnapshotSinks | None = None,
         first: Snapshot | None = None,
+        on_sink_failure: Callable[[str], None] | None = None,
     ) -> None:
         self._source = source
         self._selection = selection
         self._recorder = recorder
+        self._on_sink_failure = on_sink_failure
         self._pending = first
         self._closed = False
 
@@ -62,13 +64,15 @@ class LiveFeed:
     def poll(self) -> Snapshot:
         """The next snapshot, recorded whole, then narrowed to the selection.
 
-        Raises:
-            RecordingFailed: the recording could not be written.
+        A sink that fails to write stops (the others go on); ``on_sink_failure`` hears its
+        error once.
         """
         snapshot = self._pending if self._pending is not None else self._source.poll()
         self._pending = None
         if self._recorder is not None:
-            self._recorder.write(snapshot)
+            for failure in self._recorder.write(snapshot):
+                if self._on_sink_failure is not None:
+                    self._on_sink_failure(failure)
         if self._selection is not None:
             # A GPU that falls off the bus mid-run just disappears from the view.
             snapshot = self._selection.apply(snapshot, strict=False)
@@ -111,14 +115,21 @@ def run_live(
     Raises:
         BadArguments: ``--gpu`` is malformed or matches nothing (exit 2).
         NoDriver, NoPermission: NVML cannot be used (exit 1).
+        Fatal: either of those, found once the TUI was already up waiting for the driver.
     """
     env = os.environ if environ is None else environ
     out = sys.stdout if stdout is None else stdout
     err = sys.stderr if stderr is None else stderr
     # Syntax errors before NVML starts: no driver work for a typo.
     selection = GpuSelection.parse(options.gpu) if options.gpu is not None else None
-    opener = open_source or open_live_source
-    source = opener() if options.headless else _open_while_the_ui_loads(opener)
+    starting = DriverStart(open_source or open_live_source)
+    if options.headless:
+        source = starting.wait_saying_so(err)
+    else:
+        opened = _open_while_the_ui_loads(starting)
+        if opened is None:
+            return _run_tui_while_the_driver_starts(options, starting, selection, err)
+        source = opened
     feed = LiveFeed(source)  # whichever feed is current closes the source, once
     recorder: SnapshotSinks | None = None
     try:
@@ -132,14 +143,21 @@ def run_live(
             # The TUI's pipeline applies --gpu and records (whole snapshots) itself, and
             # turns a failed write into a note instead of an exit.
             feed = LiveFeed(source, first=first)
-            return run_tui(options, source=feed, recorder=recorder)
-        feed = LiveFeed(source, selection=selection, recorder=recorder, first=first)
+            code = run_tui(options, source=feed, recorder=recorder)
+            return _after_the_tui(code, recorder, err)
+
+        def sink_failed(failure: str) -> None:
+            print(f"gputop: {failure}", file=err)
+
+        feed = LiveFeed(
+            source, selection=selection, recorder=recorder, first=first, on_sink_failure=sink_failed
+        )
         note = describe_visible_devices(env, len(first.gpus))
         if note is not None:
             print(f"gputop: note: {note}", file=err)
         if options.pick is not None:
-            return _pick(options, feed, env, out, err, sleep, clock)
-        return _headless(options, feed, out, err, sleep, clock)
+            return _with_sinks(_pick(options, feed, env, out, err, sleep, clock), recorder)
+        return _with_sinks(_headless(options, feed, out, err, sleep, clock), recorder)
     finally:
         try:
             if recorder is not None:
@@ -148,41 +166,81 @@ def run_live(
             feed.close()
 
 
-def _open_while_the_ui_loads(open_source: Callable[[], Source]) -> Source:
-    """``open_source()`` on a thread of its own while this one imports the TUI.
+SINK_FAILED = 1
+"""The exit code of a run whose --record or --log stopped on a failed write."""
 
-    Starting the driver is mostly waiting in C calls that let go of the GIL (where the GPUs
-    are not kept initialised, ``nvmlInit`` sets them up first: seconds, by NVIDIA's driver
-    persistence notes), and importing Textual is mostly Python. Side by side, the first
-    frame waits for the longer of the two instead of both. The first snapshot is taken after,
-    here: it is Python-heavy, and run beside the import it would only make both wait their
-    turn for the GIL. Errors (no driver, no permission) are raised here as ever.
+
+def _with_sinks(code: int, recorder: SnapshotSinks | None) -> int:
+    """``code``, or ``SINK_FAILED`` when a sink failed in an otherwise successful run."""
+    if code == 0 and recorder is not None and recorder.failures:
+        return SINK_FAILED
+    return code
+
+
+def _after_the_tui(code: int, recorder: SnapshotSinks | None, err: TextIO) -> int:
+    """The exit code once the TUI has ended; a failed sink, shown in the header while the
+    TUI ran, is said on stderr too (the alternate screen has gone with it)."""
+    for failure in recorder.failures if recorder is not None else ():
+        print(f"gputop: {failure}", file=err)
+    return _with_sinks(code, recorder)
+
+
+START_GRACE = 0.5
+"""Seconds the driver may take beyond the UI's import before the TUI starts without it."""
+
+
+def _open_while_the_ui_loads(starting: DriverStart) -> Source | None:
+    """The source once open, importing the TUI meanwhile; None if it is still opening.
+
+    Starting the driver is mostly waiting in C calls that let go of the GIL, and importing
+    Textual is mostly Python. Side by side, the first frame waits for the longer of the two
+    instead of both. The first snapshot is taken after, here: it is Python-heavy, and run
+    beside the import it would only make both wait their turn for the GIL. Errors (no
+    driver, no permission) are raised here as ever. A driver that takes longer than the
+    import and ``START_GRACE`` is left to start while the TUI runs and says it waits.
     """
-    outcome: list[Source | BaseException] = []
-
-    def open_on_thread() -> None:
-        try:
-            outcome.append(open_source())
-        except BaseException as error:  # handed over to the caller's thread
-            outcome.append(error)
-
-    opener = threading.Thread(target=open_on_thread, name="gputop-open", daemon=True)
-    opener.start()
     try:
         import gputop.ui.app  # noqa: F401 -- only for its time: Textual loads meanwhile
     except Exception:
         # The UI cannot start: the source, once open, is closed. (On Ctrl-C nothing waits
         # for a driver that may take seconds: the thread is a daemon.)
-        opener.join()
-        if outcome and not isinstance(outcome[0], BaseException):
-            outcome[0].close()
+        starting.abandon()
         raise
-    # Interruptible, unlike the driver call it waits for: Ctrl-C still ends a stuck start.
-    opener.join()
-    result = outcome[0]
-    if isinstance(result, BaseException):
-        raise result
-    return result
+    if not starting.wait(START_GRACE):
+        return None
+    return starting.result()
+
+
+def _run_tui_while_the_driver_starts(
+    options: Options, starting: DriverStart, selection: GpuSelection | None, err: TextIO
+) -> int:
+    """The TUI at once, over a driver that is still starting (``WaitingFeed``).
+
+    Raises:
+        Fatal: the driver failed to start, ``--gpu`` names none of its GPUs, or ``--record``
+            holds another machine's recording.
+    """
+    from gputop.cli.tui import run_tui
+
+    def check(first: Snapshot) -> None:
+        if selection is not None:
+            selection.apply(first)  # strict: every item must name something
+        check_machine(options, first)  # nothing is recorded before the first snapshot
+
+    feed = WaitingFeed(starting, check)
+    recorder: SnapshotSinks | None = None
+    try:
+        # Opened now (an unwritable path is refused before the TUI starts); whether
+        # --record continues a recording of this machine waits for the driver (``check``).
+        recorder = open_sinks(options)
+        code = run_tui(options, source=feed, recorder=recorder)
+        return _after_the_tui(code, recorder, err)
+    finally:
+        try:
+            if recorder is not None:
+                recorder.close()
+        finally:
+            feed.close()
 
 
 def _pick(

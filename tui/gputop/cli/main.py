@@ -14,6 +14,7 @@ from pathlib import Path
 from gputop import __version__
 from gputop.cli.options import Options
 from gputop.cli.startup import hold_collection, release_collection
+from gputop.cli.terminal import tui_or_batch
 from gputop.cli.validate import Parser, interval_seconds, pick_count, sample_count
 from gputop.errors import BadArguments, GputopError
 from gputop.pipeline.interval import MAX_INTERVAL, MIN_INTERVAL
@@ -152,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputop.cli.report import report_main
 
             return report_main(args[1:])
-        options = parse_options(args)
+        options = tui_or_batch(parse_options(args))
         if options.headless:
             release_collection()
         return _dispatch(options)

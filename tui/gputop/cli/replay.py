@@ -91,7 +91,9 @@ def replay_headless(options: Options) -> int:
                 continue
             snapshot = _select(snapshot, options.gpu)
             if log is not None:
-                log.write(snapshot)
+                # A failed write stops the log (said once); printing goes on; exit 1.
+                for failure in log.write(snapshot):
+                    print(f"gputop: {failure}", file=sys.stderr)
             # Flushed: a followed stream is read by a person or a pipe as it comes.
             if options.json:
                 print(snapshot_json(snapshot, indent=None if count > 1 else 2), flush=True)
@@ -102,7 +104,7 @@ def replay_headless(options: Options) -> int:
         len(recording)
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)
-    return 0
+    return 1 if log is not None and log.failures else 0
 
 
 def _pick(recording: Recording, options: Options, log: SnapshotSinks | None) -> int:
@@ -121,7 +123,8 @@ def _pick(recording: Recording, options: Options, log: SnapshotSinks | None) -> 
             recording.warnings.append(f"{options.replay}: skipped {error}")
             continue
         if log is not None:
-            log.write(snapshot)
+            for failure in log.write(snapshot):
+                print(f"gputop: {failure}", file=sys.stderr)
         samples.append(snapshot)
     for warning in recording.warnings:
         print(f"gputop: warning: {warning}", file=sys.stderr)
@@ -129,4 +132,4 @@ def _pick(recording: Recording, options: Options, log: SnapshotSinks | None) -> 
     note = order_note(os.environ)
     if note is not None:
         print(f"gputop: note: {note}", file=sys.stderr)
-    return 0
+    return 1 if log is not None and log.failures else 0

@@ -17,12 +17,10 @@ def open_sinks(options: Options, machine: Snapshot | None = None) -> SnapshotSin
     sinks: list[Sink] = []
     try:
         if options.record is not None:
-            from gputop.sinks.record_check import check_appendable
             from gputop.sinks.smi_xml import SmiXmlWriter
 
-            compress = options.record.suffix == ".gz"
-            check_appendable(options.record, machine, compress=compress)
-            sinks.append(SmiXmlWriter(options.record, compress=compress))
+            check_machine(options, machine)
+            sinks.append(SmiXmlWriter(options.record, compress=_compressed(options)))
         if options.log is not None:
             from gputop.sinks.csv_log import CsvLogger
 
@@ -31,3 +29,20 @@ def open_sinks(options: Options, machine: Snapshot | None = None) -> SnapshotSin
         SnapshotSinks(sinks).close()
         raise
     return SnapshotSinks(sinks) if sinks else None
+
+
+def _compressed(options: Options) -> bool:
+    return options.record is not None and options.record.suffix == ".gz"
+
+
+def check_machine(options: Options, machine: Snapshot | None) -> None:
+    """Refuse a `--record` file that is not a recording of ``machine`` (None: of any machine).
+
+    Raises:
+        BadArguments: it holds something else (one line saying what).
+    """
+    if options.record is None:
+        return
+    from gputop.sinks.record_check import check_appendable
+
+    check_appendable(options.record, machine, compress=_compressed(options))

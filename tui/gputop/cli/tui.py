@@ -57,6 +57,7 @@ def run_tui(
 
     Raises:
         BadCapture: the recording cannot be read.
+        Fatal: the live source failed to start while the TUI waited for it.
         BadArguments: ``--gpu`` matches nothing, or there is neither a replay nor a source.
     """
     selection = None
@@ -110,4 +111,6 @@ def run_tui(
         # about to exit and the OS reclaims it.
         if owned and stopped:
             pipeline.close()
+    if app.fatal is not None:
+        raise app.fatal
     return app.return_code if app.return_code is not None else 0

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from gputop.errors import GputopError
+from gputop.errors import Fatal, GputopError, Waiting
 from gputop.history import HistoryStore, Metric
 from gputop.insight.diagnosis import Finding, diagnose, limiting_reasons
 from gputop.model import GpuSample, Snapshot
@@ -24,6 +24,7 @@ from gputop.pipeline.tick import (
     Seek,
     SeekTime,
     SetInterval,
+    SinkStatus,
     Step,
     StepInterval,
     Tick,
@@ -41,6 +42,9 @@ DEFAULT_WINDOW = 45
 
 Whole snapshots are big (an 8-GPU, 200-process box: about 145 KB each), so only these are
 kept; the history keeps a day of numbers (``gputop.history.store``)."""
+
+WAITING_POLL = 1.0
+"""Seconds between polls of a source that is not ready yet (``Waiting``)."""
 
 VIEW_METRICS: tuple[Metric, ...] = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POWER, Metric.TEMP)
 """The series each tick carries: the ones the GPU panels draw."""
@@ -70,10 +74,38 @@ def new_history() -> HistoryStore:
 
 
 class Recorder(Protocol):
-    """Where live snapshots are appended (``gputop.sinks.smi_xml.SmiXmlWriter``)."""
+    """Where live snapshots are appended (``gputop.sinks.fanout.SnapshotSinks``)."""
 
-    def write(self, snapshot: Snapshot) -> None:
+    def write(self, snapshot: Snapshot) -> object:
         """Append one snapshot; raises GputopError when it cannot."""
+        ...
+
+
+class SinkStateLike(Protocol):
+    """One sink of a recorder, as ``SinkReporting.states`` describes it."""
+
+    @property
+    def option(self) -> str:
+        """``--record`` or ``--log``."""
+        ...
+
+    @property
+    def path(self) -> object:
+        """The file."""
+        ...
+
+    @property
+    def error(self) -> str | None:
+        """Why it stopped, if it did."""
+        ...
+
+
+@runtime_checkable
+class SinkReporting(Protocol):
+    """A recorder of several sinks that keeps going when one fails, and says which."""
+
+    def states(self) -> Sequence[SinkStateLike]:
+        """Each sink and its failure, if any."""
         ...
 
 
@@ -124,7 +156,9 @@ class Pipeline:
         self._diagnosed_for: Snapshot | None = None
         self._diagnosed: tuple[tuple[int, tuple[Finding, ...]], ...] = ()
         self._error: str | None = None
+        self._waiting: str | None = None
         self._notes: list[str] = []
+        self._sinks: tuple[SinkStatus, ...] = self._sink_status()
 
     @property
     def history(self) -> HistoryStore:
@@ -153,6 +187,8 @@ class Pipeline:
         """Seconds until ``advance`` is due; None to wait for a command."""
         if self._player is not None:
             return self._player.next_delay()
+        if self._waiting is not None:
+            return min(self._interval, WAITING_POLL)  # the header counts seconds
         return None if self._paused else self._interval
 
     def advance(self) -> Tick:
@@ -209,6 +245,8 @@ class Pipeline:
             error=self._error,
             notes=notes,
             findings=self._diagnosis(window),
+            sinks=self._sinks,
+            waiting=self._waiting,
         )
 
     def _diagnosis(
@@ -235,20 +273,47 @@ class Pipeline:
         assert self._live is not None
         try:
             snapshot = self._live.poll()
+        except Waiting as waiting:
+            self._waiting = str(waiting)
+            return
+        except Fatal:
+            raise  # nothing can be shown: the loop ends and the app says why
         except GputopError as error:
             self._error = str(error)
             return
         except Exception as error:  # a driver hiccup must not end monitoring
             self._error = f"{type(error).__name__}: {error}"
             return
-        self._error = None
+        self._error = self._waiting = None
         self._push(self._select(snapshot))
         if self._recorder is not None:
-            try:
-                self._recorder.write(snapshot)
-            except GputopError as error:
-                self._notes.append(f"recording stopped: {error}")
-                self._recorder = None
+            self._record(snapshot)
+
+    def _record(self, snapshot: Snapshot) -> None:
+        assert self._recorder is not None
+        try:
+            self._recorder.write(snapshot)
+        except GputopError as error:
+            self._notes.append(f"recording stopped: {error}")
+            self._recorder = None
+            return
+        before = self._sinks
+        self._sinks = self._sink_status()
+        # A sink that fails stops alone: its error is said once here, and stays in the
+        # header (``sinks``) for as long as gputop runs.
+        self._notes += [
+            f"{sink.error} (stopped)"
+            for old, sink in zip(before, self._sinks, strict=False)
+            if sink.error is not None and old.error is None
+        ]
+
+    def _sink_status(self) -> tuple[SinkStatus, ...]:
+        recorder = self._recorder
+        if not isinstance(recorder, SinkReporting):
+            return ()
+        return tuple(
+            SinkStatus(state.option, str(state.path), state.error) for state in recorder.states()
+        )
 
     def _read(self, index: int) -> Snapshot:
         assert self._player is not None

@@ -12,6 +12,18 @@ from gputop.sources.replay import ReplayStatus
 
 
 @dataclass(frozen=True, slots=True)
+class SinkStatus:
+    """A file live snapshots are written to (``--record``, ``--log``), as the header shows it."""
+
+    option: str
+    """``--record`` or ``--log``."""
+    path: str
+    """The file, as given on the command line."""
+    error: str | None = None
+    """Why the sink stopped (a failed write); None while it writes."""
+
+
+@dataclass(frozen=True, slots=True)
 class Tick:
     """Everything a screen shows at one moment; immutable, so it may cross threads."""
 
@@ -35,6 +47,10 @@ class Tick:
     """One-off messages for the user (recording stopped, GPU selection changed)."""
     findings: tuple[tuple[int, tuple[Finding, ...]], ...] = ()
     """(GPU index, findings worst first) from the diagnosis of ``window``."""
+    sinks: tuple[SinkStatus, ...] = ()
+    """Where live snapshots are being written, and which of those writes failed."""
+    waiting: str | None = None
+    """The source is not ready yet (a slow driver start): what it is waiting for."""
 
     def findings_for(self, gpu_index: int) -> tuple[Finding, ...]:
         """What the diagnosis says of GPU ``gpu_index`` (empty when all is well)."""

@@ -1,8 +1,9 @@
 """`gputop --log FILE.csv`: one CSV row per GPU per tick, like ``nvidia-smi --query-gpu``.
 
 The header is written once: appending to a log gputop wrote before continues it, and a file
-with other columns is refused rather than mixed. Each tick is flushed, so a crash or a
-``tail -f`` loses or misses at most the tick being written. Values the GPU does not report
+with other columns is refused rather than mixed. Each tick is one write, so a crash or a
+``tail -f`` loses or misses at most the tick being written, and a failed write (a full disk)
+leaves no half row behind. Values the GPU does not report
 are empty cells, never 0.
 
 Columns (units in the names; memory in MiB as nvidia-smi prints it):
@@ -16,12 +17,15 @@ reports that none is active, empty when it does not report them), processes (cou
 from __future__ import annotations
 
 import csv
+import io
+import os
+import stat
 from pathlib import Path
 from types import TracebackType
-from typing import TextIO
 
 from gputop.errors import GputopError
 from gputop.model import GpuSample, Snapshot
+from gputop.sinks.whole import write_whole
 
 COLUMNS: tuple[str, ...] = (
     "timestamp",
@@ -101,39 +105,48 @@ def gpu_row(snapshot: Snapshot, gpu: GpuSample) -> list[str]:
 class CsvLogger:
     """Appends one row per GPU per :meth:`write`; a context manager that closes the file.
 
+    Each tick's rows (after the header, for a new file) go out as one write to an unbuffered
+    file, so nothing waits in a buffer to fail again at close; when that write fails part
+    way (a full disk), a regular file is cut back to where it was: a row is in the log whole
+    or not at all.
+
     Raises:
         CsvLogError: the file cannot be opened or written, or it already holds a CSV with
             other columns.
     """
 
+    option = "--log"
+    """The command-line option that asks for this sink (messages name it)."""
+
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         needs_header, needs_newline = self._inspect()
         try:
-            self._file: TextIO = open(  # noqa: SIM115 - closed by close()
-                self.path, "a", newline="", encoding="utf-8"
-            )
+            self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed by close()
         except OSError as error:
             raise CsvLogError(f"{self.path}: cannot open: {error.strerror or error}") from None
-        self._writer = csv.writer(self._file, lineterminator="\n")
-        if needs_newline:
-            # A run killed mid-row left a partial line; start ours on a fresh one.
-            self._file.write("\n")
-        if needs_header:
-            self._writer.writerow(COLUMNS)
-            self._flush()
+        # Written with the first tick's rows, in the same single write.
+        self._pending = ("\n" if needs_newline else "") + (_HEADER + "\n" if needs_header else "")
 
     def _inspect(self) -> tuple[bool, bool]:
         """(write a header?, end a partial last line first?) for the existing file."""
         try:
+            mode = os.stat(self.path).st_mode
+        except FileNotFoundError:
+            return True, False
+        except OSError as error:
+            raise CsvLogError(f"{self.path}: cannot read: {error.strerror or error}") from None
+        if not stat.S_ISREG(mode):
+            # A device or a pipe (/dev/stdout, /dev/full) has no earlier log to continue, and
+            # reading one may never end.
+            return True, False
+        try:
             with open(self.path, "rb") as existing:
-                first = existing.readline()
+                first = existing.readline(len(_HEADER) + 8)
                 existing.seek(0, 2)
                 size = existing.tell()
                 existing.seek(max(size - 1, 0))
                 last = existing.read(1)
-        except FileNotFoundError:
-            return True, False
         except OSError as error:
             raise CsvLogError(f"{self.path}: cannot read: {error.strerror or error}") from None
         if size == 0:
@@ -146,21 +159,27 @@ class CsvLogger:
         return False, last != b"\n"
 
     def write(self, snapshot: Snapshot) -> None:
-        """Append the snapshot's rows (one per GPU) and flush them to the file."""
-        try:
-            self._writer.writerows(gpu_row(snapshot, gpu) for gpu in snapshot.gpus)
-        except OSError as error:
-            raise CsvLogError(f"{self.path}: cannot write: {error.strerror or error}") from None
-        self._flush()
+        """Append the snapshot's rows (one per GPU), whole, in one write.
 
-    def _flush(self) -> None:
+        Raises:
+            CsvLogError: the write failed (disk full, I/O error); nothing of this tick is
+                left in a regular file.
+        """
+        rows = io.StringIO()
+        csv.writer(rows, lineterminator="\n").writerows(
+            gpu_row(snapshot, gpu) for gpu in snapshot.gpus
+        )
+        data = (self._pending + rows.getvalue()).encode("utf-8")
         try:
-            self._file.flush()
+            write_whole(self._file, data)
         except OSError as error:
-            raise CsvLogError(f"{self.path}: cannot write: {error.strerror or error}") from None
+            raise CsvLogError(
+                f"{self.option} {self.path}: write failed: {error.strerror or error}"
+            ) from None
+        self._pending = ""
 
     def close(self) -> None:
-        """Close the file (idempotent)."""
+        """Close the file (idempotent); nothing is buffered, so closing writes nothing."""
         if not self._file.closed:
             self._file.close()
 

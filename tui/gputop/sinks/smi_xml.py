@@ -39,6 +39,7 @@ from gputop.model import (
     Unavailable,
     reason_for,
 )
+from gputop.sinks.whole import write_whole
 
 PROLOG = (
     '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -367,6 +368,9 @@ def snapshot_to_xml(snapshot: Snapshot) -> bytes:
 class SmiXmlWriter:
     """Appends snapshots to a file as a stream of nvidia-smi XML documents."""
 
+    option = "--record"
+    """The command-line option that asks for this sink (messages name it)."""
+
     def __init__(self, path: Path, *, fsync: bool = False, compress: bool | None = None) -> None:
         """Open ``path`` for appending (created if missing).
 
@@ -403,10 +407,8 @@ class SmiXmlWriter:
         if self._compress:
             data = gzip.compress(data, mtime=0)
         try:
-            view = memoryview(data)
-            while view:
-                written = self._file.write(view)
-                view = view[written or 0 :]
+            # Whole or not at all: a document cut off by a full disk would be cut back.
+            write_whole(self._file, data)
             if self._fsync:
                 os.fsync(self._file.fileno())
         except OSError as error:

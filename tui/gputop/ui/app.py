@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.driver import Driver
 from textual.screen import Screen
 
+from gputop.errors import Fatal
 from gputop.pipeline.loop import TickLoop
 from gputop.pipeline.tick import Command, Tick
 from gputop.ui.messages import SourceFailed, TickArrived
@@ -71,6 +72,8 @@ class GputopApp(App[int]):
         """The newest tick shown."""
         self.ticks_shown = 0
         """Ticks rendered (a lagging UI renders fewer than the loop produced)."""
+        self.fatal: Fatal | None = None
+        """The error that ended the app when the source could not start at all."""
         if not self.settings.animate:
             self.animation_level = "none"
         # Set before mounting: changing the theme later restyles every widget once more.
@@ -121,6 +124,13 @@ class GputopApp(App[int]):
     def on_source_failed(self, message: SourceFailed) -> None:
         """Say loudly that what is on screen is frozen, and why."""
         error = message.error
+        if isinstance(error, Fatal):
+            # Nothing to show, ever (the driver failed to start): end, and let the command
+            # line say why in one line.
+            self.fatal = error
+            self.loop.stop(0.5)
+            self.exit(error.exit_code, return_code=error.exit_code)
+            return
         text = f"updates stopped: {type(error).__name__}: {error}"
         toast(self, "source", text, title="gputop", severity="error", timeout=30)
         tick = self.last_tick

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import os
 import selectors
+import sys
 import time
 from codecs import getincrementaldecoder
-from typing import Any
+from typing import IO, Any
 
 from textual import constants
 from textual._parser import ParseError
@@ -29,6 +30,14 @@ from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
 from textual.notifications import Notification
+
+
+def _isatty(stream: IO[str] | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (ValueError, OSError):
+        return False
+
 
 KEY_POLL_SECONDS = 0.1
 """How often the parser is ticked while keys are arriving (Textual's own interval)."""
@@ -38,10 +47,54 @@ KEY_QUIET_SECONDS = 1.0
 
 
 class QuietLinuxDriver(LinuxDriver):
-    """``LinuxDriver`` with an input thread that blocks instead of polling."""
+    """``LinuxDriver`` with an input thread that blocks instead of polling, and that keeps to
+    the terminal when a standard stream is not one.
+
+    ``LinuxDriver`` reads keys from stdin, draws on stderr and takes the size from stdout
+    (``shutil``, which also prefers stale ``COLUMNS``/``LINES`` to the terminal). Each of
+    those may be a file or a pipe: keys then come from ``/dev/tty`` (a pipe at end of file
+    made the input thread spin and no ``q`` ever arrived), drawing goes to stdout when only
+    stderr is redirected, and the size is that of the terminal drawn on. (With stdout piped
+    the size came out 80x24 while the first frame was drawn at the real width, so cells right
+    of column 80 were never cleared: the header's right half stayed on screen twice.)
+    """
 
     _wake_read: int | None = None
     _wake_write: int | None = None
+    _tty: int | None = None
+    """``/dev/tty``, opened for keys when stdin is not a terminal."""
+
+    def __init__(
+        self,
+        app: App[object],
+        *,
+        debug: bool = False,
+        mouse: bool = True,
+        size: tuple[int, int] | None = None,
+    ) -> None:
+        """Textual's driver, on the terminal whichever standard streams were redirected."""
+        super().__init__(app, debug=debug, mouse=mouse, size=size)
+        if not os.isatty(self.fileno):
+            try:
+                self._tty = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+            except OSError:
+                pass  # the command line refuses to start the TUI without a terminal
+            else:
+                self.fileno = self._tty
+                self.input_tty = True
+        if not _isatty(self._file) and _isatty(sys.__stdout__):
+            self._file = sys.__stdout__
+
+    def _get_terminal_size(self) -> tuple[int, int]:
+        """The size of the terminal drawn on (Textual's own answer when that fails)."""
+        file = self._file
+        try:
+            width, height = os.get_terminal_size(file.fileno()) if file else (0, 0)
+        except (AttributeError, ValueError, OSError):
+            width = height = 0
+        if width and height:
+            return width, height
+        return super()._get_terminal_size()
 
     def start_application_mode(self) -> None:
         """Open the pipe that wakes the input thread, then start as usual."""
@@ -56,12 +109,12 @@ class QuietLinuxDriver(LinuxDriver):
         super().disable_input()
 
     def close(self) -> None:
-        """Close the wake pipe too."""
+        """Close the wake pipe (and ``/dev/tty``) too."""
         super().close()
-        for fd in (self._wake_read, self._wake_write):
+        for fd in (self._wake_read, self._wake_write, self._tty):
             if fd is not None:
                 os.close(fd)
-        self._wake_read = self._wake_write = None
+        self._wake_read = self._wake_write = self._tty = None
 
     def run_input_thread(self) -> None:
         """Read input and dispatch events until the app stops."""

@@ -6,6 +6,7 @@ Both draw left and right halves into their width and repaint only when the text 
 from __future__ import annotations
 
 import platform
+from pathlib import PurePath
 from typing import ClassVar
 
 from rich.style import Style
@@ -14,7 +15,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gputop.model.units import NA
-from gputop.pipeline.tick import Tick
+from gputop.pipeline.tick import SinkStatus, Tick
 from gputop.sources.replay import ReplayStatus, speed_label
 from gputop.ui.render.panel_lines import fit_line
 from gputop.ui.widgets.line_strip import line_strip, role_styles
@@ -142,17 +143,29 @@ class StatusHeader(Bar):
             host = snapshot.host or (platform.node() if tick.live else None)
             if host:
                 left += [("  ", "dim"), (host, "text")]
-        left += [
-            ("  driver ", "dim"),
-            (snapshot.driver_version or NA, "text"),
-            ("  CUDA ", "dim"),
-            (snapshot.cuda_version or NA, "text"),
-            ("  GPUs ", "dim"),
-            (str(len(snapshot.gpus)), "text"),
-        ]
+        if tick.waiting:
+            # Nothing is known of the driver yet: say what is awaited, not three n/a.
+            left += [("  ", "dim"), (tick.waiting, "warn")]
+        else:
+            left += [
+                ("  driver ", "dim"),
+                (snapshot.driver_version or NA, "text"),
+                ("  CUDA ", "dim"),
+                (snapshot.cuda_version or NA, "text"),
+                ("  GPUs ", "dim"),
+                (str(len(snapshot.gpus)), "text"),
+            ]
         if tick.error:
             left += [("  ⚠ ", "error"), (tick.error, "error")]
         right: list[Segment] = []
+        for sink in tick.sinks:
+            # On the right, which is cut last: that a recording runs, or has stopped, is
+            # worth more than the tail of the left half. The whole error goes on the left.
+            right += sink_segments(sink)
+            if sink.error is not None:
+                # The right half names the file; here what went wrong.
+                reason = sink.error.removeprefix(f"{sink.option} {sink.path}: ")
+                left += [("  ⚠ ", "error"), (reason, "error")]
         if tick.live:
             right.append(("live", "accent"))
             if tick.paused:
@@ -163,6 +176,19 @@ class StatusHeader(Bar):
             right += [("replay", "accent"), (" · ", "dim"), (source_label, "text")]
         right.append((" ", "text"))
         self.set_segments(tuple(left), tuple(right))
+
+
+SINK_WORDS = {"--record": "rec", "--log": "log"}
+"""What the header calls each sink."""
+
+
+def sink_segments(sink: SinkStatus) -> list[Segment]:
+    """``● rec gpus.xml`` while a sink writes, ``⚠ log gpus.csv stopped`` once it failed."""
+    word = SINK_WORDS.get(sink.option, sink.option.lstrip("-"))
+    name = PurePath(sink.path).name or sink.path
+    if sink.error is None:
+        return [("● ", "accent"), (f"{word} ", "dim"), (name, "text"), ("  ", "dim")]
+    return [("⚠ ", "error"), (f"{word} {name} stopped", "error"), ("  ", "dim")]
 
 
 def replay_state(status: ReplayStatus) -> Segment:
