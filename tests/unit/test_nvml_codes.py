@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from gputop.model import ThrottleReason
 from gputop.sources.nvml.codes import (
-    THROTTLE_REASONS,
     cuda_version,
     instance_id,
     performance_state,
@@ -15,7 +15,7 @@ from gputop.sources.nvml.codes import (
 
 
 def test_throttle_bits_are_distinct_and_in_nvidia_smi_order() -> None:
-    bits = [bit for _, bit in THROTTLE_REASONS]
+    bits = [reason.bit for reason in ThrottleReason]
     assert len(set(bits)) == len(bits)
     assert all(bit & (bit - 1) == 0 for bit in bits)
     # hw_thermal (0x40) prints before sync_boost (0x10), as nvidia-smi lists them.

@@ -25,7 +25,8 @@ from functools import partial
 from typing import NamedTuple
 
 from gputop.insight.textfmt import fmt_clock, fmt_duration, seconds_between
-from gputop.model import GpuSample, ProcessSample, Snapshot
+from gputop.model import GpuSample, ProcessSample, Snapshot, ThrottleKind, ThrottleReason
+from gputop.model.throttle import reasons_of_kind
 from gputop.model.units import fmt_bytes, fmt_celsius, fmt_mhz, fmt_watts, ratio
 
 
@@ -112,46 +113,31 @@ class GpuState(str, enum.Enum):
 
 
 # -- throttle reasons ---------------------------------------------------------------------
-# nvidia-smi names them clocks_event_reason_<name> (the parser keeps <name>); NVML-based
-# sources may spell them differently, so match on the words that matter.
-
-
-def _normal(reason: str) -> str:
-    return reason.strip().lower().replace(" ", "_").replace("-", "_")
+# Classified by ThrottleReason.kind; names come from the model as the source spelled them.
 
 
 def thermal_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
     """The active reasons that mean heat: ``sw_thermal_slowdown``, ``hw_thermal_slowdown``."""
-    return tuple(r for r in reasons or () if "therm" in _normal(r))
+    return reasons_of_kind(reasons, ThrottleKind.THERMAL)
 
 
 def power_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
     """The active reasons that mean power: ``sw_power_cap``, ``hw_power_brake_slowdown``."""
-    return tuple(r for r in reasons or () if "power" in _normal(r))
+    return reasons_of_kind(reasons, ThrottleKind.POWER)
 
 
 def slowdown_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
     """A hardware slowdown not explained by heat or power (``hw_slowdown``)."""
-    return tuple(
-        r
-        for r in reasons or ()
-        if "slowdown" in _normal(r) and "therm" not in _normal(r) and "power" not in _normal(r)
-    )
+    return reasons_of_kind(reasons, ThrottleKind.HARDWARE)
 
 
 def limiting_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
-    """Active reasons that hold clocks below what the work asks for.
-
-    ``gpu_idle``, ``applications_clocks_setting``, ``display_clocks_setting`` and
-    ``sync_boost`` are left out: they describe a choice or an idle GPU, not a limit.
-    """
+    """Active reasons that hold clocks below what the work asks for: every kind but benign
+    (idle, application or display clocks, sync boost: a choice or an idle GPU, not a limit)
+    and the unnamed ``unknown``."""
     if not reasons:
         return ()  # the common case, on every sample of a long history
-    return tuple(
-        r
-        for r in reasons or ()
-        if any(word in _normal(r) for word in ("therm", "power", "slowdown"))
-    )
+    return reasons_of_kind(reasons, ThrottleKind.POWER, ThrottleKind.THERMAL, ThrottleKind.HARDWARE)
 
 
 # -- one sample ---------------------------------------------------------------------------
@@ -382,7 +368,7 @@ def _clock_evidence(gpu: GpuSample) -> tuple[bool | None, str]:
     if gpu.clocks.sm is not None:
         parts.append(f"SM {fmt_mhz(gpu.clocks.sm)}")
     evidence = ", ".join(parts)
-    if any(_normal(r) == "gpu_idle" for r in gpu.throttle_reasons or ()):
+    if any(ThrottleReason.parse(r) is ThrottleReason.GPU_IDLE for r in gpu.throttle_reasons or ()):
         return True, evidence
     state = gpu.performance_state
     if state and state.upper().startswith("P") and state[1:].isdigit():
@@ -449,7 +435,9 @@ def _throttling(
     power = power_reasons(gpu.throttle_reasons)
     if power:
         since = _since(snapshots, gpu_index, lambda g: bool(power_reasons(g.throttle_reasons)))
-        brake = any("brake" in _normal(r) for r in power)
+        brake = any(
+            ThrottleReason.parse(r) is ThrottleReason.HW_POWER_BRAKE_SLOWDOWN for r in power
+        )
         if brake:
             text = (
                 f"power brake{_since_text(since, latest)} ({', '.join(power)}: the board's "

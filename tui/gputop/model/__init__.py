@@ -17,6 +17,7 @@ from gputop.model.sample import (
     Utilization,
     reason_for,
 )
+from gputop.model.throttle import ThrottleKind, ThrottleReason
 
 __all__ = [
     "Clocks",
@@ -29,6 +30,8 @@ __all__ = [
     "Reason",
     "Snapshot",
     "Temperature",
+    "ThrottleKind",
+    "ThrottleReason",
     "Unavailable",
     "Utilization",
     "reason_for",

@@ -36,6 +36,7 @@ from gputop.model import (
     ProcessSample,
     Reason,
     Snapshot,
+    ThrottleReason,
     Unavailable,
     reason_for,
 )
@@ -58,18 +59,11 @@ REASON_TEXT: dict[Reason, str] = {
 }
 """How nvidia-smi spells each reason; NOT_REPORTED is spelled by leaving the element out."""
 
-CLOCK_EVENT_REASONS = (
-    "gpu_idle",
-    "applications_clocks_setting",
-    "sw_power_cap",
-    "hw_slowdown",
-    "hw_thermal_slowdown",
-    "hw_power_brake_slowdown",
-    "sync_boost",
-    "sw_thermal_slowdown",
-    "display_clocks_setting",
+CLOCK_EVENT_REASONS = tuple(
+    reason.value for reason in ThrottleReason if reason is not ThrottleReason.UNKNOWN
 )
-"""nvidia-smi's clock event (throttle) reasons, in its order."""
+"""nvidia-smi's clock event (throttle) reasons, in its order (it writes no element for
+``unknown``)."""
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")

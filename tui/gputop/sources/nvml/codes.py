@@ -6,23 +6,19 @@ Pure tables and functions: no NVML calls, no pynvml import. The values are NVML'
 
 from __future__ import annotations
 
-THROTTLE_REASONS: tuple[tuple[str, int], ...] = (
-    ("gpu_idle", 0x1),
-    ("applications_clocks_setting", 0x2),
-    ("sw_power_cap", 0x4),
-    ("hw_slowdown", 0x8),
-    ("hw_thermal_slowdown", 0x40),
-    ("hw_power_brake_slowdown", 0x80),
-    ("sync_boost", 0x10),
-    ("sw_thermal_slowdown", 0x20),
-    ("display_clocks_setting", 0x100),
-    ("unknown", 0x8000000000000000),
-)
-"""(name, bit) of each clock-event (throttle) reason, in the order nvidia-smi prints them.
+from gputop.model.throttle import throttle_names
 
-The names are the suffixes of the smi XML elements (``clocks_event_reason_gpu_idle``), which is
-what the XML reader reports too.
-"""
+__all__ = [
+    "ARCHITECTURES",
+    "COMPUTE_MODES",
+    "NOT_A_MIG_ID",
+    "PSTATE_UNKNOWN",
+    "cuda_version",
+    "instance_id",
+    "performance_state",
+    "text",
+    "throttle_names",
+]
 
 ARCHITECTURES: dict[int, str] = {
     2: "Kepler",
@@ -49,11 +45,6 @@ COMPUTE_MODES: dict[int, str] = {
 PSTATE_UNKNOWN = 32
 NOT_A_MIG_ID = 0xFFFFFFFF
 """A process's GPU/compute instance id outside MIG."""
-
-
-def throttle_names(mask: int) -> tuple[str, ...]:
-    """The active reasons in ``mask``, in nvidia-smi's order; unknown bits are ignored."""
-    return tuple(name for name, bit in THROTTLE_REASONS if mask & bit)
 
 
 def performance_state(value: int) -> str | None:

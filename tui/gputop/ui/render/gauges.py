@@ -11,7 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputop.model import GpuSample, Reason
+from gputop.model import GpuSample, Reason, ThrottleKind, ThrottleReason
+from gputop.model.throttle import reasons_of_kind
 from gputop.model.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watts, ratio
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -52,18 +53,6 @@ MEM_CRIT = 0.95
 POWER_WARN = 0.90
 POWER_CRIT = 0.98
 """At or above this fraction of the enforced limit the GPU is at its power cap."""
-
-POWER_CAP_REASONS = frozenset({"sw_power_cap", "hw_power_brake_slowdown"})
-"""Throttle reasons that mean the power limit is what holds the clocks back."""
-
-BENIGN_THROTTLE = frozenset(
-    {"gpu_idle", "applications_clocks_setting", "display_clocks_setting", "sync_boost"}
-)
-"""Clock-event reasons that are normal operation, not a problem."""
-SEVERE_THROTTLE = frozenset(
-    {"hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown"}
-)
-"""Reasons that mean the GPU is overheating or its power supply is failing it."""
 
 FIELD_LABELS: dict[str, str] = {
     "utilization.gpu": "util",
@@ -114,7 +103,7 @@ def power_level(gpu: GpuSample) -> Level:
     """Critical at the power cap (by draw, or the driver says power throttles the clocks)."""
     if gpu.power.draw is None or gpu.lost:
         return Level.NA
-    if gpu.throttle_reasons and POWER_CAP_REASONS.intersection(gpu.throttle_reasons):
+    if reasons_of_kind(gpu.throttle_reasons, ThrottleKind.POWER):
         return Level.CRIT
     fraction = ratio(gpu.power.draw, gpu.power.limit)
     if fraction is None:
@@ -131,9 +120,11 @@ def utilization_level(gpu: GpuSample) -> Level:
 
 def throttle_level(reasons: Sequence[str]) -> Level:
     """Critical for thermal or hardware slowdowns, a warning for a power cap, else fine."""
-    if SEVERE_THROTTLE.intersection(reasons):
+    parsed = [ThrottleReason.parse(name) for name in reasons]
+    if any(reason is not None and reason.severe for reason in parsed):
         return Level.CRIT
-    if any(reason not in BENIGN_THROTTLE for reason in reasons):
+    # A name nvidia-smi does not have is not known to be harmless.
+    if any(reason is None or reason.kind is not ThrottleKind.BENIGN for reason in parsed):
         return Level.WARN
     return Level.OK
 
