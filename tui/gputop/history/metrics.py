@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from operator import attrgetter
 
 from gputop.model import GpuSample
+from gputop.model.fields import GPU_BY_PATH
 
 Reader = Callable[[GpuSample], float | int | bool | None]
 """How one metric is read from a sample; None when the GPU does not report it."""
 
 
 class Metric(enum.Enum):
-    """A number tracked over time for each GPU; the value is its model field path."""
+    """A number tracked over time for each GPU; the value is its path in the field table
+    (``gputop.model.fields``), which gives its label, unit and exported names."""
 
     GPU_UTIL = "utilization.gpu"
     MEM_UTIL = "utilization.memory"
@@ -34,10 +35,10 @@ class Metric(enum.Enum):
 
 
 FIELD_READERS: dict[Metric, Reader] = {
-    metric: attrgetter(metric.value) for metric in Metric if metric is not Metric.THROTTLED
+    metric: GPU_BY_PATH[metric.value].read for metric in Metric if metric is not Metric.THROTTLED
 }
-"""Each field metric's reader: its field path, read in C (history appends every metric each
-tick)."""
+"""Each field metric's reader, from the field table (an ``attrgetter`` of its path, read in C:
+history appends every metric each tick)."""
 
 
 def gpu_key(gpu: GpuSample) -> str:

@@ -36,6 +36,7 @@ from gputop.insight.diagnosis import DEFAULT_THRESHOLDS, DiagnosisThresholds, Gp
 from gputop.insight.series import known, percentile, value_or_nan
 from gputop.insight.textfmt import fmt_duration
 from gputop.model import GpuSample, Snapshot
+from gputop.model.fields import IDENTITY
 from gputop.model.machine import Machine, Machines
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_watts
 
@@ -421,11 +422,10 @@ def _round(value: float | None, digits: int) -> float | None:
 
 
 def gpu_to_json(gpu: GpuSummary) -> dict[str, object]:
-    """One GPU's figures as JSON-ready values (field names carry their units)."""
+    """One GPU's figures as JSON-ready values (field names carry their units); the GPU is
+    named by the field table's identity fields, under their ``--json`` names."""
     return {
-        "index": gpu.index,
-        "name": gpu.name,
-        "uuid": gpu.uuid,
+        **{field.json: field.read(gpu) for field in IDENTITY if field.json},
         "samples": gpu.samples,
         "start": _iso(gpu.start),
         "end": _iso(gpu.end),

@@ -20,32 +20,18 @@ import csv
 import io
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from gputop.errors import GputopError
 from gputop.model import GpuSample, Snapshot
+from gputop.model.fields import CSV_LOG, Value
 from gputop.sinks.whole import write_whole
 
-COLUMNS: tuple[str, ...] = (
-    "timestamp",
-    "index",
-    "uuid",
-    "name",
-    "utilization_gpu",
-    "utilization_memory",
-    "memory_used_mib",
-    "memory_total_mib",
-    "power_draw_w",
-    "power_limit_w",
-    "temperature_c",
-    "fan_speed",
-    "sm_clock_mhz",
-    "mem_clock_mhz",
-    "pstate",
-    "throttle_reasons",
-    "processes",
-)
+COLUMNS: tuple[str, ...] = ("timestamp", *(field.csv for field in CSV_LOG if field.csv))
+"""The header: the timestamp, then each ``CSV_LOG`` field's ``csv`` name."""
 
 _MIB = 1024 * 1024
 _HEADER = ",".join(COLUMNS)
@@ -78,28 +64,24 @@ def _reasons(reasons: tuple[str, ...] | None) -> str:
     return ";".join(reasons) if reasons else "none"
 
 
+_CELL: dict[Value, Callable[[Any], str]] = {
+    Value.NUMBER: _number,
+    Value.BYTES: _mib,
+    Value.TEXT: _text,
+    Value.NAMES: _reasons,
+    Value.COUNT: str,
+}
+_CELLS: tuple[tuple[Callable[[Any], Any], Callable[[Any], str]], ...] = tuple(
+    (field.read, _CELL[field.value]) for field in CSV_LOG
+)
+
+
 def gpu_row(snapshot: Snapshot, gpu: GpuSample) -> list[str]:
     """The cells of one GPU's row, in ``COLUMNS`` order."""
     stamp = snapshot.timestamp
-    return [
-        "" if stamp is None else stamp.isoformat(timespec="milliseconds"),
-        str(gpu.index),
-        _text(gpu.uuid),
-        _text(gpu.name),
-        _number(gpu.utilization.gpu),
-        _number(gpu.utilization.memory),
-        _mib(gpu.memory.used),
-        _mib(gpu.memory.total),
-        _number(gpu.power.draw),
-        _number(gpu.power.limit),
-        _number(gpu.temperature.gpu),
-        _number(gpu.fan_speed),
-        _number(gpu.clocks.sm),
-        _number(gpu.clocks.memory),
-        _text(gpu.performance_state),
-        _reasons(gpu.throttle_reasons),
-        str(len(gpu.processes)),
-    ]
+    row = ["" if stamp is None else stamp.isoformat(timespec="milliseconds")]
+    row.extend(cell(read(gpu)) for read, cell in _CELLS)
+    return row
 
 
 class CsvLogger:

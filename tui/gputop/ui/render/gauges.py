@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputop.model import GpuSample, Reason, ThrottleKind, ThrottleReason
+from gputop.model.fields import GPU_FIELDS
 from gputop.model.throttle import reasons_of_kind
 from gputop.model.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watts, ratio
 
@@ -54,24 +55,8 @@ POWER_WARN = 0.90
 POWER_CRIT = 0.98
 """At or above this fraction of the enforced limit the GPU is at its power cap."""
 
-FIELD_LABELS: dict[str, str] = {
-    "utilization.gpu": "util",
-    "utilization.memory": "mem util",
-    "memory.used": "memory",
-    "memory.total": "memory total",
-    "power.draw": "power",
-    "power.limit": "power limit",
-    "temperature.gpu": "temp",
-    "temperature.slowdown": "slowdown temp",
-    "fan_speed": "fan",
-    "performance_state": "P-state",
-    "clocks.sm": "sm clock",
-    "clocks.memory": "mem clock",
-    "utilization.encoder": "enc",
-    "utilization.decoder": "dec",
-    "throttle_reasons": "throttle",
-}
-"""Short names for the fields whose absence the detail line explains."""
+FIELD_LABELS: dict[str, str] = {field.path: field.label for field in GPU_FIELDS}
+"""Short names for the fields whose absence the detail line explains (the field table's)."""
 
 
 def temperature_level(gpu: GpuSample) -> Level:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from gputop.model import ProcessSample, Snapshot
+from gputop.model.fields import PROCESS_BY_PATH
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_text
 
 FOREIGN_USER = "(other ns)"
@@ -260,23 +261,25 @@ def sort_rows(rows: Sequence[ProcessRow], column: int, reverse: bool) -> list[Pr
     return sorted(known, key=value, reverse=reverse) + unknown
 
 
-FIELD_LABELS: dict[str, str] = {
-    "pid": "PID (driver)",
-    "local_pid": "PID here",
-    "foreign": "PID namespace",
-    "type": "Type",
-    "name": "Process name",
-    "command": "Command",
-    "user": "User",
-    "memory_used": "GPU memory",
-    "gpu_instance_id": "GPU instance",
-    "compute_instance_id": "Compute instance",
-    "sm_utilization": "SM utilization",
-    "cpu_percent": "CPU",
-    "host_memory": "Host memory",
-    "start_time": "Started",
-}
-"""A label for every field of ``ProcessSample``, in the order the details list them."""
+_DETAIL_ORDER = (
+    "pid",
+    "local_pid",
+    "foreign",
+    "type",
+    "name",
+    "command",
+    "user",
+    "memory_used",
+    "gpu_instance_id",
+    "compute_instance_id",
+    "sm_utilization",
+    "cpu_percent",
+    "host_memory",
+    "start_time",
+)
+FIELD_LABELS: dict[str, str] = {path: PROCESS_BY_PATH[path].label for path in _DETAIL_ORDER}
+"""A label (the field table's) for every field of ``ProcessSample``, in the order the details
+list them."""
 
 
 def _started(start_time: float | None) -> str:
