@@ -160,7 +160,7 @@ def test_the_enricher_hears_about_idle_ticks_too() -> None:
     class Spy:
         def host_fields(self, pids: Iterable[int]) -> dict[int, HostFields]:
             asked.append(sorted(pids))
-            return {pid: HostFields(user="spy") for pid in asked[-1]}
+            return {pid: HostFields(pid=pid, user="spy") for pid in asked[-1]}
 
     idle = gpu_sample(0, processes=())
     busy = gpu_sample(0)

@@ -18,7 +18,6 @@ import pytest
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
 from gputop.sources.host.procinfo import (
-    FOREIGN,
     FOREIGN_HINT,
     FOREIGN_RECHECK,
     IDENTITY_REFRESH,
@@ -472,7 +471,7 @@ def test_a_foreign_pid_is_looked_for_again_only_after_a_while(proc_root: Path) -
     clock = Clock()
     enrich = ProcessEnricher(proc_root=proc_root, process_factory=factory, clock=clock)
 
-    assert enrich.host_fields([31]) == {31: FOREIGN}
+    assert enrich.host_fields([31]) == {31: ProcessSample(pid=31, foreign=True)}
     make_proc(proc_root, 31, (31,))
     clock.now += FOREIGN_RECHECK / 2
     assert enrich.host_fields([31])[31].foreign

@@ -35,7 +35,7 @@ def test_each_reason_has_its_kind_in_nvidia_smi_order() -> None:
 
 
 def test_the_writer_and_the_nvml_source_list_the_enum() -> None:
-    assert CLOCK_EVENT_REASONS == tuple(KINDS)[:-1]
+    assert tuple(KINDS)[:-1] == CLOCK_EVENT_REASONS
     every = sum(reason.bit for reason in ThrottleReason)
     assert throttle_names(every) == tuple(KINDS)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from gputop.model.sample import GpuSample
+from gputop.model.sample import GpuSample, ProcessSample
 
 
 class Value(enum.Enum):
@@ -425,3 +425,9 @@ PROCESS_BY_PATH: dict[str, Field] = {f.path: f for f in PROCESS_FIELDS}
 
 HOST_FIELDS: tuple[str, ...] = tuple(f.path for f in PROCESS_FIELDS if f.host)
 """The process facts the host gives (``ProcessSample`` attributes), set together on a row."""
+
+
+def host_facts(process: ProcessSample) -> dict[str, Any]:
+    """The host facts of ``process`` by name: what a driver row takes from the host's
+    answer for its PID (the name aside: the driver's name wins, so each row decides)."""
+    return {name: getattr(process, name) for name in HOST_FIELDS}

@@ -33,11 +33,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 import psutil
 
 from gputop.model import ProcessSample, Snapshot
+from gputop.model.fields import host_facts
 
 FOREIGN_HINT = (
     "some GPU processes are not in this PID namespace (is gputop in a container?): run it "
@@ -259,38 +260,16 @@ def find_host_proc_root(candidates: Iterable[Path] = HOST_PROC_CANDIDATES) -> Pa
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class HostFields:
-    """What the host tells about one GPU process (by the driver's PID) at one tick."""
-
-    name: str | None = None
-    user: str | None = None
-    command: str | None = None
-    cpu_percent: float | None = None
-    host_memory: int | None = None
-    start_time: float | None = None
-    foreign: bool = False
-    """The PID does not resolve in this PID namespace; the other fields are then None."""
-    local_pid: int | None = None
-    """The PID here when it differs from the driver's."""
-
-    def row_changes(self) -> dict[str, Any]:
-        """The fields these facts set on the PID's process rows (the name aside: the
-        driver's name wins over the host's, so each row decides)."""
-        if self.foreign:
-            return {"foreign": True, "local_pid": None}
-        return {
-            "user": self.user,
-            "command": self.command,
-            "cpu_percent": self.cpu_percent,
-            "host_memory": self.host_memory,
-            "start_time": self.start_time,
-            "foreign": False,
-            "local_pid": self.local_pid,
-        }
+HostFields = ProcessSample
+"""What the host tells about one GPU process (by the driver's PID) at one tick: a
+``ProcessSample`` with only ``name`` and the host facts (the field table's ``host`` fields,
+``HOST_FIELDS``) set; ``foreign`` when the PID does not resolve in this PID namespace, the
+others then None."""
 
 
-FOREIGN = HostFields(foreign=True)
+def foreign(pid: int) -> ProcessSample:
+    """The host's answer for a PID that does not resolve here (another container)."""
+    return ProcessSample(pid=pid, foreign=True)
 
 
 @dataclass(slots=True)
@@ -307,7 +286,7 @@ class _Known:
 
 def with_host_fields(process: ProcessSample, host: HostFields) -> ProcessSample:
     """``process`` with the host's fields; the driver's name wins over the host's."""
-    changes = host.row_changes()
+    changes = host_facts(host)
     if not host.foreign:
         changes["name"] = process.name or host.name
     return dataclasses.replace(process, **changes)
@@ -386,7 +365,7 @@ class ProcessEnricher:
                 continue
             local = self._place(pid, now)
             if local is None:
-                out[pid] = FOREIGN
+                out[pid] = foreign(pid)
                 continue
             keep.add(local)
             out[pid] = self._fields(pid, local, now)
@@ -458,13 +437,13 @@ class ProcessEnricher:
                         return known.fields
                 # The PID now names another process.
             known = self._known[local] = _Known(
-                self._process_factory(local), HostFields(local_pid=shown)
+                self._process_factory(local), HostFields(pid=pid, local_pid=shown)
             )
             with known.process.oneshot():
                 self._read(known, now)
         except psutil.Error:
             self._known.pop(local, None)
-            return HostFields(local_pid=shown)
+            return HostFields(pid=pid, local_pid=shown)
         return known.fields
 
     def _read(self, known: _Known, now: float) -> None:
@@ -488,6 +467,7 @@ class ProcessEnricher:
             # psutil's first call only sets the baseline and returns a meaningless 0.0.
             cpu = measured if known.read_at is not None else None
         known.fields = HostFields(
+            pid=old.pid,
             name=name,
             user=user,
             command=command,

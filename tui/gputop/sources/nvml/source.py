@@ -21,19 +21,17 @@ from dataclasses import fields, replace
 from datetime import datetime
 from operator import attrgetter
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 from gputop.errors import GputopError, NoDriver, NoPermission
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
+from gputop.model.fields import host_facts
 from gputop.sources.nvml.api import NvmlApi
 from gputop.sources.nvml.calls import ErrorCodes, same_objects
 from gputop.sources.nvml.codes import cuda_version
 from gputop.sources.nvml.device import SLOW_REFRESH, GpuSampler
 from gputop.sources.nvml.pool import SamplerPool
 from gputop.sources.nvml.processes import ProcessNames
-
-if TYPE_CHECKING:
-    from gputop.sources.host.procinfo import HostFields
 
 BUNDLED_CAPTURE_HINT = "gputop --demo"
 """The command that shows gputop working on any machine, GPU or not, from any directory: it
@@ -50,7 +48,7 @@ class HostLookup(Protocol):
     """An enricher that answers per PID (``ProcessEnricher``): cheaper than :data:`Enrich`,
     since each row is then rebuilt once, not once by the enricher and again by the merge."""
 
-    def host_fields(self, pids: Iterable[int]) -> Mapping[int, HostFields]:
+    def host_fields(self, pids: Iterable[int]) -> Mapping[int, ProcessSample]:
         """Host fields for each distinct PID."""
         ...
 
@@ -278,23 +276,9 @@ def _system_text(nvml: NvmlApi, fn: Callable[[], Any]) -> str | None:
     return str(value) if value else None
 
 
-_HOST_FIELDS = (
-    "user",
-    "command",
-    "cpu_percent",
-    "host_memory",
-    "start_time",
-    "foreign",
-    "local_pid",
-)
-
-
-def _changes(host: object) -> tuple[dict[str, Any], str | None]:
-    """The changes for a PID from a HostLookup's fields or a plain Enrich's row."""
-    if isinstance(host, ProcessSample):
-        return {name: getattr(host, name) for name in _HOST_FIELDS}, host.name
-    fields = cast("HostFields", host)
-    return fields.row_changes(), None if fields.foreign else fields.name
+def _changes(host: ProcessSample) -> tuple[dict[str, Any], str | None]:
+    """The changes for a PID from its host facts (a HostLookup's or a plain Enrich's row)."""
+    return host_facts(host), host.name
 
 
 _D = TypeVar("_D")
@@ -341,7 +325,7 @@ class _Merged(NamedTuple):
     """Driver rows of a GPU or MIG device, their host facts, and the merged rows."""
 
     rows: tuple[ProcessSample, ...]
-    hosts: list[object]
+    hosts: list[ProcessSample | None]
     merged: tuple[ProcessSample, ...]
 
 
@@ -367,7 +351,7 @@ class _Enrichment:
             for process in gpu.processes:
                 pids.setdefault(process.pid, process)
         # Called on idle ticks too, so the enricher can drop what it cached for exited PIDs.
-        facts: Mapping[int, object]
+        facts: Mapping[int, ProcessSample]
         if self._lookup is not None:
             facts = self._lookup.host_fields(pids)
         else:
@@ -377,7 +361,9 @@ class _Enrichment:
         now: dict[tuple[int, int], _Merged] = {}
         built: dict[int, tuple[dict[str, Any], str | None]] = {}
 
-        def merge(process: ProcessSample, host: object, before: _Known) -> ProcessSample:
+        def merge(
+            process: ProcessSample, host: ProcessSample | None, before: _Known
+        ) -> ProcessSample:
             if host is None:
                 return process
             seen = before.get(id(process))
