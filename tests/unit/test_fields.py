@@ -50,7 +50,11 @@ def test_prometheus_names_are_dcgm_exporters_or_ours() -> None:
     assert named["clocks.sm"] == "DCGM_FI_DEV_SM_CLOCK"
     assert named["clocks.memory"] == "DCGM_FI_DEV_MEM_CLOCK"
     assert named["fan_speed"] == "DCGM_FI_DEV_FAN_SPEED"
-    assert GPU_BY_PATH["memory.used"].value is Value.BYTES  # DCGM's FB_* are MiB
+    for table in (GPU_FIELDS, MIG_FIELDS):
+        for f in table:
+            framebuffer = (f.prometheus or "").startswith("DCGM_FI_DEV_FB_")
+            assert f.export_scale == (1 / 1024**2 if framebuffer else 1.0), f.path
+            assert framebuffer is (f.value is Value.BYTES), f.path
 
 
 def test_every_path_reads_its_model_value() -> None:

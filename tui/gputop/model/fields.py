@@ -27,7 +27,8 @@ class Value(enum.Enum):
     NUMBER = "number"
     """int or float in ``unit``."""
     BYTES = "bytes"
-    """int bytes; the CSV log and Prometheus write MiB, as nvidia-smi and DCGM do."""
+    """int bytes; the CSV log writes MiB, as nvidia-smi does (and DCGM's ``FB_*``, see
+    ``Field.export_scale``)."""
     TEXT = "text"
     FLAG = "flag"
     """bool."""
@@ -56,6 +57,9 @@ class Field:
     """The ``nvidia-smi --query-gpu`` name, where nvidia-smi has one."""
     prometheus: str | None = None
     """The exported metric name; None for what is a label (name, UUID) rather than a metric."""
+    export_scale: float = 1.0
+    """What the model value is multiplied by for the Prometheus metric: ``1 / MIB`` for
+    DCGM's framebuffer metrics, which are MiB where the model holds bytes."""
     host: bool = False
     """A process fact the host's process table gives, not the driver (user, command, …)."""
     read: Callable[[Any], Any] = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
@@ -64,6 +68,9 @@ class Field:
     def __post_init__(self) -> None:
         if self.read is None:
             object.__setattr__(self, "read", attrgetter(self.path))
+
+
+MIB = 1024 * 1024
 
 
 def _process_count(gpu: GpuSample) -> int:
@@ -119,6 +126,7 @@ MEM_TOTAL = Field(
     csv="memory_total_mib",
     query="memory.total",
     prometheus="DCGM_FI_DEV_FB_TOTAL",
+    export_scale=1 / MIB,
 )
 MEM_USED = Field(
     "memory.used",
@@ -129,6 +137,7 @@ MEM_USED = Field(
     csv="memory_used_mib",
     query="memory.used",
     prometheus="DCGM_FI_DEV_FB_USED",
+    export_scale=1 / MIB,
 )
 MEM_FREE = Field(
     "memory.free",
@@ -138,6 +147,7 @@ MEM_FREE = Field(
     json="memory_free",
     query="memory.free",
     prometheus="DCGM_FI_DEV_FB_FREE",
+    export_scale=1 / MIB,
 )
 MEM_RESERVED = Field(
     "memory.reserved",
@@ -147,6 +157,7 @@ MEM_RESERVED = Field(
     json="memory_reserved",
     query="memory.reserved",
     prometheus="DCGM_FI_DEV_FB_RESERVED",
+    export_scale=1 / MIB,
 )
 POWER_DRAW = Field(
     "power.draw",
@@ -350,6 +361,8 @@ CSV_LOG: tuple[Field, ...] = (
 """The ``--log`` columns after the timestamp, in their order (the documented header)."""
 
 GPU_BY_PATH: dict[str, Field] = {f.path: f for f in GPU_FIELDS}
+GPU_BY_QUERY: dict[str, Field] = {f.query: f for f in GPU_FIELDS if f.query is not None}
+"""The field an ``nvidia-smi --query-gpu`` column holds."""
 
 IDENTITY: tuple[Field, ...] = (INDEX, NAME, UUID)
 """What names a GPU in a summary of many samples (the report)."""
@@ -370,6 +383,7 @@ MIG_FIELDS: tuple[Field, ...] = (
         Value.BYTES,
         json="memory_total",
         prometheus="DCGM_FI_DEV_FB_TOTAL",
+        export_scale=1 / MIB,
     ),
     Field(
         "memory.used",
@@ -378,6 +392,7 @@ MIG_FIELDS: tuple[Field, ...] = (
         Value.BYTES,
         json="memory_used",
         prometheus="DCGM_FI_DEV_FB_USED",
+        export_scale=1 / MIB,
     ),
 )
 """A MIG device's fields, in ``--json`` order; DCGM exports MIG devices under the GPU's
