@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from functools import cache
 from datetime import timedelta
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.events import Resize
@@ -99,7 +100,7 @@ async def resize(pilot: Pilot[int], width: int, height: int) -> None:
     size = Size(width, height)
     driver = app._driver
     assert driver is not None
-    driver._size = size  # type: ignore[attr-defined]  # the headless driver's own size
+    driver._size = size  # the headless driver's own size
     app.post_message(Resize(size, size))
     await settle(pilot)
 
@@ -155,7 +156,7 @@ async def focus_processes(pilot: Pilot[int]) -> None:
     await settle(pilot)
 
 
-Opener = tuple[str, Sequence[str], type[Screen[object]] | str, Sequence[str]]
+Opener = tuple[str, Sequence[str], type[Screen[Any]] | str, Sequence[str]]
 """(name, keys that open it, the screen it opens or the main screen's class it sets, keys
 that close it); "gpu"/"processes" in the keys focus that widget first."""
 
@@ -185,11 +186,13 @@ async def press(pilot: Pilot[int], keys: Sequence[str]) -> None:
     await settle(pilot)
 
 
-def is_open(app: GputopApp, shows: type[Screen[object]] | str) -> bool:
+def is_open(app: GputopApp, shows: type[Screen[Any]] | str) -> bool:
     if isinstance(shows, str):
         if shows == "-filtering":
-            return app.screen is app.main_screen and app.focused is not None and (
-                app.focused.id == "process-filter"
+            return (
+                app.screen is app.main_screen
+                and app.focused is not None
+                and (app.focused.id == "process-filter")
             )
         return app.main_screen.has_class(shows)
     return isinstance(app.screen, shows)

@@ -1,7 +1,8 @@
 """Where gputop leans on Textual's private API: kept to this one module, so a Textual upgrade
 that moves it breaks here and nowhere else (a test holds every other module to the public API).
 
-Today that is a Linux terminal driver whose input thread sleeps until there is input.
+Today that is a Linux terminal driver whose input thread sleeps until there is input, and a
+DataTable that forgets what it drew when it measures its columns again.
 
 Textual's ``LinuxDriver`` waits for keys with a 0.1 s timeout, so its input thread wakes ten
 times a second for the whole life of the app, keys or not: about a sixth of gputop's CPU on
@@ -20,11 +21,17 @@ import os
 import selectors
 import time
 from codecs import getincrementaldecoder
+from collections.abc import Iterable
+from typing import TypeVar
 
 from textual import constants
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
+from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
+
+CellType = TypeVar("CellType")
 
 KEY_POLL_SECONDS = 0.1
 """How often the parser is ticked while keys are arriving (Textual's own interval)."""
@@ -109,3 +116,24 @@ class QuietLinuxDriver(LinuxDriver):
                     pass
             except (EOFError, ParseError):
                 pass
+
+
+class RemeasuredDataTable(DataTable[CellType]):
+    """``DataTable`` that repaints with the widths it measured when it went idle.
+
+    DataTable caches each rendered cell under a counter that its updates bump, and measures
+    new or changed cells only when it next goes idle, without bumping the counter. A frame
+    drawn in between (a resize lays out and draws the screen before the table is idle)
+    caches cells cut to the old widths, and they stay on screen until some later update:
+    after a resize the columns ran together and COMMAND stayed cut to its label's width.
+    """
+
+    _measured: tuple[int, ...] = ()
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        super()._update_dimensions(new_rows)
+        widths = tuple(column.content_width for column in self.columns.values())
+        if widths != self._measured:
+            self._measured = widths
+            self._update_count += 1
+            self.refresh()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import time
@@ -33,8 +34,10 @@ from gputop.ui.render.process_rows import (
     ProcessRow,
     TypeFilter,
     build_rows,
+    command_text,
     describe,
     detail_fields,
+    fit_command,
     send_signal,
     signal_refusal,
     sort_rows,
@@ -50,6 +53,11 @@ NARROW_WIDTH = 100
 """Below this many columns the table drops its host-side columns to leave room for commands."""
 
 _NARROW_HIDDEN = frozenset({"cpu", "host_memory"})
+
+MIN_COMMAND = 12
+"""Fewest cells COMMAND is cut to; with less room than that the table scrolls sideways."""
+
+_COMMAND = COLUMN_INDEX["command"]
 
 MIN_FIRST_FILL = 24
 """Rows an empty table takes in at once, at least (more on a taller terminal: its height)."""
@@ -156,6 +164,10 @@ class ProcessTable(Widget):
         """Index into ``COLUMNS`` of the column rows are sorted by."""
         self.sort_reverse = COLUMNS[self.sort_column].descending
         """Largest (or last) first."""
+        self._hidden_sort: tuple[int, bool] | None = None
+        """The user's sort while a narrow terminal hides its column, to go back to."""
+        self._room = 0
+        """Cells COMMAND was last fitted to."""
         self.filter_text = ""
         """Words every shown row must contain (user, command, PID, GPU)."""
         self.type_filter = TypeFilter.ALL
@@ -187,7 +199,22 @@ class ProcessTable(Widget):
         )
         if columns != self._columns:
             self._columns = columns
+            self._sort_on_screen()
             self._rebuild()
+        elif self._command_room(self._rows) != self._room:
+            self._apply()
+
+    def _sort_on_screen(self) -> None:
+        """Never sort by a hidden column: GPU memory stands in while the user's is hidden,
+        and the user's comes back with its column."""
+        hidden = self._hidden_sort
+        if hidden is not None and hidden[0] in self._columns:
+            self._hidden_sort = None
+            self.sort_column, self.sort_reverse = hidden
+        elif self.sort_column not in self._columns:
+            self._hidden_sort = (self.sort_column, self.sort_reverse)
+            self.sort_column = COLUMN_INDEX["gpu_memory"]
+            self.sort_reverse = COLUMNS[self.sort_column].descending
 
     @property
     def columns(self) -> list[str]:
@@ -204,6 +231,37 @@ class ProcessTable(Widget):
         for index in self._columns:
             table.add_column(self._label(index), key=COLUMNS[index].key)
         self._apply(cursor_key=cursor_key)
+
+    def _command_room(self, rows: list[ProcessRow]) -> int:
+        """Cells COMMAND may take: what the other columns, as wide as ``rows`` need, leave
+        of the table's width."""
+        width = self.size.width or self.app.size.width
+        others = sum(
+            max(
+                len(COLUMNS[index].label) + 2,
+                max((_width(row.cells[index]) for row in rows), default=0),
+            )
+            for index in self._columns
+            if index != _COMMAND
+        )
+        table = self._table
+        # A vertical scrollbar takes cells only when the rows overflow the table.
+        overflows = not table.size.height or len(rows) + table.header_height > table.size.height
+        scrollbar = table.styles.scrollbar_size_vertical if overflows else 0
+        # The command's cell starts with one space of padding.
+        return max(MIN_COMMAND, width - others - scrollbar - 1)
+
+    def _fitted(self, rows: list[ProcessRow]) -> list[ProcessRow]:
+        """``rows`` with their commands cut to the room COMMAND has."""
+        room = self._room = self._command_room(rows)
+        fitted = []
+        for row in rows:
+            command = row.cells[_COMMAND]
+            if len(command) > room:
+                cells = (*row.cells[:_COMMAND], fit_command(command_text(row.process), room))
+                row = dataclasses.replace(row, cells=cells + row.cells[_COMMAND + 1 :])
+            fitted.append(row)
+        return fitted
 
     def _restyle(self, _theme: object) -> None:
         # Cells carry colours resolved from the theme they were made under.
@@ -275,6 +333,7 @@ class ProcessTable(Widget):
             self.sort_column,
             self.sort_reverse,
         )
+        ordered = self._fitted(ordered)
         total = len(ordered)
         cursor_key = cursor_key or self._cursor_key()
         first_fill = max(self.app.size.height, MIN_FIRST_FILL)
@@ -428,6 +487,7 @@ class ProcessTable(Widget):
 
     def sort_by(self, index: int, reverse: bool | None = None) -> None:
         """Sort by column ``index``; ``reverse`` defaults to that column's natural order."""
+        self._hidden_sort = None
         self.sort_column = index % len(COLUMNS)
         self.sort_reverse = COLUMNS[self.sort_column].descending if reverse is None else reverse
         self._relabel()
