@@ -143,7 +143,7 @@ def test_full_lines_fill_the_width_exactly_or_less(width: int) -> None:
     lines = full_lines(PanelState(card(), series), width)
     assert len(lines) == 3
     assert all(width_of(line) <= width for line in lines)
-    assert "GPU   50%" in plain(lines[0]) and "20.0GiB/80.0GiB" in plain(lines[0])
+    assert "GPU   50%" in plain(lines[0]) and "20.00/80.00GiB" in plain(lines[0])
     assert "200W/400W" in plain(lines[1]) and "50C/90C" in plain(lines[1])
 
 

@@ -84,12 +84,12 @@ class TestOutline:
         assert [node.key for node in outline] == [("gpu", 0)]
         gpu = outline[0]
         assert gpu.label.plain == (
-            "GPU 0 · NVIDIA A100-SXM4-80GB · 4 GPU instances · memory 50MiB / 80.0GiB"
+            "GPU 0 · NVIDIA A100-SXM4-80GB · 4 GPU instances · memory 0.05/80.00GiB"
             " · util: not available under MIG"
         )
         assert [child.key for child in gpu.children] == [("gi", 0, gi) for gi in (3, 4, 5, 6)]
         gi3 = gpu.children[0]
-        assert gi3.label.plain == ("GI 3 · 1g.20gb (derived) · 14 SMs · memory 12MiB / 19.5GiB")
+        assert gi3.label.plain == ("GI 3 · 1g.20gb (derived) · 14 SMs · memory 0.01/19.50GiB")
         (ci,) = gi3.children
         assert ci.key == ("ci", 0, 3, 0)
         assert ci.label.plain == (
@@ -104,7 +104,7 @@ class TestOutline:
         assert "7 GPU instances" in gpu.label.plain
         assert [child.key[2] for child in gpu.children] == list(range(7, 14))
         gi9 = find(outline, ("gi", 0, 9))
-        assert gi9.label.plain == "GI 9 · 1g.10gb · 16 SMs · memory 5133MiB / 9984MiB"
+        assert gi9.label.plain == "GI 9 · 1g.10gb · 16 SMs · memory 5.01/9.75GiB"
         ci9 = find(outline, ("ci", 0, 9, 0))
         assert not ci9.leaf
         assert "2 processes" in ci9.label.plain
@@ -133,7 +133,7 @@ class TestOutline:
         gpu = GpuSample(index=2, name="A100", mig_mode=True, mig_devices=devices)
         outline = mig_outline(Snapshot(timestamp=None, gpus=(gpu,)))
         gi = find(outline, ("gi", 2, 1))
-        assert gi.label.plain == "GI 1 · 3g.40gb · 42 SMs · memory 2048MiB / 39.2GiB"
+        assert gi.label.plain == "GI 1 · 3g.40gb · 42 SMs · memory 2.00/39.25GiB"
         assert [child.key for child in gi.children] == [("ci", 2, 1, 0), ("ci", 2, 1, 1)]
 
     def test_unknown_values_say_so(self) -> None:
@@ -236,7 +236,7 @@ async def test_collapsed_nodes_stay_collapsed_across_refreshes() -> None:
         same = tree.node_for(("gi", 0, 7))
         assert same is gi7
         assert not gi7.is_expanded
-        assert "memory 9216MiB / 9984MiB" in str(gi7.label)
+        assert "memory 9.00/9.75GiB" in str(gi7.label)
         ci7 = tree.node_for(("ci", 0, 7, 0))
         assert ci7 is not None
         assert [child.data for child in ci7.children][-1] == ("ci", 0, 7, 0, "proc", 3010)

@@ -34,7 +34,7 @@ GAUGE_METRICS = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POWER, Metric.TEMP)
 FULL_HEIGHT = 3
 """Content lines of a full panel (its border adds two rows)."""
 
-COMPACT_VALUE_WIDTHS = (4, 10, 9, 4)
+COMPACT_VALUE_WIDTHS = (4, 12, 9, 4)
 """Value columns of the one-line layout: util, memory, power, temperature."""
 
 COMPACT_TITLES = ("UTIL", "MEMORY", "POWER", "TEMP")

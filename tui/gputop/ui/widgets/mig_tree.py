@@ -17,7 +17,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Reason, Snapshot, reason_for
-from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_text
+from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_text, fmt_used_of
 from gputop.ui.render.process_rows import command_text, user_text
 from gputop.ui.widget_css import css_beside
 
@@ -54,6 +54,9 @@ def _util(value: float | None, reason: Reason | None, styles: MigStyles) -> Text
 
 
 def _memory(used: int | None, total: int | None) -> str:
+    # One unit for the GPU and its instances alike: 0.59/9.75GiB beside 9.77/79.65GiB.
+    if used is not None and total is not None:
+        return f"memory {fmt_used_of(used, total)}"
     return f"memory {fmt_bytes(used)} / {fmt_bytes(total)}"
 
 
