@@ -297,6 +297,9 @@ class MigTree(Tree[NodeKey]):
         super().__init__("MIG", name=name, id=id, classes=classes, disabled=disabled)
         self.show_root = False
         self._snapshot: Snapshot | None = None
+        self._outline: dict[NodeKey, tuple[MigNode, int]] = {}
+        """Each shown node's outline node and depth, to fit its label when it is drawn."""
+        self._label_styles = MigStyles()
 
     def on_mount(self) -> None:
         """Render whatever was shown before mounting; follow theme changes."""
@@ -305,8 +308,28 @@ class MigTree(Tree[NodeKey]):
 
     def _refresh_labels(self) -> None:
         # Labels carry colours resolved from the current theme, so a new theme means new labels.
-        styles = self._styles()
+        styles = self._label_styles = self._styles()
+        self._outline = {}
         self._sync(self.root, mig_outline(self._snapshot, styles), styles, 0)
+
+    def render_label(self, node: TreeNode[NodeKey], base_style: Style, style: Style) -> Text:
+        """The label fitted to the width the tree has now.
+
+        Labels are fitted when set, but a tree shown for the first time is drawn once
+        before it learns its width: without this, that frame ran past the edge.
+        """
+        text = super().render_label(node, base_style, style)
+        found = self._outline.get(node.data) if node.data is not None else None
+        if found is None or self.scrollable_content_region.width <= 0:
+            return text
+        outline, depth = found
+        room = self._label_room(depth, outline.leaf)
+        shown = cell_len(str(node.label))
+        if shown <= room:
+            return text
+        fitted = outline.fitted(room, self._label_styles)
+        fitted.stylize(style)
+        return Text.assemble(text[: text.cell_len - shown], fitted)
 
     def on_resize(self) -> None:
         """Fit the labels to the new width."""
@@ -361,6 +384,7 @@ class MigTree(Tree[NodeKey]):
                 child.remove()
         for position, node in enumerate(wanted):
             found = existing.get(node.key)
+            self._outline[node.key] = (node, depth)
             label = node.fitted(self._label_room(depth, node.leaf), styles)
             if found is None:
                 before = position if position < len(parent.children) else None
