@@ -144,7 +144,7 @@ def test_full_lines_fill_the_width_exactly_or_less(width: int) -> None:
     lines = full_lines(PanelState(card(), series), width)
     assert len(lines) == 3
     assert all(width_of(line) <= width for line in lines)
-    assert "GPU   50%" in plain(lines[0]) and "20.0GiB/80.0GiB" in plain(lines[0])
+    assert "GPU   50%" in plain(lines[0]) and "20.00/80.00GiB" in plain(lines[0])
     assert "200W/400W" in plain(lines[1]) and "50C/90C" in plain(lines[1])
 
 
@@ -440,3 +440,33 @@ def test_panel_cell_widths_match_rich_for_what_panels_draw_and_for_wide_text() -
     for text in ("▁▂▃▄▅▆▇█", "12.3G · 45%", "…─", "日本語 GPU", "", "é"):
         assert cell_width(text) == cell_len(text)
     assert cell_width("日本") == 4
+
+
+WAITING = (
+    "waiting: 1 process holds 21.9GiB but utilization averaged 8% over the last 30s "
+    "(likely input-bound; llama-server at 100% CPU, 1 of 32 cores busy)"
+)
+
+
+def test_a_diagnosis_too_long_ends_after_a_whole_clause() -> None:
+    state = PanelState(card(), {}, finding=(WAITING, "warn"))
+    # At 120 columns the panel has 116 cells: the sentence ends at its last whole clause.
+    assert plain(detail_line(state, 116)) == (
+        "waiting: 1 process holds 21.9GiB but utilization averaged 8% over the last 30s "
+        "(likely input-bound…"
+    )
+    assert plain(detail_line(state, 90)) == (
+        "waiting: 1 process holds 21.9GiB but utilization averaged 8% over the last 30s…"
+    )
+    assert plain(detail_line(state, len(WAITING))) == WAITING
+
+
+@pytest.mark.parametrize("width", range(12, len(WAITING)))
+def test_a_cut_diagnosis_keeps_whole_words_so_no_number_is_cut_in_half(width: int) -> None:
+    state = PanelState(card(), {}, finding=(WAITING, "warn"))
+    text = plain(detail_line(state, width))
+    assert len(text) <= width and text.endswith("…")
+    words = text.removesuffix("…").split()
+    assert [w.strip(";,(:") for w in words] == [
+        w.strip(";,(:") for w in WAITING.split()[: len(words)]
+    ]

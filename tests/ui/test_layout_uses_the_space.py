@@ -134,7 +134,7 @@ async def test_a_mig_gpu_lists_its_instances_on_its_panel_at_160x50() -> None:
         rows = [line for line in lines if "MIG  1g.20gb" in line]
         assert len(rows) == 4
         for gi, row in zip((3, 4, 5, 6), rows, strict=True):
-            assert f"GI {gi} CI 0 · MEM 12MiB/19.5GiB · 0 processes" in row, row
+            assert f"GI {gi} CI 0 · MEM 0.01/19.50GiB · 0 processes" in row, row
             assert row.startswith("│ MIG") and row.rstrip().endswith("│")
 
 

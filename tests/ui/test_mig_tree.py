@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
+import pytest
 from textual.app import App, ComposeResult
 
 from gputop.model import (
@@ -17,7 +19,7 @@ from gputop.model import (
     Utilization,
 )
 from gputop.sources.smi.recording import snapshot_from_path
-from gputop.ui.widgets.mig_tree import MigNode, MigTree, NodeKey, mig_outline
+from gputop.ui.widgets.mig_tree import MigNode, MigStyles, MigTree, NodeKey, mig_outline
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 MIB = 1024**2
@@ -84,12 +86,12 @@ class TestOutline:
         assert [node.key for node in outline] == [("gpu", 0)]
         gpu = outline[0]
         assert gpu.label.plain == (
-            "GPU 0 · NVIDIA A100-SXM4-80GB · 4 GPU instances · memory 50MiB / 80.0GiB"
+            "GPU 0 · NVIDIA A100-SXM4-80GB · 4 GPU instances · memory 0.05/80.00GiB"
             " · util: not available under MIG"
         )
         assert [child.key for child in gpu.children] == [("gi", 0, gi) for gi in (3, 4, 5, 6)]
         gi3 = gpu.children[0]
-        assert gi3.label.plain == ("GI 3 · 1g.20gb (derived) · 14 SMs · memory 12MiB / 19.5GiB")
+        assert gi3.label.plain == ("GI 3 · 1g.20gb (derived) · 14 SMs · memory 0.01/19.50GiB")
         (ci,) = gi3.children
         assert ci.key == ("ci", 0, 3, 0)
         assert ci.label.plain == (
@@ -104,7 +106,7 @@ class TestOutline:
         assert "7 GPU instances" in gpu.label.plain
         assert [child.key[2] for child in gpu.children] == list(range(7, 14))
         gi9 = find(outline, ("gi", 0, 9))
-        assert gi9.label.plain == "GI 9 · 1g.10gb · 16 SMs · memory 5133MiB / 9984MiB"
+        assert gi9.label.plain == "GI 9 · 1g.10gb · 16 SMs · memory 5.01/9.75GiB"
         ci9 = find(outline, ("ci", 0, 9, 0))
         assert not ci9.leaf
         assert "2 processes" in ci9.label.plain
@@ -133,7 +135,7 @@ class TestOutline:
         gpu = GpuSample(index=2, name="A100", mig_mode=True, mig_devices=devices)
         outline = mig_outline(Snapshot(timestamp=None, gpus=(gpu,)))
         gi = find(outline, ("gi", 2, 1))
-        assert gi.label.plain == "GI 1 · 3g.40gb · 42 SMs · memory 2048MiB / 39.2GiB"
+        assert gi.label.plain == "GI 1 · 3g.40gb · 42 SMs · memory 2.00/39.25GiB"
         assert [child.key for child in gi.children] == [("ci", 2, 1, 0), ("ci", 2, 1, 1)]
 
     def test_unknown_values_say_so(self) -> None:
@@ -236,7 +238,7 @@ async def test_collapsed_nodes_stay_collapsed_across_refreshes() -> None:
         same = tree.node_for(("gi", 0, 7))
         assert same is gi7
         assert not gi7.is_expanded
-        assert "memory 9216MiB / 9984MiB" in str(gi7.label)
+        assert "memory 9.00/9.75GiB" in str(gi7.label)
         ci7 = tree.node_for(("ci", 0, 7, 0))
         assert ci7 is not None
         assert [child.data for child in ci7.children][-1] == ("ci", 0, 7, 0, "proc", 3010)
@@ -284,7 +286,7 @@ async def test_vanished_process_is_removed_and_an_emptied_instance_becomes_a_lea
         ci13 = tree.node_for(("ci", 0, 13, 0))
         assert ci13 is not None
         assert not ci13.allow_expand
-        assert "0 processes" in str(ci13.label)
+        assert "0 proc" in str(ci13.label)  # "0 processes", or "0 procs" where narrow
         # and back: a process arriving makes it expandable and open again
         tree.show(h100_7x1g())
         await pilot.pause()
@@ -319,3 +321,84 @@ async def test_show_before_mount() -> None:
     async with app.run_test() as pilot:
         await pilot.pause()
         assert app.query_one(MigTree).node_for(("ci", 0, 13, 0, "proc", 3004)) is not None
+
+
+def tree_nodes(tree: MigTree) -> list[tuple[NodeKey, str]]:
+    """(key, label) of every node, depth first."""
+    found: list[tuple[NodeKey, str]] = []
+    stack = list(reversed(tree.root.children))
+    while stack:
+        node = stack.pop()
+        assert node.data is not None
+        found.append((node.data, str(node.label)))
+        stack.extend(reversed(node.children))
+    return found
+
+
+MEMORY_VALUE = re.compile(r"\bmem(ory)? \d+\.\d\d/\d+\.\d\dGiB(?= ·|$)")
+
+
+@pytest.mark.parametrize("size", [(220, 50), (160, 40), (120, 40), (80, 24)])
+async def test_no_line_is_cut_by_the_edge_and_values_stay_whole(size: tuple[int, int]) -> None:
+    from support.apps import replay_app, varied_stream
+
+    app = replay_app(varied_stream(snapshot_from_path(CAPTURES / "a100-sxm4-80gb-mig-v12.xml"), 3))
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("m")
+        await pilot.pause()
+        tree = app.screen.query_one(MigTree)
+        # The widest line fits the tree: nothing runs past its edge.
+        assert 0 < tree.virtual_size.width <= tree.scrollable_content_region.width
+        nodes = tree_nodes(tree)
+        assert [key[0] for key, _ in nodes] == [
+            "gpu",
+            "gi",
+            "ci",
+            "gi",
+            "ci",
+            "gi",
+            "ci",
+            "gi",
+            "ci",
+        ]
+        for key, label in nodes:
+            if key[0] == "gi":
+                # The memory of each instance, whole, in the GPU's unit.
+                assert MEMORY_VALUE.search(label), label
+            if key[0] == "ci":
+                assert "util n/a" in label or "util: not available under MIG" in label
+        if size[0] >= 220:
+            # Room for every word: the full labels, as the issue's 220 columns had not.
+            gi3 = dict(nodes)[("gi", 0, 3)]
+            assert gi3 == "GI 3 · 1g.20gb (derived) · 14 SMs · memory 0.01/19.50GiB"
+            ci = dict(nodes)[("ci", 0, 3, 0)]
+            assert "util: not available under MIG" in ci
+
+
+def test_a_label_too_long_gives_up_words_then_whole_parts_never_half_a_value() -> None:
+    gpu = h100_7x1g().gpus[0]
+    outline = mig_outline(Snapshot(timestamp=None, gpus=(gpu,)))
+    root = outline[0]
+    full = root.label.plain
+    assert root.fitted(len(full), MigStyles()).plain == full
+    seen = set()
+    for width in range(len(full), 0, -1):
+        text = root.fitted(width, MigStyles()).plain
+        assert len(text) <= width
+        seen.add(text)
+        # A memory amount is there whole or not at all.
+        if "mem" in text:
+            assert MEMORY_VALUE.search(text), text
+    memory = MEMORY_VALUE.search(full)
+    assert memory is not None
+    amount = memory.group(0).split()[-1]
+    # Shorter words first, then the parts without a value, memory and utilization last.
+    assert f"GPU 0 · H100 80GB HBM3 · 7 GIs · mem {amount} · util n/a" in seen
+    assert f"GPU 0 · 7 GIs · mem {amount} · util n/a · …" in seen
+    assert f"GPU 0 · mem {amount} · util n/a · …" in seen
+    assert f"GPU 0 · mem {amount} · …" in seen
+    # A process keeps its memory and gives up the end of its command, at a word.
+    process = outline[0].children[0].children[0].children[0]
+    full = process.label.plain
+    assert full.endswith(" · python train.py")
+    assert process.fitted(45, MigStyles()).plain == full.replace("train.py", "").rstrip() + "…"

@@ -628,3 +628,65 @@ async def test_an_empty_table_takes_a_screenful_first_and_the_rest_after_the_fra
         # A table that already has rows takes a new tick's rows in one go.
         widget.show(snap((*many, dataclasses.replace(ALICE, pid=99, memory_used=1))))
         assert table.row_count == 101
+
+
+WINDOWS_PYTHON = r"C:\Users\alice\AppData\Local\Programs\Python\Python311\python.exe"
+TORCHRUN = "python -m torch.distributed.run --nproc_per_node 8 train.py --config llama.yaml"
+
+
+def table_lines(app: App[None]) -> list[str]:
+    """The table's rows as drawn (header first), without trailing blanks."""
+    grid = app.query_one(DataTable)
+    return [grid.render_line(y).text.rstrip() for y in range(grid.row_count + 1)]
+
+
+def drawn_row(app: App[None], pid: int) -> str:
+    return next(line for line in table_lines(app) if f" {pid} " in line)
+
+
+async def test_shrinking_and_growing_back_redraws_every_column_at_its_width() -> None:
+    windows = replace(BOB, pid=5555, type="C", command=f"{WINDOWS_PYTHON} train.py")
+    torchrun = replace(ALICE, pid=6666, command=TORCHRUN)
+    app = TableApp(snap((ALICE, XORG, torchrun), (BOB, FOREIGN, windows)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        for size in [(80, 24), (120, 40), (80, 24)]:
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            # Every column drawn at the header's width: COMMAND starts under its label.
+            start = table_lines(app)[0].index("COMMAND")
+            row = drawn_row(app, ALICE.pid)
+            assert row[start:] == "python train.py --epochs 90"
+            assert row[: start - 1].endswith(" 2:01:40")
+            narrow = size[0] == 80
+            # COMMAND takes what the other columns leave, up to the last cell (the table is
+            # short enough to need no scrollbar), and says where it was cut.
+            long = drawn_row(app, torchrun.pid)
+            assert len(long) == size[0]
+            assert long[start:].startswith("python -m torch.distributed")
+            assert long.endswith("…")
+            # A Windows program is cut from the left: its name and arguments stay.
+            shown = drawn_row(app, windows.pid)[start:]
+            assert shown.endswith(r"\python.exe train.py")
+            assert shown.startswith("…\\")
+            assert ("Python311" in shown) != narrow
+
+
+async def test_a_sort_column_hidden_by_a_narrow_terminal_gives_way_and_comes_back() -> None:
+    app = TableApp()
+    async with app.run_test(size=(140, 24)) as pilot:
+        widget = app.query_one(ProcessTable)
+        widget.sort_by(COLUMN_INDEX["cpu"])
+        await pilot.pause()
+        assert "sort CPU% ▼" in status(app)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert "cpu" not in widget.columns
+        assert "sort GPU MEM ▼" in status(app)
+        assert labels(app)["gpu_memory"] == "GPU MEM▼"
+        assert pids(app) == [2314, 51234, 4410, 1893]
+        await pilot.resize_terminal(140, 24)
+        await pilot.pause()
+        assert "sort CPU% ▼" in status(app)
+        assert labels(app)["cpu"] == "CPU%▼"
+        assert pids(app) == [2314, 4410, 1893, 51234]

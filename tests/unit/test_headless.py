@@ -60,21 +60,22 @@ def test_once_multi_gpu_numbers(capsys: pytest.CaptureFixture[str]) -> None:
     assert "550.90.07" in lines[0] and "12.4" in lines[0] and "4 GPU(s)" in lines[0]
     gpu_lines = [line for line in lines if "NVIDIA GeForce RTX 3090" in line]
     assert len(gpu_lines) == 4
-    # (util, used GiB, power draw, temperature) as the capture has them, rounded for display.
+    # (util, used/total GiB, power draw, temperature) as the capture has them, rounded for
+    # display; memory in one unit.
     for line, numbers in zip(
         gpu_lines,
         [
-            ("0%", "10.6GiB", "104W", "32C"),  # 10868 MiB, 104.12 W
-            ("0%", "10.5GiB", "116W", "31C"),  # 10788 MiB, 116.39 W
-            ("23%", "10.7GiB", "141W", "31C"),  # 10976 MiB, 140.68 W
-            ("0%", "10.9GiB", "152W", "31C"),  # 11134 MiB, 151.91 W
+            ("0%", "10.61/24.00GiB", "104W", "32C"),  # 10868 MiB, 104.12 W
+            ("0%", "10.54/24.00GiB", "116W", "31C"),  # 10788 MiB, 116.39 W
+            ("23%", "10.72/24.00GiB", "141W", "31C"),  # 10976 MiB, 140.68 W
+            ("0%", "10.87/24.00GiB", "152W", "31C"),  # 11134 MiB, 151.91 W
         ],
         strict=True,
     ):
         fields = line.split()
         for number in numbers:
             assert number in fields, (number, line)
-        assert "24.0GiB" in fields and "350W" in fields and "30%" in fields and "P2" in fields
+        assert "350W" in fields and "30%" in fields and "P2" in fields
     # Every process, with its GPU and memory.
     for gpu, pid, mib in [
         (0, 642928, 2974),
@@ -97,7 +98,9 @@ def test_once_shows_na_not_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert "n/a" in gpu_line.split()[-2:]  # fan
     mig_lines = [line for line in out.splitlines() if line.strip().startswith("MIG")]
     assert [line.split()[2] for line in mig_lines] == ["3", "4", "5", "6"]
-    assert all("1g.20gb" in line and "12MiB / 19968MiB" in line for line in mig_lines)
+    # In the GPU line's unit: 12 MiB of 19968 MiB.
+    assert all("1g.20gb" in line and "0.01/19.50GiB" in line for line in mig_lines)
+    assert "/80.00GiB" in gpu_line
 
 
 def test_once_through_the_real_command() -> None:

@@ -25,6 +25,7 @@ from gputop.ui.render.process_rows import (
     build_rows,
     describe,
     detail_fields,
+    fit_command,
     format_elapsed,
     gpu_label,
     matches,
@@ -132,7 +133,7 @@ class TestCells:
     def test_command_falls_back_to_name_and_is_cut(self) -> None:
         assert row(proc(1, name="/usr/bin/Xorg")).cell("command") == "/usr/bin/Xorg"
         assert row(proc(1, name="x", command="python a.py")).cell("command") == "python a.py"
-        long = "python " + "--flag " * 40
+        long = "python " + "--flag " * 100
         cell = row(proc(1, command=long)).cell("command")
         assert len(cell) == COMMAND_WIDTH
         assert cell.endswith("…")
@@ -357,3 +358,37 @@ class TestSignals:
     def test_describe(self) -> None:
         text = describe(row(proc(1, user="alice", command="python a.py"), gpu=2))
         assert text == "alice  python a.py  (GPU 2)"
+
+
+class TestFitCommand:
+    WINDOWS = r"C:\Users\alice\AppData\Local\Programs\Python\Python311\python.exe train.py"
+
+    def test_a_command_that_fits_is_whole(self) -> None:
+        assert fit_command("python train.py", 15) == "python train.py"
+
+    @pytest.mark.parametrize("width", range(0, 90))
+    def test_never_longer_than_the_room_and_every_cut_is_marked(self, width: int) -> None:
+        for command in (self.WINDOWS, "/opt/conda/bin/python -m torch.run x.py", "python a b"):
+            cut = fit_command(command, width)
+            assert len(cut) <= width
+            if len(command) <= width:
+                assert cut == command
+            elif width:
+                assert "…" in cut and len(cut) >= width - 12
+
+    def test_a_windows_program_loses_its_directories_from_the_left_first(self) -> None:
+        assert fit_command(self.WINDOWS, 40) == r"…\Python\Python311\python.exe train.py"
+        assert fit_command(self.WINDOWS, 24) == r"…\python.exe train.py"
+        # Then the arguments, from the right; the program name stays to the last.
+        assert fit_command(self.WINDOWS, 16) == r"…\python.exe tr…"
+        assert fit_command(self.WINDOWS, 12) == r"…\python.exe"
+        assert fit_command(self.WINDOWS, 8) == "…hon.exe"
+
+    def test_a_windows_program_path_may_hold_spaces(self) -> None:
+        command = r"C:\Program Files\NVIDIA Corporation\NvContainer\nvcontainer.exe -s Telemetry"
+        assert fit_command(command, 45) == r"…\NvContainer\nvcontainer.exe -s Telemetry"
+
+    def test_a_posix_program_loses_its_directories_too(self) -> None:
+        command = "/opt/conda/envs/torch/bin/python train.py --epochs 90"
+        assert fit_command(command, 40) == "…/torch/bin/python train.py --epochs 90"
+        assert fit_command("python train.py --config big.yaml", 20) == "python train.py --c…"

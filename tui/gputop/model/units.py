@@ -9,12 +9,35 @@ _GIB = 1024 * _MIB
 
 
 def fmt_bytes(value: int | None) -> str:
-    """Memory as nvidia-smi users read it: MiB below 10 GiB, GiB with one decimal above."""
+    """Memory as nvidia-smi users read it: MiB below 10 GiB, GiB with one decimal above.
+
+    An amount above zero never reads as zero: under a MiB it is "<1MiB".
+    """
     if value is None:
         return NA
     if value >= 10 * _GIB:
         return f"{value / _GIB:.1f}GiB"
+    if 0 < value < _MIB:
+        return "<1MiB"
     return f"{value // _MIB}MiB"
+
+
+def fmt_used_of(used: int, total: int, *, short: bool = False) -> str:
+    """``used/total`` in one unit, the unit once: ``18.30/23.99GiB``, ``512/4096MiB``.
+
+    GiB with two decimals from a GiB up, so a 24564 MiB card reads 23.99GiB as nvitop
+    and nvtop show it, not 24.0 (from 100 GiB one decimal, where it changes nothing).
+    A used amount too small to show in GiB puts the whole pair in MiB (``4/24564MiB``)
+    rather than read 0.00, and under a MiB it reads "<1". ``short`` spells the unit G or M.
+    """
+    gib = total >= _GIB
+    decimals = 1 if total >= 100 * _GIB else 2
+    if gib and (used == 0 or round(used / _GIB, decimals) > 0):
+        unit = "G" if short else "GiB"
+        return f"{used / _GIB:.{decimals}f}/{total / _GIB:.{decimals}f}{unit}"
+    unit = "M" if short else "MiB"
+    shown = "<1" if 0 < used < _MIB else str(used // _MIB)
+    return f"{shown}/{total // _MIB}{unit}"
 
 
 def fmt_mib(value: int | None) -> str:

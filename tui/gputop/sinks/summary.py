@@ -9,6 +9,7 @@ from gputop.model.units import (
     fmt_mib,
     fmt_percent,
     fmt_text,
+    fmt_used_of,
     fmt_watts,
 )
 
@@ -45,7 +46,11 @@ def _gpu_line(gpu: GpuSample) -> str:
     name = fmt_text(gpu.name)
     if gpu.lost:
         return f"{gpu.index:>3}  {name[:28]:<28} GPU lost"
-    memory = f"{fmt_bytes(gpu.memory.used)} / {fmt_bytes(gpu.memory.total)}"
+    used, total = gpu.memory.used, gpu.memory.total
+    if used is not None and total is not None:
+        memory = fmt_used_of(used, total)  # one unit, as the TUI shows it
+    else:
+        memory = f"{fmt_bytes(used)} / {fmt_bytes(total)}"
     power = f"{fmt_watts(gpu.power.draw)} / {fmt_watts(gpu.power.limit)}"
     return (
         f"{gpu.index:>3}  {name[:28]:<28} {fmt_percent(gpu.utilization.gpu):>5} {memory:>21} "
@@ -59,7 +64,11 @@ def _mig_line(device: MigDeviceSample) -> str:
     ids = (
         f"GI {fmt_text(_id(device.gpu_instance_id))} CI {fmt_text(_id(device.compute_instance_id))}"
     )
-    memory = f"{fmt_mib(device.memory.used)} / {fmt_mib(device.memory.total)}"
+    used, total = device.memory.used, device.memory.total
+    if used is not None and total is not None:
+        memory = fmt_used_of(used, total)  # the GPU line's unit
+    else:
+        memory = f"{fmt_mib(used)} / {fmt_mib(total)}"
     sms = "n/a" if device.sm_count is None else str(device.sm_count)
     return f"{'':>3}  MIG {ids} {profile:<9} {sms:>3} SMs {memory:>21}"
 

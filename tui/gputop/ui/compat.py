@@ -1,8 +1,9 @@
 """Where gputop leans on Textual's private API: kept to this one module, so a Textual upgrade
 that moves it breaks here and nowhere else (a test holds every other module to the public API).
 
-Today that is a Linux terminal driver whose input thread sleeps until there is input, and
-taking a toast off the screen to put its replacement up (``withdraw_notification``).
+Today that is a Linux terminal driver whose input thread sleeps until there is input,
+taking a toast off the screen to put its replacement up (``withdraw_notification``), and
+a DataTable that forgets what it drew when it measures its columns again.
 
 Textual's ``LinuxDriver`` waits for keys with a 0.1 s timeout, so its input thread wakes ten
 times a second for the whole life of the app, keys or not: about a sixth of gputop's CPU on
@@ -22,7 +23,8 @@ import selectors
 import sys
 import time
 from codecs import getincrementaldecoder
-from typing import IO, Any
+from collections.abc import Iterable
+from typing import IO, Any, TypeVar
 
 from textual import constants
 from textual._parser import ParseError
@@ -30,6 +32,10 @@ from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
 from textual.notifications import Notification
+from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
+
+CellType = TypeVar("CellType")
 
 
 def _isatty(stream: IO[str] | None) -> bool:
@@ -175,3 +181,24 @@ def withdraw_notification(app: App[Any], notification: Notification) -> None:
     same identity keeps the toast of the first one, text and timer.
     """
     app._unnotify(notification, refresh=False)
+
+
+class RemeasuredDataTable(DataTable[CellType]):
+    """``DataTable`` that repaints with the widths it measured when it went idle.
+
+    DataTable caches each rendered cell under a counter that its updates bump, and measures
+    new or changed cells only when it next goes idle, without bumping the counter. A frame
+    drawn in between (a resize lays out and draws the screen before the table is idle)
+    caches cells cut to the old widths, and they stay on screen until some later update:
+    after a resize the columns ran together and COMMAND stayed cut to its label's width.
+    """
+
+    _measured: tuple[int, ...] = ()
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        super()._update_dimensions(new_rows)
+        widths = tuple(column.content_width for column in self.columns.values())
+        if widths != self._measured:
+            self._measured = widths
+            self._update_count += 1
+            self.refresh()

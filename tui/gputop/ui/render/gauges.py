@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from gputop.model import GpuSample, Reason, ThrottleKind, ThrottleReason
 from gputop.model.fields import GPU_FIELDS
 from gputop.model.throttle import reasons_of_kind
-from gputop.model.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watts, ratio
+from gputop.model.units import (
+    NA,
+    fmt_bytes,
+    fmt_celsius,
+    fmt_percent,
+    fmt_used_of,
+    fmt_watts,
+    ratio,
+)
 
 BARS = "▁▂▃▄▅▆▇█"
 """Eight levels; the lowest is drawn even for 0 so an idle GPU still shows a baseline."""
@@ -144,13 +152,17 @@ def gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
     """Utilization, memory, power and temperature of ``gpu``, in that order."""
     lost = gpu.lost
     util, memory, power, temperature = _marks(gpu)
-    used = NA if lost else fmt_bytes(gpu.memory.used)
+    memory_used, memory_total = gpu.memory.used, gpu.memory.total
+    if not lost and memory_used is not None and memory_total is not None:
+        memory_text = fmt_used_of(memory_used, memory_total)
+    else:
+        memory_text = _of(NA if lost else fmt_bytes(memory_used), fmt_bytes(memory_total))
     draw = NA if lost else fmt_watts(gpu.power.draw)
     slowdown = gpu.temperature.slowdown
     temp = NA if lost else fmt_celsius(gpu.temperature.gpu)
     return (
         Gauge("GPU", NA if lost else fmt_percent(gpu.utilization.gpu), *util),
-        Gauge("MEM", _of(used, fmt_bytes(gpu.memory.total)), *memory),
+        Gauge("MEM", memory_text, *memory),
         Gauge("PWR", _of(draw, fmt_watts(gpu.power.limit)), *power),
         Gauge(
             "TEMP", temp if slowdown is None else f"{temp}/{fmt_celsius(slowdown)}", *temperature
@@ -174,7 +186,7 @@ def compact_gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
     elif total is None:
         mem_text = fmt_bytes(used)
     else:
-        mem_text = f"{_gib(used)}/{_gib(total)}G"
+        mem_text = fmt_used_of(used, total, short=True)
     draw, limit = gpu.power.draw, gpu.power.limit
     if lost or draw is None:
         pwr_text = NA
@@ -188,11 +200,6 @@ def compact_gauges(gpu: GpuSample) -> tuple[Gauge, Gauge, Gauge, Gauge]:
         Gauge("", pwr_text, *power),
         Gauge("", NA if lost else fmt_celsius(gpu.temperature.gpu), *temperature),
     )
-
-
-def _gib(value: int) -> str:
-    gib = value / 1024**3
-    return f"{gib:.0f}" if gib >= 100 else f"{gib:.1f}"
 
 
 def _positive(value: float | None) -> float | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from gputop.history import Metric, Series
 from gputop.insight.diagnosis import Finding, FindingKind, Severity
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample
-from gputop.model.units import NA, fmt_bytes, fmt_percent, ratio
+from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_used_of, ratio
 from gputop.ui.render.gauges import (
     MEM_CRIT,
     MEM_WARN,
@@ -36,7 +36,7 @@ GAUGE_METRICS = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POWER, Metric.TEMP)
 FULL_HEIGHT = 3
 """Content lines of a full panel (its border adds two rows)."""
 
-COMPACT_VALUE_WIDTHS = (4, 10, 9, 4)
+COMPACT_VALUE_WIDTHS = (4, 12, 9, 4)
 """Value columns of the one-line layout: util, memory, power, temperature."""
 
 COMPACT_TITLES = ("UTIL", "MEMORY", "POWER", "TEMP")
@@ -166,6 +166,30 @@ def _take_cells(parts: Sequence[Part], cells: int) -> tuple[Line, str]:
     return tuple(kept), parts[-1][1] if parts else ""
 
 
+_CLAUSE_ENDS = (" (", "; ", ", ", " — ", ": ")
+"""Where a sentence may end early: before a parenthesis, after a semicolon or comma."""
+MIN_DETAIL = 12
+"""Fewest cells a detail after the diagnosis is cut to; with less room it is left out."""
+MIN_CLAUSE_SHARE = 0.5
+"""A clause cut keeps at least this share of the width; else the cut is after a word."""
+
+
+def clause_cut(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, cut after its last whole clause that fits (else after
+    its last whole word), ending in an ellipsis."""
+    if len(text) <= width:
+        return text
+    if width <= len(ELLIPSIS):
+        return ELLIPSIS[:width]
+    room = width - len(ELLIPSIS)
+    end = max(text.rfind(end, 0, room + 1) for end in _CLAUSE_ENDS)
+    if end < MIN_CLAUSE_SHARE * width:
+        # No clause ends late enough: the last whole word, so no number is cut in half.
+        end = text.rfind(" ", 0, room + 1)
+    kept = text[:end].rstrip(" ;,:—(") if end > 0 else text[:room]
+    return kept + ELLIPSIS
+
+
 def detail_line(state: PanelState, width: int) -> Line:
     """The diagnosis, then fan, P-state, clocks, codecs, throttle and n/a reasons, to ``width``."""
     if state.gone:
@@ -174,14 +198,34 @@ def detail_line(state: PanelState, width: int) -> Line:
         pieces = detail_parts(state.gpu)
     parts: list[Part] = []
     if state.finding is not None and not state.gone:
-        parts.append(state.finding)
-        if pieces:
-            parts.append((SEPARATOR, "dim"))
+        text, role = state.finding
+        if len(text) > width:
+            # The finding alone is too long: end it with its last whole clause rather
+            # than mid-clause, so what stays reads as a statement (its numbers come first).
+            return ((clause_cut(text, width), role),)
+        # The details follow, as many as fit, the first that does not cut at a clause: the
+        # finding is never cut for them.
+        line: list[Part] = [state.finding]
+        used = len(text)
+        for detail, level in pieces:
+            room = width - used - len(SEPARATOR)
+            shown = detail if len(detail) <= room else clause_cut(detail, room)
+            if len(shown) < min(len(detail), MIN_DETAIL):
+                break
+            line += [(SEPARATOR, "dim"), (shown, _detail_role(level))]
+            used += len(SEPARATOR) + len(shown)
+            if shown is not detail:
+                break
+        return tuple(line)
     for number, (text, level) in enumerate(pieces):
         if number:
             parts.append((SEPARATOR, "dim"))
-        parts.append((text, "dim" if level is Level.OK else _LEVEL_ROLE[level]))
+        parts.append((text, _detail_role(level)))
     return fit_line(parts, width)
+
+
+def _detail_role(level: Level) -> str:
+    return "dim" if level is Level.OK else _LEVEL_ROLE[level]
 
 
 def full_lines(state: PanelState, width: int) -> tuple[Line, ...]:
@@ -320,7 +364,7 @@ def mig_lines(state: PanelState, width: int) -> tuple[Line, ...]:
             (f"  GI {gi} CI {ci}", "dim"),
             (SEPARATOR, "dim"),
             ("MEM ", "label"),
-            (f"{fmt_bytes(used)}/{fmt_bytes(total)}", _memory_role(used, total)),
+            (_used_of(used, total), _memory_role(used, total)),
         ]
         if device.utilization.gpu is not None:
             parts += [(SEPARATOR, "dim"), ("util ", "label")]
@@ -328,3 +372,10 @@ def mig_lines(state: PanelState, width: int) -> tuple[Line, ...]:
         parts += [(SEPARATOR, "dim"), (f"{count} process{'' if count == 1 else 'es'}", "value")]
         lines.append(fit_line(parts, width))
     return tuple(lines)
+
+
+def _used_of(used: int | None, total: int | None) -> str:
+    """A MIG instance's memory in one unit, as the tree and the GPU's own line show it."""
+    if used is None or total is None:
+        return f"{fmt_bytes(used)}/{fmt_bytes(total)}"
+    return fmt_used_of(used, total)

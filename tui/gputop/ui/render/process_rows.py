@@ -7,6 +7,7 @@ row is keyed by (GPU index, PID): that is what the table diffs on from one tick 
 from __future__ import annotations
 
 import enum
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -18,8 +19,11 @@ from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_text
 FOREIGN_USER = "(other ns)"
 """The user cell of a process whose PID does not resolve in this PID namespace."""
 
-COMMAND_WIDTH = 72
-"""Characters of a command line shown in the table; the details show all of it."""
+COMMAND_WIDTH = 512
+"""Characters of a command line a row keeps; the table cuts it further to the room it has
+(``fit_command``), the details show all of it."""
+
+ELLIPSIS = "…"
 
 RowKey = tuple[int, int]
 """(GPU index, PID as the driver reports it)."""
@@ -161,7 +165,48 @@ def user_text(process: ProcessSample) -> str:
 
 
 def _truncate(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + ELLIPSIS
+
+
+_WINDOWS_PROGRAM = re.compile(r"(?i)^(?:[a-z]:|\\\\)\\.*?\.(?:exe|com|bat|cmd)\b")
+"""A Windows program path at the start of a command line (it may hold spaces)."""
+
+
+def _split_program(command: str) -> tuple[str, str, str]:
+    """(directory with its trailing separator, program name, the rest of the line)."""
+    if command.startswith('"'):
+        end = command.find('"', 1)
+        program = command if end < 0 else command[: end + 1]
+    else:
+        found = _WINDOWS_PROGRAM.match(command)
+        program = found.group(0) if found else command.split(" ", 1)[0]
+    cut = max(program.rfind("\\"), program.rfind("/")) + 1
+    return program[:cut], program[cut:], command[len(program) :]
+
+
+def fit_command(command: str, width: int) -> str:
+    """``command`` in at most ``width`` characters, every cut marked with an ellipsis.
+
+    The program's directory goes first, from the left and a whole directory at a time
+    (``…\\Python311\\python.exe train.py``), so the program name and its arguments stay;
+    then the arguments are cut from the right.
+    """
+    if len(command) <= width:
+        return command
+    if width <= len(ELLIPSIS):
+        return ELLIPSIS[:width]
+    directory, name, rest = _split_program(command)
+    # Split before each separator: dropping parts from the left keeps "…\\Python311\\".
+    parts = [part for part in re.split(r"(?=[\\/])", directory) if part]
+    for first in range(1, len(parts)):
+        shortened = ELLIPSIS + "".join(parts[first:]) + name + rest
+        if len(shortened) <= width:
+            return shortened
+    head = ELLIPSIS + directory[-1:] + name if directory else name
+    if len(head) >= width:
+        # Not even the program name fits: keep its end, where the name is.
+        return ELLIPSIS + head[len(head) - width + len(ELLIPSIS) :]
+    return _truncate(head + rest, width)
 
 
 def _number(value: float | None) -> SortValue | None:

@@ -15,7 +15,8 @@ from typing import Self
 
 from rich.text import Text
 from textual.geometry import Region
-from textual.widgets import DataTable
+
+from gputop.ui.compat import RemeasuredDataTable
 
 
 @dataclass
@@ -28,7 +29,7 @@ class RepaintBatch:
     """Rows were added, removed or reordered, or columns changed: repaint everything."""
 
 
-class ProcessGrid(DataTable[Text]):
+class ProcessGrid(RemeasuredDataTable[Text]):
     """A DataTable whose whole-table repaints are held back during a :meth:`repaint_batch`."""
 
     # Class-level: DataTable's constructor already repaints (setting reactives).

@@ -63,7 +63,7 @@ class Bar(Widget):
         if width <= 0 or len(before) != len(after):
             self.refresh()
             return
-        last = max((x for x in range(width) if before[x] != after[x]), default=-1)
+        last = max((x for x, cell in enumerate(after) if before[x] != cell), default=-1)
         if last >= 0:
             self.refresh(Region(0, 0, last + 1, 1))
 
@@ -106,8 +106,13 @@ class Bar(Widget):
         return (*left, *middle, (" " * max(0, room - used), "text"), *right)
 
     def _cells(self, width: int) -> list[tuple[str, str]]:
-        """(character, role) per cell at ``width``."""
-        return [(char, role) for part, role in self._parts(width) for char in part]
+        """(character, role) of each of the ``width`` cells drawn.
+
+        Exactly ``width`` of them, padded as ``render_line`` pads: a line cut at a word
+        ends short of the width, and the comparison in ``set_segments`` walks every cell.
+        """
+        cells = [(char, role) for part, role in self._parts(width) for char in part][:width]
+        return cells + [(" ", "")] * (width - len(cells))
 
     def render_line(self, y: int) -> Strip:
         """The bar drawn straight to segments (Line API)."""
