@@ -131,7 +131,7 @@ def test_the_counted_loop_keeps_a_fixed_rate_and_stops_at_the_count() -> None:
         sleeps.append(seconds)
         now[0] += seconds
 
-    seen: list[int] = []
+    seen: list[float] = []
     source = Slow()
     loop = CountedLoop(Pipeline(LiveFeed(source)), count=3, sleep=sleep, clock=lambda: now[0])
     loop.run(lambda tick: seen.append(tick.snapshot.gpus[0].utilization.gpu or 0))
