@@ -1,4 +1,7 @@
-"""The live path of the CLI: NVML -> (record) -> --gpu selection -> headless output or the TUI.
+"""The live path of the CLI: NVML -> the pipeline (record, --gpu) -> headless output or the TUI.
+
+Headless or not, snapshots go through the one ``Pipeline`` over a ``LiveFeed``: the TUI's is
+driven by a thread, a headless run's by hand (``gputop.cli.headless``).
 
 Headless modes print to stdout and notes to stderr:
 
