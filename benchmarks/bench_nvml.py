@@ -215,8 +215,8 @@ def cpu_per_tick(ticks: int, gap: float) -> ThreadCpu:
     for the sampling threads to go back to sleep between ticks as they do at a 1 s interval.
     """
     from fake_cpu import FakeCpu
-    from gputop.cli.live import LiveFeed
     from gputop.pipeline.core import Pipeline
+    from gputop.pipeline.feed import LiveFeed
     from gputop.sources.host.procinfo import ProcessEnricher
 
     fake = FakeNvml(varying(h100_mig_box(), ticks=ticks + 20))

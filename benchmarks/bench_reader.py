@@ -21,7 +21,9 @@ measurement does not pollute the next):
   gzipped: ``Recording.open`` + ``len()`` + a seek by index and one by time, peak RSS.
 
 Usage: ``python benchmarks/bench_reader.py [--mb 300] [--repeat 3] [--static] [--gz]
-[--tiny N] [--keep DIR]``. Targets on one core: read-through >= 100 MB/s, peak RSS < 150 MB
+[--tiny N] [--keep DIR] [--plain-values]``; ``--plain-values`` measures the reference path of
+the value conversions (no memo). Each child leaves the collector as the command does.
+Targets on one core: read-through >= 100 MB/s, peak RSS < 150 MB
 (any input: the tiny documents too), first snapshot < 100 ms, seek < 200 ms. Times are
 wall-clock (the read-through also shows MB/s of CPU time, which other load on the machine
 disturbs less); the read-through prints the best and the median of its runs.
@@ -151,10 +153,38 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+PLAIN_VALUES = "BENCH_PLAIN_VALUES"
+"""Set (by ``--plain-values``): the children convert every element text afresh."""
+
+
+def _as_the_command_does() -> None:
+    """The collector as the `gputop` command leaves it once running (``gputop.cli.startup``:
+    start-up frozen, a young generation of 20,000): the reader no longer pauses it itself."""
+    try:
+        from gputop.cli.startup import hold_collection, release_collection
+    except ImportError:
+        return
+    hold_collection()
+    release_collection()
+
+
+def _plain_values() -> None:
+    """The reference path of ``gputop.sources.smi.values``: no memo of conversions."""
+    from gputop.sources.smi import values
+
+    def convert(self: Any, text: str | None) -> Any:
+        return self._convert(text)
+
+    values._Memo.__missing__ = convert  # type: ignore[method-assign]
+
+
 def child(mode: str, path: Path) -> dict[str, Any]:
     """One measurement, run in a fresh interpreter."""
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    _as_the_command_does()
+    if os.environ.get(PLAIN_VALUES):
+        _plain_values()
     from gputop.sources.smi.recording import Recording
 
     size = path.stat().st_size
@@ -256,8 +286,15 @@ def main() -> None:
         help="also measure the index's memory on N tiny documents (e.g. 5900000)",
     )
     parser.add_argument("--keep", type=Path, help="build the stream in this directory, keep it")
+    parser.add_argument(
+        "--plain-values",
+        action="store_true",
+        help="convert every element text afresh (the reference path, without the memos)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.plain_values:
+        os.environ[PLAIN_VALUES] = "1"  # read by the children
     if args.child:
         print(json.dumps(child(args.child[0], Path(args.child[1]))))
         return

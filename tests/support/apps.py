@@ -13,8 +13,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from gputop.cli.tui import tui_pipeline
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
-from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import LiveFeed, ReplayFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.sources.replay import ReplayPlayer, Timeline
 from gputop.ui.app import GputopApp
@@ -176,7 +177,7 @@ def timeline_app(
     """An app replaying ``timeline`` (e.g. a real ``Recording``) at ``position``."""
     player = ReplayPlayer(timeline, paused=paused)
     player.seek(len(timeline) - 1 if position is None else position)
-    loop = ManualLoop(Pipeline(player))
+    loop = ManualLoop(tui_pipeline(ReplayFeed(player)))
     return GputopApp(
         loop,
         dataclasses.replace(settings, source_label=source_label),
@@ -192,7 +193,7 @@ def live_app(
     readonly: bool = False,
 ) -> GputopApp:
     """An app "polling" ``snapshots`` in turn, after ``ticks`` polls."""
-    loop = ManualLoop(Pipeline(CyclingSource(snapshots)), warmup=ticks - 1)
+    loop = ManualLoop(tui_pipeline(LiveFeed(CyclingSource(snapshots))), warmup=ticks - 1)
     return GputopApp(loop, dataclasses.replace(settings, readonly=readonly))
 
 

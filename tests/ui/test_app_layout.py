@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gputop.cli.tui import tui_pipeline
 from gputop.history import EMPTY_VIEW, Metric
 from gputop.model import (
     GpuSample,
@@ -21,6 +22,7 @@ from gputop.model import (
     Utilization,
 )
 from gputop.model.units import NA
+from gputop.pipeline.feed import LiveFeed, ReplayFeed
 from gputop.pipeline.tick import Tick
 from gputop.ui.render.gauges import (
     Level,
@@ -226,13 +228,12 @@ def test_a_gpu_first_known_by_its_index_alone_is_not_shown_gone() -> None:
 
 def test_replaying_captures_of_several_machines_piles_up_no_gone_gpus() -> None:
     # Replaying snapshots/ (eleven machines) showed every earlier machine's GPUs as GONE.
-    from gputop.pipeline.core import Pipeline
     from gputop.pipeline.tick import Seek, Step
     from gputop.sources.replay import ReplayPlayer
     from gputop.sources.smi.recording import Recording
 
     with Recording.open(CAPTURES) as recording:
-        pipeline = Pipeline(ReplayPlayer(recording, paused=True))
+        pipeline = tui_pipeline(ReplayFeed(ReplayPlayer(recording, paused=True)))
         tick = pipeline.start()
         for _ in range(len(recording) - 1):
             pipeline.apply(Step(1))
@@ -386,7 +387,6 @@ async def test_the_clock_sits_left_and_a_new_second_repaints_only_up_to_it() -> 
 
 async def test_a_failing_source_is_shown_in_the_header_and_recovers() -> None:
     from gputop.errors import GputopError
-    from gputop.pipeline.core import Pipeline
     from gputop.pipeline.loop import ManualLoop
     from gputop.ui.app import GputopApp
     from support.apps import FIXED_SETTINGS
@@ -405,7 +405,7 @@ async def test_a_failing_source_is_shown_in_the_header_and_recovers() -> None:
         def close(self) -> None:
             pass
 
-    loop = ManualLoop(Pipeline(Flaky()))
+    loop = ManualLoop(tui_pipeline(LiveFeed(Flaky())))
     app = GputopApp(loop, FIXED_SETTINGS)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from gputop.cli.options import Options
-from gputop.cli.tui import run_tui
+from gputop.cli.tui import run_tui, tui_pipeline
 from gputop.errors import BadArguments, BadCapture
-from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import ReplayFeed
 from gputop.pipeline.loop import PollLoop
 from gputop.sinks.smi_xml import snapshot_to_xml
 from gputop.sources.gpu_select import GpuSelection
@@ -59,7 +59,7 @@ def test_run_tui_reports_unreadable_captures_and_bad_selections(tmp_path: Path) 
 async def test_the_poller_plays_a_recording_and_space_pauses_it(tmp_path: Path) -> None:
     recording = Recording.open(write_stream(tmp_path / "stream.xml", 200))
     player = ReplayPlayer(recording, speed=64.0)
-    app = GputopApp(PollLoop(Pipeline(player)), FIXED_SETTINGS)
+    app = GputopApp(PollLoop(tui_pipeline(ReplayFeed(player))), FIXED_SETTINGS)
 
     def position() -> int:
         tick = app.last_tick
@@ -94,7 +94,7 @@ async def test_a_cut_off_recording_plays_what_is_complete_and_says_so(tmp_path: 
 async def test_gpu_selection_applies_to_the_replay(tmp_path: Path) -> None:
     recording = Recording.open(write_stream(tmp_path / "stream.xml", 5))
     player = ReplayPlayer(recording, paused=True)
-    pipeline = Pipeline(player, selection=GpuSelection.parse("1,3"))
+    pipeline = tui_pipeline(ReplayFeed(player), selection=GpuSelection.parse("1,3"))
     app = GputopApp(PollLoop(pipeline), FIXED_SETTINGS)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(lambda: app.last_tick is not None)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from textual.message import Message
 
+from gputop.cli.tui import tui_pipeline
 from gputop.model import Snapshot
-from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.loop import PollLoop
 from gputop.pipeline.tick import Tick
 from gputop.ui.app import GputopApp
@@ -56,7 +57,7 @@ async def wait_for(condition: object, timeout: float = 5.0) -> None:
 
 async def test_keys_and_timers_work_while_the_source_blocks_for_seconds() -> None:
     source = BlockingSource(varied_stream(load(CAPTURES / "rtx3090x4-procs-v12.xml"), 5))
-    app = GputopApp(PollLoop(Pipeline(source, interval=0.25)), FIXED_SETTINGS)
+    app = GputopApp(PollLoop(tui_pipeline(LiveFeed(source), interval=0.25)), FIXED_SETTINGS)
     timer_ticks = 0
 
     def count() -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from gputop.cli.tui import tui_pipeline
 from gputop.model import Snapshot
-from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import ReplayFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.sources.replay import ReplayPlayer
 from gputop.ui.app import GputopApp
@@ -32,7 +33,7 @@ class GrowingSnapshots(SnapshotTimeline):
 async def test_a_followed_recording_shows_new_snapshots_and_steps_back() -> None:
     stream = varied_stream(load(CAPTURE), 10)
     timeline = GrowingSnapshots(stream, 1)
-    loop = ManualLoop(Pipeline(ReplayPlayer(timeline)))
+    loop = ManualLoop(tui_pipeline(ReplayFeed(ReplayPlayer(timeline))))
     app = GputopApp(loop, FIXED_SETTINGS)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()

@@ -11,8 +11,9 @@ from datetime import datetime
 
 from textual.widgets import Static
 
+from gputop.cli.tui import tui_pipeline
 from gputop.model import GpuSample, Snapshot, Utilization
-from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.ui.app import GputopApp
 from gputop.ui.screens.history import HistoryScreen
@@ -63,7 +64,7 @@ def windows(screen: HistoryScreen) -> dict[str, str]:
 async def test_each_window_covers_its_span_after_ten_minutes_then_an_hour_then_two() -> None:
     clock = ManualClock(START)
     source = ClockedSource(clock)
-    pipeline = Pipeline(source)
+    pipeline = tui_pipeline(LiveFeed(source))
     loop = ManualLoop(pipeline, warmup=600)  # the first tick shown is at 10 minutes
     app = GputopApp(loop, FIXED_SETTINGS, now=clock.now)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Input
 
+from gputop.cli.tui import tui_pipeline
 from gputop.model import Snapshot
 from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.pipeline.tick import Command
 from gputop.ui.app import GputopApp
@@ -201,7 +203,7 @@ class LaggingLoop(ManualLoop):
 
 
 async def test_interval_presses_faster_than_the_answers_all_count() -> None:
-    loop = LaggingLoop(Pipeline(CyclingSource([four_gpus()]), interval=0.25))
+    loop = LaggingLoop(tui_pipeline(LiveFeed(CyclingSource([four_gpus()])), interval=0.25))
     app = GputopApp(loop, FIXED_SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from gputop.cli.tui import tui_pipeline
 from gputop.model import Snapshot
-from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.ui.app import GputopApp
@@ -39,7 +40,7 @@ class Sink:
 
 def app_with_sinks(*sinks: Sink) -> GputopApp:
     stream = varied_stream(load(CAPTURES / "rtx3090x4-procs-v12.xml"), 4)
-    pipeline = Pipeline(CyclingSource(stream), recorder=SnapshotSinks(list(sinks)))
+    pipeline = tui_pipeline(LiveFeed(CyclingSource(stream)), recorder=SnapshotSinks(list(sinks)))
     return GputopApp(ManualLoop(pipeline), FIXED_SETTINGS)
 
 

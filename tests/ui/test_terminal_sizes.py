@@ -27,8 +27,9 @@ from textual.screen import Screen
 from fakes.nvml_fake import FakeNvml
 from fakes.nvml_harness import nvml_source
 from fakes.nvml_scenarios import gpu_sample, mig_gpu, snapshot, varying
+from gputop.cli.tui import tui_pipeline
 from gputop.model import Snapshot
-from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.ui.app import GputopApp
 from gputop.ui.screens.goto import GotoDialog
@@ -77,7 +78,9 @@ def fake_nvml_ticks() -> tuple[Snapshot, ...]:
 
 def live_box() -> GputopApp:
     """Live on the fake NVML's ticks."""
-    return GputopApp(ManualLoop(Pipeline(Stamped(fake_nvml_ticks())), warmup=2), LIVE_SETTINGS)
+    return GputopApp(
+        ManualLoop(tui_pipeline(LiveFeed(Stamped(fake_nvml_ticks()))), warmup=2), LIVE_SETTINGS
+    )
 
 
 def replay_box() -> GputopApp:

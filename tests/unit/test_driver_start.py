@@ -17,6 +17,7 @@ from gputop.cli.driver_start import DriverStart, WaitingFeed
 from gputop.errors import Fatal, NoDriver, Waiting
 from gputop.model import GpuSample, Snapshot
 from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import LiveFeed
 from gputop.sources.base import Source
 from gputop.sources.gpu_select import GpuSelection
 
@@ -63,7 +64,7 @@ class Clock:
 def test_polls_wait_counting_seconds_then_the_first_snapshot_comes() -> None:
     gate, clock = Gate(), Clock()
     feed = WaitingFeed(DriverStart(gate, clock=clock))
-    pipeline = Pipeline(feed, interval=5.0)
+    pipeline = Pipeline(LiveFeed(feed), interval=5.0)
     first = pipeline.start()
     assert first.waiting == "waiting for the NVIDIA driver (0 s)"
     assert first.snapshot.gpus == () and first.error is None
@@ -83,7 +84,7 @@ def test_polls_wait_counting_seconds_then_the_first_snapshot_comes() -> None:
 
 def test_a_driver_that_fails_to_start_is_fatal_with_its_exit_code() -> None:
     gate = Gate(NoDriver("NVIDIA driver not loaded"))
-    pipeline = Pipeline(WaitingFeed(DriverStart(gate)))
+    pipeline = Pipeline(LiveFeed(WaitingFeed(DriverStart(gate))))
     pipeline.start()
     gate.go.set()
     time.sleep(0.2)
@@ -160,7 +161,7 @@ def test_the_check_waits_for_the_first_snapshot_even_when_the_first_poll_fails()
     gate = Gate()
     gate.box = Flaky()
     gate.go.set()
-    pipeline = Pipeline(WaitingFeed(DriverStart(gate), GpuSelection.parse("3").apply))
+    pipeline = Pipeline(LiveFeed(WaitingFeed(DriverStart(gate), GpuSelection.parse("3").apply)))
     time.sleep(0.2)
     assert pipeline.start().error == "GPU timed out"
     with pytest.raises(Fatal, match="nothing matches '3'"):

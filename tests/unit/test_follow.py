@@ -20,6 +20,7 @@ from gputop.cli.main import main
 from gputop.errors import BadCapture
 from gputop.model import GpuSample, Snapshot, Utilization
 from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import ReplayFeed
 from gputop.sources.replay import FOLLOW_CATCH_UP, FOLLOW_POLL, FOLLOW_POLL_PAUSED, ReplayPlayer
 from gputop.sources.smi.recording import Recording
 from support.slow_writer import documents
@@ -261,7 +262,7 @@ def test_a_single_document_followed_is_not_a_still() -> None:
 
 def test_the_pipeline_files_each_new_document_into_history() -> None:
     timeline = GrowingTimeline(3)
-    pipeline = Pipeline(ReplayPlayer(timeline))
+    pipeline = Pipeline(ReplayFeed(ReplayPlayer(timeline)))
     first = pipeline.start()
     assert first.replay is not None and first.replay.position == 2
     assert first.window[-1].timestamp == T0 + timedelta(seconds=2)

@@ -6,11 +6,14 @@ import math
 import threading
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from gputop.errors import GputopError
 from gputop.history import HistoryStore, Metric
+from gputop.insight.diagnosis import diagnose
 from gputop.model import GpuSample, Snapshot, Utilization
 from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import LiveFeed, ReplayFeed
 from gputop.pipeline.loop import ManualLoop, PollLoop
 from gputop.pipeline.tick import (
     ChangeSpeed,
@@ -21,7 +24,9 @@ from gputop.pipeline.tick import (
     Step,
     Tick,
     TogglePause,
+    ViewSpec,
 )
+from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.gpu_select import GpuSelection
 from gputop.sources.replay import ReplayPlayer
 
@@ -80,15 +85,25 @@ class Timeline:
         pass
 
 
-class ListRecorder:
+VIEW = ViewSpec((Metric.GPU_UTIL, Metric.MEM_USED, Metric.POWER, Metric.TEMP), 160)
+"""The series the TUI's panels ask for."""
+
+
+class ListSink:
+    option = "--record"
+    path = Path("r.xml")
+
     def __init__(self, fail_after: int | None = None) -> None:
         self.written: list[Snapshot] = []
         self.fail_after = fail_after
 
     def write(self, snapshot: Snapshot) -> None:
         if self.fail_after is not None and len(self.written) >= self.fail_after:
-            raise GputopError("disk full")
+            raise GputopError("--record r.xml: disk full")
         self.written.append(snapshot)
+
+    def close(self) -> None:
+        pass
 
 
 def utils(tick: Tick, key: str = "GPU-0") -> list[float | None]:
@@ -97,7 +112,7 @@ def utils(tick: Tick, key: str = "GPU-0") -> list[float | None]:
 
 def test_live_ticks_poll_file_history_and_keep_a_bounded_window() -> None:
     source = CountingSource()
-    pipeline = Pipeline(source, window_size=3)
+    pipeline = Pipeline(LiveFeed(source), window_size=3, view=VIEW, diagnose=diagnose)
     first = pipeline.start()
     assert first.seq == 1 and first.live and first.replay is None
     assert first.snapshot.gpus[0].utilization.gpu == 1.0
@@ -110,7 +125,7 @@ def test_live_ticks_poll_file_history_and_keep_a_bounded_window() -> None:
 
 
 def test_live_pause_interval_and_refresh() -> None:
-    pipeline = Pipeline(CountingSource(), interval=2.0)
+    pipeline = Pipeline(LiveFeed(CountingSource()), interval=2.0, view=VIEW, diagnose=diagnose)
     pipeline.start()
     assert pipeline.next_delay() == 2.0
     pipeline.apply(TogglePause())
@@ -126,7 +141,9 @@ def test_live_pause_interval_and_refresh() -> None:
 
 
 def test_a_failed_poll_keeps_the_last_snapshot_and_says_why() -> None:
-    pipeline = Pipeline(CountingSource(fail_on=frozenset({2})))
+    pipeline = Pipeline(
+        LiveFeed(CountingSource(fail_on=frozenset({2}))), view=VIEW, diagnose=diagnose
+    )
     pipeline.start()
     failed = pipeline.advance()
     assert failed.error == "driver went away"
@@ -136,19 +153,26 @@ def test_a_failed_poll_keeps_the_last_snapshot_and_says_why() -> None:
 
 
 def test_recorder_gets_every_live_snapshot_and_a_failure_stops_only_recording() -> None:
-    recorder = ListRecorder(fail_after=2)
-    pipeline = Pipeline(CountingSource(), recorder=recorder)
+    recorder = ListSink(fail_after=2)
+    pipeline = Pipeline(
+        LiveFeed(CountingSource()), recorder=SnapshotSinks([recorder]), view=VIEW, diagnose=diagnose
+    )
     pipeline.start()
     pipeline.advance()
     tick = pipeline.advance()
     assert len(recorder.written) == 2
-    assert tick.notes == ("recording stopped: disk full",)
+    assert tick.notes == ("--record r.xml: disk full (stopped)",)
     assert pipeline.advance().notes == ()
     assert tick.error is None
 
 
 def test_gpu_selection_applies_to_every_snapshot() -> None:
-    pipeline = Pipeline(CountingSource(gpus=3), selection=GpuSelection.parse("0,2"))
+    pipeline = Pipeline(
+        LiveFeed(CountingSource(gpus=3)),
+        selection=GpuSelection.parse("0,2"),
+        view=VIEW,
+        diagnose=diagnose,
+    )
     tick = pipeline.start()
     assert [g.index for g in tick.snapshot.gpus] == [0, 2]
     assert "GPU-1" not in {key for key, _ in tick.history.series_by_key}
@@ -156,7 +180,9 @@ def test_gpu_selection_applies_to_every_snapshot() -> None:
 
 def test_replay_plays_into_history_and_steps_both_ways() -> None:
     timeline = Timeline(50)
-    pipeline = Pipeline(ReplayPlayer(timeline), window_size=10)
+    pipeline = Pipeline(
+        ReplayFeed(ReplayPlayer(timeline)), window_size=10, view=VIEW, diagnose=diagnose
+    )
     start = pipeline.start()
     assert start.replay is not None and start.replay.position == 0 and not start.live
     pipeline.advance()
@@ -176,7 +202,13 @@ def test_replay_plays_into_history_and_steps_both_ways() -> None:
 
 
 def test_replay_seeks_rebuild_history_from_the_preceding_window() -> None:
-    pipeline = Pipeline(ReplayPlayer(Timeline(100)), window_size=5, rebuild_size=8)
+    pipeline = Pipeline(
+        ReplayFeed(ReplayPlayer(Timeline(100))),
+        window_size=5,
+        rebuild_size=8,
+        view=VIEW,
+        diagnose=diagnose,
+    )
     pipeline.start()
     pipeline.apply(Seek(40))
     tick = pipeline.tick()
@@ -200,7 +232,7 @@ def test_replay_seeks_rebuild_history_from_the_preceding_window() -> None:
 
 def test_manual_loop_emits_on_start_commands_and_advance() -> None:
     ticks: list[Tick] = []
-    loop = ManualLoop(Pipeline(CountingSource()))
+    loop = ManualLoop(Pipeline(LiveFeed(CountingSource()), view=VIEW, diagnose=diagnose))
     loop.start(ticks.append)
     loop.submit(TogglePause())
     loop.advance(2)
@@ -222,7 +254,7 @@ def test_poll_loop_ticks_on_schedule_on_its_own_thread() -> None:
         if len(ticks) >= 3:
             got.set()
 
-    loop = PollLoop(Pipeline(source, interval=0.25))
+    loop = PollLoop(Pipeline(LiveFeed(source), interval=0.25, view=VIEW, diagnose=diagnose))
     loop.start(on_tick)
     assert got.wait(3.0)
     assert loop.stop() and not loop.alive
@@ -253,7 +285,7 @@ def test_poll_loop_answers_commands_at_once_and_never_overlaps_polls() -> None:
         if tick.paused:
             paused.set()
 
-    loop = PollLoop(Pipeline(source, interval=0.25))
+    loop = PollLoop(Pipeline(LiveFeed(source), interval=0.25, view=VIEW, diagnose=diagnose))
     loop.start(on_tick)
     loop.submit(TogglePause())
     assert paused.wait(2.0)
@@ -272,7 +304,7 @@ def test_poll_loop_stop_returns_even_if_the_source_hangs() -> None:
             release.wait(30.0)
             return super().poll()
 
-    loop = PollLoop(Pipeline(HangingSource()))
+    loop = PollLoop(Pipeline(LiveFeed(HangingSource()), view=VIEW, diagnose=diagnose))
     loop.start(lambda tick: None)
     started = time.monotonic()
     assert loop.stop(0.2) is False
@@ -309,7 +341,9 @@ def test_an_unexpected_error_ends_the_loop_and_is_reported() -> None:
         failures.append(error)
         reported.set()
 
-    loop = PollLoop(Pipeline(CountingSource(), history=Broken()))
+    loop = PollLoop(
+        Pipeline(LiveFeed(CountingSource()), history=Broken(), view=VIEW, diagnose=diagnose)
+    )
     loop.start(lambda tick: None, on_failure)
     assert reported.wait(2.0)
     assert loop.stop() and isinstance(loop.failure, RuntimeError)
@@ -324,7 +358,7 @@ def test_ticks_carry_a_reader_of_the_pipelines_own_history_with_throttling() -> 
             gpu = GpuSample(index=0, uuid="GPU-0", throttle_reasons=reasons)
             return Snapshot(timestamp=base.timestamp, gpus=(gpu,))
 
-    pipeline = Pipeline(Throttling())
+    pipeline = Pipeline(LiveFeed(Throttling()), view=VIEW, diagnose=diagnose)
     first = pipeline.start()
     for _ in range(3):
         tick = pipeline.advance()

@@ -18,11 +18,12 @@ import pytest
 
 from gputop.cli import live
 from gputop.cli import main as cli
-from gputop.cli.live import LiveFeed, run_live
+from gputop.cli.live import run_live
 from gputop.cli.options import Options
 from gputop.errors import BadArguments, NoDriver
 from gputop.model import ProcessSample, Snapshot
-from gputop.pipeline.core import Recorder
+from gputop.pipeline.feed import Feed, LiveFeed
+from gputop.sinks.fanout import SnapshotSinks
 from gputop.sinks.json import snapshot_dict
 from gputop.sinks.summary import format_summary
 from gputop.sources.base import Source
@@ -215,7 +216,7 @@ def test_without_a_headless_flag_the_tui_gets_the_source_and_a_recorder(
     shown: list[Snapshot] = []
 
     def run_tui(
-        options: Options, source: Source | None = None, recorder: Recorder | None = None
+        options: Options, source: Feed | None = None, recorder: SnapshotSinks | None = None
     ) -> int:
         # What the real run_tui does with a live source, minus the Textual app.
         assert source is not None and options.gpu is not None
@@ -286,8 +287,8 @@ def test_live_feed_hands_out_the_first_snapshot_and_closes_once() -> None:
     source = StandIn()
     first = source.poll()
     feed = LiveFeed(source, first=first)
-    assert feed.poll() is first
-    assert feed.poll() is source.taken[1]
+    assert feed.start().snapshots == (first,)
+    assert feed.advance().snapshots == (source.taken[1],)
     feed.close()
     feed.close()
     assert source.closed == 1

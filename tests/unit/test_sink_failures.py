@@ -21,6 +21,7 @@ from gputop.cli.live import run_live
 from gputop.cli.options import Options
 from gputop.model import GpuSample, Snapshot, Utilization
 from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import LiveFeed
 from gputop.sinks import csv_log, smi_xml
 from gputop.sinks.csv_log import COLUMNS, CsvLogError, CsvLogger
 from gputop.sinks.fanout import SinkState, SnapshotSinks
@@ -180,7 +181,7 @@ class Counting:
 def test_the_pipeline_tells_every_tick_which_sinks_run_and_which_stopped() -> None:
     record = Failing("--record", "/data/r.xml", fail_from=99)
     log = Failing("--log", "/data/l.csv", fail_from=2)
-    pipeline = Pipeline(Counting(), recorder=SnapshotSinks([record, log]))
+    pipeline = Pipeline(LiveFeed(Counting()), recorder=SnapshotSinks([record, log]))
     first = pipeline.start()
     assert [(s.option, s.path, s.error) for s in first.sinks] == [
         ("--record", "/data/r.xml", None),

@@ -1,4 +1,7 @@
-"""The live path of the CLI: NVML -> (record) -> --gpu selection -> headless output or the TUI.
+"""The live path of the CLI: NVML -> the pipeline (record, --gpu) -> headless output or the TUI.
+
+Headless or not, snapshots go through the one ``Pipeline`` over a ``LiveFeed``: the TUI's is
+driven by a thread, a headless run's by hand (``gputop.cli.headless``).
 
 Headless modes print to stdout and notes to stderr:
 
@@ -18,71 +21,21 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
 from gputop.cli.driver_start import DriverStart, WaitingFeed
+from gputop.cli.headless import collect, print_pick, print_snapshots, with_sinks
 from gputop.cli.options import Options
-from gputop.cli.pick import DEFAULT_SAMPLES, format_pick, order_note, pick_gpus
+from gputop.cli.pick import DEFAULT_SAMPLES
 from gputop.cli.sinks import check_machine, open_sinks
 from gputop.model import Snapshot
+from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import LiveFeed
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.base import Source
 from gputop.sources.gpu_select import GpuSelection, describe_visible_devices
 from gputop.sources.host.procinfo import ProcessEnricher, find_host_proc_root, foreign_hint
-
-
-class LiveFeed:
-    """A Source over the live source that records each raw snapshot and applies ``--gpu``.
-
-    The first snapshot (taken to check ``--gpu`` before anything starts) is handed out by the
-    first ``poll``, so nothing is sampled twice. ``close`` closes the source once, whoever
-    calls it first; the recorder is its creator's to close.
-    """
-
-    def __init__(
-        self,
-        source: Source,
-        *,
-        selection: GpuSelection | None = None,
-        recorder: SnapshotSinks | None = None,
-        first: Snapshot | None = None,
-        on_sink_failure: Callable[[str], None] | None = None,
-    ) -> None:
-        self._source = source
-        self._selection = selection
-        self._recorder = recorder
-        self._on_sink_failure = on_sink_failure
-        self._pending = first
-        self._closed = False
-
-    @property
-    def recorder(self) -> SnapshotSinks | None:
-        """Where snapshots are being recorded, if anywhere (the TUI may show it)."""
-        return self._recorder
-
-    def poll(self) -> Snapshot:
-        """The next snapshot, recorded whole, then narrowed to the selection.
-
-        A sink that fails to write stops (the others go on); ``on_sink_failure`` hears its
-        error once.
-        """
-        snapshot = self._pending if self._pending is not None else self._source.poll()
-        self._pending = None
-        if self._recorder is not None:
-            for failure in self._recorder.write(snapshot):
-                if self._on_sink_failure is not None:
-                    self._on_sink_failure(failure)
-        if self._selection is not None:
-            # A GPU that falls off the bus mid-run just disappears from the view.
-            snapshot = self._selection.apply(snapshot, strict=False)
-        return snapshot
-
-    def close(self) -> None:
-        """Close the source; later calls do nothing."""
-        if not self._closed:
-            self._closed = True
-            self._source.close()
 
 
 def open_live_source() -> Source:
@@ -140,24 +93,34 @@ def run_live(
         if not options.headless:
             from gputop.cli.tui import run_tui
 
-            # The TUI's pipeline applies --gpu and records (whole snapshots) itself, and
-            # turns a failed write into a note instead of an exit.
+            # The TUI builds its pipeline over this feed, with --gpu and the sinks.
             feed = LiveFeed(source, first=first)
             code = run_tui(options, source=feed, recorder=recorder)
             return _after_the_tui(code, recorder, err)
-
-        def sink_failed(failure: str) -> None:
-            print(f"gputop: {failure}", file=err)
-
-        feed = LiveFeed(
-            source, selection=selection, recorder=recorder, first=first, on_sink_failure=sink_failed
-        )
+        # Headless, a failed poll ends the run (with the error's exit code).
+        feed = LiveFeed(source, first=first, tolerant=False)
+        pipeline = Pipeline(feed, interval=options.interval, selection=selection, recorder=recorder)
         note = describe_visible_devices(env, len(first.gpus))
         if note is not None:
             print(f"gputop: note: {note}", file=err)
         if options.pick is not None:
-            return _with_sinks(_pick(options, feed, env, out, err, sleep, clock), recorder)
-        return _with_sinks(_headless(options, feed, out, err, sleep, clock), recorder)
+            # Several samples, so that a job between two bursts (data loading) still shows
+            # as busy.
+            count = options.count or DEFAULT_SAMPLES
+            samples = collect(pipeline, err, count=count, sleep=sleep, clock=clock)
+            print_pick(samples, options.pick, env, out, err)
+        else:
+            print_snapshots(
+                pipeline,
+                options,
+                out,
+                err,
+                count=options.count or 1,
+                note=foreign_hint,
+                sleep=sleep,
+                clock=clock,
+            )
+        return with_sinks(0, recorder)
     finally:
         try:
             if recorder is not None:
@@ -166,23 +129,12 @@ def run_live(
             feed.close()
 
 
-SINK_FAILED = 1
-"""The exit code of a run whose --record or --log stopped on a failed write."""
-
-
-def _with_sinks(code: int, recorder: SnapshotSinks | None) -> int:
-    """``code``, or ``SINK_FAILED`` when a sink failed in an otherwise successful run."""
-    if code == 0 and recorder is not None and recorder.failures:
-        return SINK_FAILED
-    return code
-
-
 def _after_the_tui(code: int, recorder: SnapshotSinks | None, err: TextIO) -> int:
     """The exit code once the TUI has ended; a failed sink, shown in the header while the
     TUI ran, is said on stderr too (the alternate screen has gone with it)."""
     for failure in recorder.failures if recorder is not None else ():
         print(f"gputop: {failure}", file=err)
-    return _with_sinks(code, recorder)
+    return with_sinks(code, recorder)
 
 
 START_GRACE = 0.5
@@ -227,7 +179,7 @@ def _run_tui_while_the_driver_starts(
             selection.apply(first)  # strict: every item must name something
         check_machine(options, first)  # nothing is recorded before the first snapshot
 
-    feed = WaitingFeed(starting, check)
+    feed = LiveFeed(WaitingFeed(starting, check))
     recorder: SnapshotSinks | None = None
     try:
         # Opened now (an unwritable path is refused before the TUI starts); whether
@@ -241,74 +193,3 @@ def _run_tui_while_the_driver_starts(
                 recorder.close()
         finally:
             feed.close()
-
-
-def _pick(
-    options: Options,
-    feed: LiveFeed,
-    env: Mapping[str, str],
-    out: TextIO,
-    err: TextIO,
-    sleep: Callable[[float], None],
-    clock: Callable[[], float],
-) -> int:
-    assert options.pick is not None
-    # Several samples, so that a job between two bursts (data loading) still shows as busy.
-    samples = _schedule(options.count or DEFAULT_SAMPLES, options.interval, feed, sleep, clock)
-    picked = pick_gpus(list(samples), options.pick)
-    print(format_pick(picked), file=out)
-    note = order_note(env)
-    if note is not None:
-        print(f"gputop: note: {note}", file=err)
-    return 0
-
-
-def _headless(
-    options: Options,
-    feed: LiveFeed,
-    out: TextIO,
-    err: TextIO,
-    sleep: Callable[[float], None],
-    clock: Callable[[], float],
-) -> int:
-    from gputop.sinks.json import snapshot_json
-    from gputop.sinks.summary import format_summary
-
-    count = options.count or 1
-    hinted = False
-    start = clock()
-    for tick in range(count):
-        if tick:
-            # Ticks on a fixed schedule: a slow poll does not push every later tick back.
-            delay = start + tick * options.interval - clock()
-            if delay > 0:
-                sleep(delay)
-        snapshot = feed.poll()
-        if options.json:
-            print(snapshot_json(snapshot, indent=None if count > 1 else 2), file=out)
-        else:
-            print(format_summary(snapshot), file=out)
-        out.flush()
-        hint = None if hinted else foreign_hint(snapshot)
-        if hint is not None:
-            print(f"gputop: note: {hint}", file=err)
-            hinted = True
-    return 0
-
-
-def _schedule(
-    count: int,
-    interval: float,
-    feed: LiveFeed,
-    sleep: Callable[[float], None],
-    clock: Callable[[], float],
-) -> Iterator[Snapshot]:
-    """``count`` snapshots, ``interval`` seconds apart (as ``_headless`` takes them)."""
-    start = clock()
-    for tick in range(count):
-        if tick:
-            # Ticks on a fixed schedule: a slow poll does not push every later tick back.
-            delay = start + tick * interval - clock()
-            if delay > 0:
-                sleep(delay)
-        yield feed.poll()

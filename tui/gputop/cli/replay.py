@@ -6,15 +6,16 @@ import contextlib
 import os
 import sys
 
+from gputop.cli.headless import collect, print_pick, print_snapshots, with_sinks
 from gputop.cli.options import Options
-from gputop.cli.pick import DEFAULT_SAMPLES, format_pick, order_note, pick_gpus
+from gputop.cli.pick import DEFAULT_SAMPLES
 from gputop.cli.recording_input import open_recording
 from gputop.cli.sinks import open_sinks
-from gputop.errors import BadArguments, BadCapture
-from gputop.model import Snapshot
+from gputop.errors import BadArguments
+from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import DocumentFeed
 from gputop.sinks.fanout import SnapshotSinks
-from gputop.sinks.json import snapshot_json
-from gputop.sinks.summary import format_summary
+from gputop.sources.gpu_select import GpuSelection
 from gputop.sources.seek import TargetError, resolve_target
 from gputop.sources.smi.recording import Recording
 
@@ -37,14 +38,6 @@ def resolve_at(recording: Recording, at: str | None) -> int:
         raise BadArguments(f"--at {at.strip() or repr(at)}: {error}") from None
 
 
-def _select(snapshot: Snapshot, spec: str | None) -> Snapshot:
-    if spec is None:
-        return snapshot
-    from gputop.sources.gpu_select import GpuSelection
-
-    return GpuSelection.parse(spec).apply(snapshot)
-
-
 def _settle(recording: Recording) -> None:
     """Read a followed recording as far as it comes without a pause, so that `--at -1` or
     a time is placed in all of `cat run.xml | gputop --replay -`, and in a live stream's
@@ -55,6 +48,27 @@ def _settle(recording: Recording) -> None:
 
 def _say(message: str) -> None:
     print(f"gputop: {message}", file=sys.stderr, flush=True)
+
+
+def _pipeline(
+    recording: Recording,
+    indices: range,
+    options: Options,
+    log: SnapshotSinks | None,
+    damaged_is_error: int | None,
+) -> Pipeline:
+    """The pipeline of a headless replay: ``indices`` in order, each through ``--gpu`` (every
+    document must have the GPUs it names) to the ``--log`` CSV and out."""
+    selection = GpuSelection.parse(options.gpu) if options.gpu is not None else None
+    name = str(options.replay)
+    return Pipeline(
+        DocumentFeed(recording, indices, name=name, damaged_is_error=damaged_is_error),
+        interval=options.interval,
+        selection=selection,
+        strict=True,
+        recorder=log,
+        record_selected=True,
+    )
 
 
 def replay_headless(options: Options) -> int:
@@ -76,35 +90,17 @@ def replay_headless(options: Options) -> int:
             return _pick(recording, options, log)
         start = resolve_at(recording, options.at)
         count = options.count or 1
-        for index in range(start, start + count):
-            if not recording.wait_for(index):
-                break
-            try:
-                snapshot = recording.snapshot(index)
-            except IndexError:
-                break
-            except BadCapture as error:
-                if count == 1:
-                    raise
-                # Several asked for: skip a damaged one as a replay would, and say so.
-                recording.warnings.append(f"{options.replay}: skipped {error}")
-                continue
-            snapshot = _select(snapshot, options.gpu)
-            if log is not None:
-                # A failed write stops the log (said once); printing goes on; exit 1.
-                for failure in log.write(snapshot):
-                    print(f"gputop: {failure}", file=sys.stderr)
-            # Flushed: a followed stream is read by a person or a pipe as it comes.
-            if options.json:
-                print(snapshot_json(snapshot, indent=None if count > 1 else 2), flush=True)
-            else:
-                print(format_summary(snapshot), flush=True)
+        # Several asked for: a damaged one is skipped, as a replay would, and said.
+        damaged_is_error = start if count == 1 else None
+        indices = range(start, start + count)
+        pipeline = _pipeline(recording, indices, options, log, damaged_is_error)
+        print_snapshots(pipeline, options, sys.stdout, sys.stderr, count=None)
         # Scan to the end so that a cut-off tail is reported even when printing the first
         # (followed: to where the writer is now; a partly written document is no error).
         len(recording)
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)
-    return 1 if log is not None and log.failures else 0
+    return with_sinks(0, log)
 
 
 def _pick(recording: Recording, options: Options, log: SnapshotSinks | None) -> int:
@@ -113,23 +109,10 @@ def _pick(recording: Recording, options: Options, log: SnapshotSinks | None) -> 
     assert options.pick is not None
     end = resolve_at(recording, options.at) if options.at is not None else len(recording) - 1
     wanted = options.count or DEFAULT_SAMPLES
-    samples: list[Snapshot] = []
-    for index in range(max(0, end - wanted + 1), end + 1):
-        try:
-            snapshot = _select(recording.snapshot(index), options.gpu)
-        except BadCapture as error:
-            if index == end:
-                raise
-            recording.warnings.append(f"{options.replay}: skipped {error}")
-            continue
-        if log is not None:
-            for failure in log.write(snapshot):
-                print(f"gputop: {failure}", file=sys.stderr)
-        samples.append(snapshot)
+    indices = range(max(0, end - wanted + 1), end + 1)
+    pipeline = _pipeline(recording, indices, options, log, end)
+    samples = collect(pipeline, sys.stderr, count=None)
     for warning in recording.warnings:
         print(f"gputop: warning: {warning}", file=sys.stderr)
-    print(format_pick(pick_gpus(samples, options.pick)))
-    note = order_note(os.environ)
-    if note is not None:
-        print(f"gputop: note: {note}", file=sys.stderr)
-    return 1 if log is not None and log.failures else 0
+    print_pick(samples, options.pick, os.environ, sys.stdout, sys.stderr)
+    return with_sinks(0, log)

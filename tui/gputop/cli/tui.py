@@ -8,14 +8,37 @@ from typing import TYPE_CHECKING
 from gputop.cli.options import Options
 from gputop.cli.startup import release_collection
 from gputop.errors import BadArguments
-from gputop.pipeline.core import Pipeline, Recorder
+from gputop.insight.diagnosis import diagnose
+from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import Feed, ReplayFeed
 from gputop.pipeline.loop import PollLoop
-from gputop.sources.base import Source
+from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.replay import ReplayPlayer
+from gputop.ui.render.panel_lines import PANEL_VIEW
 from gputop.ui.settings import UiSettings
 
 if TYPE_CHECKING:
+    from gputop.sources.gpu_select import GpuSelection
     from gputop.sources.smi.recording import Recording
+
+
+def tui_pipeline(
+    feed: Feed,
+    *,
+    interval: float = 1.0,
+    selection: GpuSelection | None = None,
+    recorder: SnapshotSinks | None = None,
+) -> Pipeline:
+    """The pipeline the TUI runs over ``feed``: the panels' series (``PANEL_VIEW``) and the
+    diagnosis in every tick."""
+    return Pipeline(
+        feed,
+        interval=interval,
+        selection=selection,
+        recorder=recorder,
+        view=PANEL_VIEW,
+        diagnose=diagnose,
+    )
 
 
 def _open_recording(options: Options) -> Recording | None:
@@ -47,13 +70,13 @@ def _say(message: str) -> None:
 
 
 def run_tui(
-    options: Options, source: Source | None = None, recorder: Recorder | None = None
+    options: Options, source: Feed | None = None, recorder: SnapshotSinks | None = None
 ) -> int:
     """Run the TUI until the user quits; returns the process exit status.
 
     With ``options.replay`` the recording is opened here (and closed on exit); otherwise
-    ``source`` is polled live (its owner closes it) and each snapshot is also handed to
-    ``recorder`` when one is given.
+    ``source`` (a live feed) is polled (its owner closes it) and each snapshot is also
+    handed to ``recorder`` when one is given.
 
     Raises:
         BadCapture: the recording cannot be read.
@@ -80,11 +103,11 @@ def run_tui(
             recording.close()
             raise
         player = ReplayPlayer(recording, interval=options.interval)
-        pipeline = Pipeline(player, interval=options.interval, selection=selection)
+        pipeline = tui_pipeline(ReplayFeed(player), interval=options.interval, selection=selection)
         label = "stdin" if reads_stdin(options) else options.replay.name
         owned = True
     elif source is not None:
-        pipeline = Pipeline(
+        pipeline = tui_pipeline(
             source, interval=options.interval, selection=selection, recorder=recorder
         )
         label = "live"

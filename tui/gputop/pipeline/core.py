@@ -1,37 +1,34 @@
-"""Source + history -> immutable ticks.
+"""Feed + history -> immutable ticks.
 
-``Pipeline`` is the whole headless core of the TUI: it polls a live source (or moves a replay
-player), files each snapshot into the history, remembers a short window of recent snapshots
-and returns a :class:`Tick` holding everything a screen needs. Nothing here imports Textual.
+``Pipeline`` is the one core of the TUI and of every headless mode: it takes what its feed
+brings (a live source, a replay player, a recording's documents: ``gputop.pipeline.feed``),
+writes it to the sinks, files it into the history, remembers a short window of recent
+snapshots and returns a :class:`Tick` holding everything a view needs. What a view needs
+(its series, a diagnosis) is its builder's to say (``gputop.cli``). Nothing here imports
+Textual.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
-from gputop.errors import Fatal, GputopError, Waiting
 from gputop.history import HistoryStore, Metric
-from gputop.insight.diagnosis import Finding, diagnose, limiting_reasons
+from gputop.insight.diagnosis import Finding, limiting_reasons
 from gputop.model import GpuSample, Snapshot
 from gputop.model.machine import same_machine
+from gputop.pipeline.feed import Arrival, Feed, Move
 from gputop.pipeline.interval import clamp_interval, step_interval
 from gputop.pipeline.tick import (
-    ChangeSpeed,
     Command,
     Refresh,
-    Seek,
-    SeekTime,
     SetInterval,
     SinkStatus,
-    Step,
     StepInterval,
     Tick,
-    TogglePause,
+    ViewSpec,
 )
-from gputop.sources.base import Source
-from gputop.sources.replay import ReplayPlayer
 
 if TYPE_CHECKING:
     from gputop.sources.gpu_select import GpuSelection
@@ -43,14 +40,13 @@ DEFAULT_WINDOW = 45
 Whole snapshots are big (an 8-GPU, 200-process box: about 145 KB each), so only these are
 kept; the history keeps a day of numbers (``gputop.history.store``)."""
 
-WAITING_POLL = 1.0
-"""Seconds between polls of a source that is not ready yet (``Waiting``)."""
+Diagnose = Callable[[Sequence[Snapshot], int], tuple[Finding, ...]]
+"""(recent snapshots of one machine, GPU index) -> findings worst first
+(``gputop.insight.diagnosis.diagnose``)."""
 
-VIEW_METRICS: tuple[Metric, ...] = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POWER, Metric.TEMP)
-"""The series each tick carries: the ones the GPU panels draw."""
 
-VIEW_WIDTH = 160
-"""Samples per series in each tick: more than the widest sparkline a panel draws."""
+NO_VIEW = ViewSpec()
+"""No series in the ticks (a headless run prints snapshots, not sparklines)."""
 
 
 def _same_machine_tail(snapshots: Sequence[Snapshot]) -> Sequence[Snapshot]:
@@ -73,16 +69,8 @@ def new_history() -> HistoryStore:
     return HistoryStore(readers={Metric.THROTTLED: throttled})
 
 
-class Recorder(Protocol):
-    """Where live snapshots are appended (``gputop.sinks.fanout.SnapshotSinks``)."""
-
-    def write(self, snapshot: Snapshot) -> object:
-        """Append one snapshot; raises GputopError when it cannot."""
-        ...
-
-
 class SinkStateLike(Protocol):
-    """One sink of a recorder, as ``SinkReporting.states`` describes it."""
+    """One sink of a recorder (``gputop.sinks.fanout.SinkState``)."""
 
     @property
     def option(self) -> str:
@@ -100,9 +88,13 @@ class SinkStateLike(Protocol):
         ...
 
 
-@runtime_checkable
-class SinkReporting(Protocol):
-    """A recorder of several sinks that keeps going when one fails, and says which."""
+class Recorder(Protocol):
+    """The sinks snapshots are written to (``gputop.sinks.fanout.SnapshotSinks``: a sink
+    whose write fails stops alone and says so in ``states``; writing never raises)."""
+
+    def write(self, snapshot: Snapshot) -> object:
+        """Write one snapshot to every sink still writing."""
+        ...
 
     def states(self) -> Sequence[SinkStateLike]:
         """Each sink and its failure, if any."""
@@ -110,53 +102,63 @@ class SinkReporting(Protocol):
 
 
 class Pipeline:
-    """Turns a source into ticks. Single-threaded: only the poller thread calls it."""
+    """Turns a feed into ticks. Single-threaded: only the poller thread (or a hand) calls it.
+
+    Whatever the feed, each snapshot that arrives takes the same way: to the sinks
+    (``--record``, ``--log``: a sink whose write fails stops alone, said once in the tick's
+    notes and kept in ``Tick.sinks``), through ``--gpu``, into the history and the window,
+    and out in a tick with the diagnosis and the view's series the builder asked for.
+    """
 
     def __init__(
         self,
-        source: Source | ReplayPlayer,
+        feed: Feed,
         *,
         interval: float = 1.0,
         history: HistoryStore | None = None,
         window_size: int = DEFAULT_WINDOW,
         rebuild_size: int | None = None,
         selection: GpuSelection | None = None,
+        strict: bool = False,
         recorder: Recorder | None = None,
-        view_metrics: Sequence[Metric] = VIEW_METRICS,
-        view_width: int = VIEW_WIDTH,
+        record_selected: bool = False,
+        view: ViewSpec = NO_VIEW,
+        diagnose: Diagnose | None = None,
     ) -> None:
-        """Wrap a source.
+        """Wrap a feed.
 
         Args:
-            source: a live ``Source`` (polled each interval) or a ``ReplayPlayer``.
+            feed: where snapshots come from (``gputop.pipeline.feed``).
             interval: live seconds between polls.
             history: the store to fill (``new_history()`` by default).
             window_size: recent snapshots each tick carries.
             rebuild_size: documents re-read into history after a replay seek (default:
-                ``max(window_size, view_width)``, enough to refill every sparkline).
-            selection: ``--gpu``: applied (leniently) to every snapshot.
-            recorder: live snapshots are also written here (``--record``).
-            view_metrics: series copied into each tick.
-            view_width: samples per series copied into each tick.
+                ``max(window_size, view.width)``, enough to refill every sparkline).
+            selection: ``--gpu``, applied to every snapshot that arrives.
+            strict: every snapshot must have every GPU ``selection`` names (a converted
+                recording); otherwise a GPU that falls off the bus just goes from view.
+            recorder: the sinks each arriving snapshot is written to.
+            record_selected: the sinks get the ``--gpu`` selection, not the whole snapshot
+                (live ``--record`` keeps every GPU: replay numbers GPUs by document order).
+            view: the series copied into each tick.
+            diagnose: the diagnosis each tick carries for every GPU (none without it).
         """
-        self._source = source
-        self._player = source if isinstance(source, ReplayPlayer) else None
-        self._live = None if isinstance(source, ReplayPlayer) else source
+        self._feed = feed
         self._interval = clamp_interval(interval)
         self._history = history if history is not None else new_history()
         self._window: deque[Snapshot] = deque(maxlen=window_size)
-        self._rebuild_size = rebuild_size or max(window_size, view_width)
+        self._rebuild_size = rebuild_size or max(window_size, view.width)
         self._selection = selection
+        self._strict = strict
         self._recorder = recorder
-        self._view_metrics = tuple(view_metrics)
-        self._view_width = view_width
+        self._record_selected = record_selected
+        self._view = view
+        self._diagnose = diagnose
         self._seq = 0
-        self._paused = False
+        self._arrived = 0
         self._current = Snapshot(timestamp=None)
         self._diagnosed_for: Snapshot | None = None
         self._diagnosed: tuple[tuple[int, tuple[Finding, ...]], ...] = ()
-        self._error: str | None = None
-        self._waiting: str | None = None
         self._notes: list[str] = []
         self._sinks: tuple[SinkStatus, ...] = self._sink_status()
 
@@ -166,87 +168,69 @@ class Pipeline:
         return self._history
 
     @property
+    def feed(self) -> Feed:
+        """Where the snapshots come from."""
+        return self._feed
+
+    @property
     def replaying(self) -> bool:
-        """True for a replay, False for a live source."""
-        return self._player is not None
+        """True for a replay (the feed has a replay bar), False for a live source."""
+        return self._feed.status() is not None
 
     @property
     def interval(self) -> float:
         """Live seconds between polls."""
         return self._interval
 
+    @property
+    def arrived(self) -> int:
+        """Snapshots that have arrived so far (a hand-driven loop tells a new one by it)."""
+        return self._arrived
+
     def start(self) -> Tick:
         """The first tick: poll once (live) or load the first document (replay)."""
-        if self._player is not None:
-            self._load_window()
-        else:
-            self._poll()
+        self._take(self._feed.start())
         return self.tick()
 
     def next_delay(self) -> float | None:
-        """Seconds until ``advance`` is due; None to wait for a command."""
-        if self._player is not None:
-            return self._player.next_delay()
-        if self._waiting is not None:
-            return min(self._interval, WAITING_POLL)  # the header counts seconds
-        return None if self._paused else self._interval
+        """Seconds until ``advance`` is due; None to wait for a command (or the end)."""
+        return self._feed.next_delay(self._interval)
 
     def advance(self) -> Tick:
         """The scheduled step: poll the live source, or play the replay forward."""
-        if self._player is not None:
-            for index in self._player.advance():
-                self._push(self._read(index))
-        else:
-            self._poll()
+        self._take(self._feed.advance())
         return self.tick()
 
     def apply(self, command: Command) -> None:
         """Carry out a user command; call ``tick()`` afterwards for the new state."""
-        player = self._player
-        if isinstance(command, TogglePause):
-            if player is None:
-                self._paused = not self._paused
-            elif player.toggle_pause():
-                self._load_window()
-        elif isinstance(command, SetInterval):
+        if isinstance(command, SetInterval):
             self._interval = clamp_interval(command.seconds)
         elif isinstance(command, StepInterval):
             self._interval = step_interval(self._interval, command.steps)
-        elif isinstance(command, Refresh) or player is None:
-            return
-        elif isinstance(command, Step):
-            before = player.position
-            after = player.step(command.delta)
-            self._moved(before, after)
-        elif isinstance(command, Seek):
-            before = player.position
-            self._moved(before, player.seek(command.index))
-        elif isinstance(command, SeekTime):
-            before = player.position
-            after, _exact = player.seek_time(command.moment)
-            self._moved(before, after)
-        elif isinstance(command, ChangeSpeed):
-            player.change_speed(command.steps)
+        elif not isinstance(command, Refresh):
+            self._take(self._feed.apply(command))
 
     def tick(self) -> Tick:
         """The current state as an immutable tick."""
         self._seq += 1
         notes, self._notes = tuple(self._notes), []
         window = tuple(self._window)
+        feed = self._feed
+        view = self._view
         return Tick(
             seq=self._seq,
             snapshot=self._current,
-            history=self._history.view(self._view_width, self._view_metrics),
+            history=self._history.view(view.width, view.metrics),
             archive=self._history.reader,
-            replay=None if self._player is None else self._player.status(),
+            replay=feed.status(),
             window=window,
             interval=self._interval,
-            paused=self._paused,
-            error=self._error,
+            paused=feed.paused,
+            error=feed.error,
             notes=notes,
             findings=self._diagnosis(window),
             sinks=self._sinks,
-            waiting=self._waiting,
+            waiting=feed.waiting,
         )
 
     def _diagnosis(
@@ -256,6 +240,9 @@ class Pipeline:
 
         Runs here, in the poll thread, so that the UI thread only draws the result.
         """
+        diagnose = self._diagnose
+        if diagnose is None:
+            return ()
         if self._diagnosed_for is not self._current:
             self._diagnosed = tuple(
                 (gpu.index, diagnose(window, gpu.index)) for gpu in self._current.gpus
@@ -264,40 +251,37 @@ class Pipeline:
         return self._diagnosed
 
     def close(self) -> None:
-        """Close the source."""
-        self._source.close()
+        """Close the feed."""
+        self._feed.close()
 
     # -- internals -------------------------------------------------------------------
 
-    def _poll(self) -> None:
-        assert self._live is not None
-        try:
-            snapshot = self._live.poll()
-        except Waiting as waiting:
-            self._waiting = str(waiting)
+    def _take(self, arrival: Arrival) -> None:
+        if arrival.move is Move.REBUILD or (arrival.move is Move.BACK and len(self._window) <= 1):
+            self._load_window()
             return
-        except Fatal:
-            raise  # nothing can be shown: the loop ends and the app says why
-        except GputopError as error:
-            self._error = str(error)
+        if arrival.move is Move.BACK:
+            # One step back: drop the newest sample instead of re-reading the window.
+            (snapshot,) = arrival.snapshots
+            self._history.drop_last()
+            self._window.pop()
+            if snapshot is not None:
+                self._current = self._select(snapshot)
+            self._window[-1] = self._current
             return
-        except Exception as error:  # a driver hiccup must not end monitoring
-            self._error = f"{type(error).__name__}: {error}"
-            return
-        self._error = self._waiting = None
-        self._push(self._select(snapshot))
-        if self._recorder is not None:
-            self._record(snapshot)
+        for snapshot in arrival.snapshots:
+            if snapshot is None:
+                self._push(self._current)  # unreadable: the last good one stands
+                continue
+            selected = self._select(snapshot)
+            if self._recorder is not None:
+                self._record(selected if self._record_selected else snapshot)
+            self._push(selected)
 
     def _record(self, snapshot: Snapshot) -> None:
         assert self._recorder is not None
-        try:
-            self._recorder.write(snapshot)
-        except GputopError as error:
-            self._notes.append(f"recording stopped: {error}")
-            self._recorder = None
-            return
         before = self._sinks
+        self._recorder.write(snapshot)
         self._sinks = self._sink_status()
         # A sink that fails stops alone: its error is said once here, and stays in the
         # header (``sinks``) for as long as gputop runs.
@@ -309,26 +293,16 @@ class Pipeline:
 
     def _sink_status(self) -> tuple[SinkStatus, ...]:
         recorder = self._recorder
-        if not isinstance(recorder, SinkReporting):
+        if recorder is None:
             return ()
         return tuple(
             SinkStatus(state.option, str(state.path), state.error) for state in recorder.states()
         )
 
-    def _read(self, index: int) -> Snapshot:
-        assert self._player is not None
-        try:
-            snapshot = self._player.timeline.snapshot(index)
-        except GputopError as error:
-            self._error = f"document {index}: {error}"
-            return self._current
-        self._error = None
-        return self._select(snapshot)
-
     def _select(self, snapshot: Snapshot) -> Snapshot:
         if self._selection is None:
             return snapshot
-        return self._selection.apply(snapshot, strict=False)
+        return self._selection.apply(snapshot, strict=self._strict)
 
     def _push(self, snapshot: Snapshot) -> None:
         window = self._window
@@ -337,32 +311,16 @@ class Pipeline:
             # and the diagnosis must not read them as this machine's past.
             window.clear()
         self._current = snapshot
+        self._arrived += 1
         self._history.append(snapshot)
         window.append(snapshot)
 
-    def _moved(self, before: int, after: int) -> None:
-        if after == before:
-            return
-        if after == before + 1:
-            self._push(self._read(after))
-        elif after == before - 1 and len(self._window) > 1:
-            # One step back: drop the newest sample instead of re-reading the window.
-            self._history.drop_last()
-            self._window.pop()
-            self._current = self._read(after)
-            self._window[-1] = self._current
-        else:
-            self._load_window()
-
     def _load_window(self) -> None:
-        """Rebuild history and window from the documents before the player's position."""
-        assert self._player is not None
-        snapshots = [self._select(s) for s in self._player.window(self._rebuild_size)]
+        """Rebuild history and window from the snapshots before the feed's position."""
+        snapshots = [self._select(s) for s in self._feed.window(self._rebuild_size)]
         self._history.rebuild(snapshots)
         self._window.clear()
         self._window.extend(_same_machine_tail(snapshots))
         if snapshots:
             self._current = snapshots[-1]
-            self._error = None
-        else:
-            self._current = self._read(self._player.position)
+            self._arrived += 1

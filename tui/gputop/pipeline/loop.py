@@ -1,4 +1,5 @@
-"""Who drives a pipeline: a thread of its own (``PollLoop``) or a test's hand (``ManualLoop``).
+"""Who drives a pipeline: a thread of its own (``PollLoop``, the TUI), a headless run's hand
+(``CountedLoop``: ``--once``, ``--json``, ``--count``, ``--pick``) or a test's (``ManualLoop``).
 
 ``PollLoop`` sleeps until the next tick is due or a command arrives, so polls never overlap
 and never run on the UI thread.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -89,6 +91,53 @@ class ManualLoop:
         """Nothing runs; record that stop was asked."""
         self.stopped = True
         return True
+
+
+class CountedLoop:
+    """A pipeline driven on the caller's thread until ``count`` snapshots have arrived or
+    its feed ends: the headless modes.
+
+    Steps keep a fixed rate (the feed's delay after each, summed from the start), so a slow
+    poll does not push every later one back.
+    """
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        *,
+        count: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Drive ``pipeline``; ``count`` None: until the feed ends."""
+        self.pipeline = pipeline
+        self._count = count
+        self._sleep = sleep
+        self._clock = clock
+
+    def run(self, on_snapshot: Callable[[Tick], None]) -> None:
+        """Step the pipeline; ``on_snapshot`` gets each tick that brought a new snapshot.
+
+        Errors (a headless feed raises instead of showing stale data) propagate.
+        """
+        pipeline = self.pipeline
+        due = self._clock()
+        tick = pipeline.start()
+        seen = 0
+        while True:
+            if pipeline.arrived > seen:
+                seen = pipeline.arrived
+                on_snapshot(tick)
+            if self._count is not None and seen >= self._count:
+                return
+            delay = pipeline.next_delay()
+            if delay is None:
+                return
+            due += delay
+            wait = due - self._clock()
+            if wait > 0:
+                self._sleep(wait)
+            tick = pipeline.advance()
 
 
 class PollLoop:

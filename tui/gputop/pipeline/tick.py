@@ -5,10 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gputop.history import EMPTY_READER, EMPTY_VIEW, HistoryReader, HistoryView
+from gputop.history import EMPTY_READER, EMPTY_VIEW, HistoryReader, HistoryView, Metric
 from gputop.insight.diagnosis import Finding
 from gputop.model import Snapshot
 from gputop.sources.replay import ReplayStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ViewSpec:
+    """The series each tick carries (copies of the newest samples), as the views draw them."""
+
+    metrics: tuple[Metric, ...] = ()
+    """The metrics (the TUI: its panels' gauges, ``gputop.ui.render.panel_lines``)."""
+    width: int = 0
+    """Samples per series: as many as the widest sparkline."""
 
 
 @dataclass(frozen=True, slots=True)

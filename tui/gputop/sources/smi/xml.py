@@ -12,7 +12,6 @@ fetches external entities, and the size of a document is bounded (see ``recordin
 
 from __future__ import annotations
 
-import gc
 import re
 import xml.etree.ElementTree as ET
 from datetime import datetime
@@ -42,10 +41,8 @@ def parse_document(data: bytes) -> Snapshot:
     if ROOT_TAG not in data:
         raise BadCapture("not an nvidia-smi XML document (no <nvidia_smi_log> element)")
     _refuse_entities(data)
-    # A document makes thousands of short-lived elements and none of them cycles: collecting
-    # while building them costs about a seventh of the parse for nothing.
-    collecting = gc.isenabled()
-    gc.disable()
+    # Collection is the command line's to tune (``gputop.cli.startup``), not the reader's:
+    # this runs on the poller thread while the UI thread allocates too.
     try:
         root, gpus = _parse(data)
         if root.tag != "nvidia_smi_log":
@@ -56,9 +53,6 @@ def parse_document(data: bytes) -> Snapshot:
     except (LookupError, ValueError) as error:
         # An XML declaration naming an unknown or multi-byte encoding.
         raise BadCapture(f"unreadable XML: {error}") from None
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _parse(data: bytes) -> tuple[Element, list[tuple[Element, dict[str, Part]]]]:

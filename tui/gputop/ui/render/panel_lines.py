@@ -14,6 +14,7 @@ from gputop.history import Metric, Series
 from gputop.insight.diagnosis import Finding, FindingKind, Severity
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_used_of, ratio
+from gputop.pipeline.tick import ViewSpec
 from gputop.ui.render.gauges import (
     MEM_CRIT,
     MEM_WARN,
@@ -32,6 +33,12 @@ Line = tuple[Part, ...]
 
 GAUGE_METRICS = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POWER, Metric.TEMP)
 """The series behind the four gauges, in gauge order."""
+
+SPARKLINE_SAMPLES = 160
+"""Samples per series the panels are handed: more than the widest sparkline they draw."""
+
+PANEL_VIEW = ViewSpec(GAUGE_METRICS, SPARKLINE_SAMPLES)
+"""What each tick must carry for the panels (the TUI's builder hands it to the pipeline)."""
 
 FULL_HEIGHT = 3
 """Content lines of a full panel (its border adds two rows)."""
