@@ -140,6 +140,12 @@ def _regroup(gpu: Element) -> None:
             gpu.remove(child)
             devices.append(child)
         gpu.append(devices)
+    for readings in gpu.iterfind("gpu_power_readings"):
+        # 6xx drivers nest the limits in `GPU Ceiling Power Limit`: lifted to where every
+        # other driver (and the reader) has them.
+        for ceiling in readings.findall("gpu_ceiling_power_limit"):
+            readings.remove(ceiling)
+            readings.extend(ceiling)
     processes = gpu.find("processes")
     if processes is None or processes.find("process_info") is not None:
         return
