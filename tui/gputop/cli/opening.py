@@ -83,9 +83,7 @@ def open_recording(path: Path, notice: Callable[[str], None]) -> AnyRecording:
     return wait_for_opening(Opening(lambda: Recording.open(path)), notice, waiting_message(path))
 
 
-def wait_for_opening(
-    opening: Opening, notice: Callable[[str], None], message: str
-) -> AnyRecording:
+def wait_for_opening(opening: Opening, notice: Callable[[str], None], message: str) -> AnyRecording:
     """What ``opening`` opens; ``notice`` is told ``message`` once if that takes a second."""
     if not opening.wait(WAIT_NOTICE_AFTER):
         notice(message)

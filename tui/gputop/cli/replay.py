@@ -15,8 +15,8 @@ from gputop.model import Snapshot
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sinks.json import snapshot_json
 from gputop.sinks.summary import format_summary
-from gputop.sources.seek import TargetError, resolve_target
 from gputop.sources.logs import AnyRecording
+from gputop.sources.seek import TargetError, resolve_target
 
 _QUIET_S = 0.3
 """A followed recording that brings nothing new for this long has come as far as it goes

@@ -131,6 +131,16 @@ class _Layout:
         return sum(1 for name in self.columns[:2] if name in ("date", "time"))
 
 
+def _fields(layout: _Layout, line: bytes) -> list[bytes] | None:
+    """A row's cells, or None when it does not fit the header: pmon's last column (the
+    command) keeps its spaces and may be missing; dmon's rows have every column."""
+    if layout.pmon:
+        fields = line.split(None, len(layout.columns) - 1)
+        return fields if len(fields) >= len(layout.columns) - 1 else None
+    fields = line.split()
+    return fields if len(fields) == len(layout.columns) else None
+
+
 def _parse_stamp(layout: _Layout, fields: list[bytes]) -> tuple[str, str]:
     date = time = ""
     for name, value in zip(layout.columns[:2], fields[:2], strict=False):
@@ -186,12 +196,11 @@ class _Scanner:
             self.stray += 1
             return
         layout = self._layouts[self._layout]
-        fields = stripped.split(None, len(layout.columns) - 1)
-        minimum = len(layout.columns) - (1 if layout.pmon else 0)
-        if len(fields) < minimum:
+        fields = _fields(layout, stripped)
+        skip = layout.stamp_columns
+        if fields is None or _index_of(fields[skip]) is None:
             self.stray += 1
             return
-        skip = layout.stamp_columns
         moment = _parse_stamp(layout, fields)
         key = (fields[skip], fields[skip + 1] if layout.pmon else b"")
         if self._start is None or key in self._keys or (skip and moment != self._moment):
@@ -245,8 +254,8 @@ class _Parser:
             stripped = line.strip()
             if not stripped or stripped.startswith(b"#"):
                 continue
-            fields = stripped.split(None, len(layout.columns) - 1)
-            if len(fields) >= len(layout.columns) - (1 if layout.pmon else 0):
+            fields = _fields(layout, stripped)
+            if fields is not None:
                 rows.append(fields)
         gpus = _pmon_gpus(layout, rows) if layout.pmon else _dmon_gpus(layout, rows)
         return Snapshot(timestamp=stamp, gpus=tuple(sorted(gpus, key=lambda g: g.index)))

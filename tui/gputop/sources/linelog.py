@@ -9,6 +9,7 @@ for XML. Readers say what the snapshots are (``LogScanner``) and how to parse on
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import os
 import stat
@@ -118,9 +119,10 @@ class LineLog:
         self._parse = parse
         self.warnings = warnings
         self._cache: OrderedDict[int, Snapshot] = OrderedDict()
-        stamps = [s for s in index.stamps if not math.isnan(s)]
-        self._ordered = len(stamps) == len(index) and all(
-            a <= b for a, b in zip(stamps, stamps[1:], strict=False)
+        # NaN (no time) compares False: a log with an untimed snapshot is not ordered.
+        stamps = index.stamps
+        self._ordered = all(not math.isnan(s) for s in stamps[:1]) and all(
+            a <= b for a, b in itertools.pairwise(stamps)
         )
 
     def __len__(self) -> int:

@@ -238,7 +238,9 @@ def open_text(path: Path | str) -> LineLog:
     except BadCapture as error:
         handle.close()
         message = str(error)
-        raise BadCapture(message if message.startswith(str(path)) else f"{path}: {message}") from None
+        raise BadCapture(
+            message if message.startswith(str(path)) else f"{path}: {message}"
+        ) from None
     except OSError as error:
         handle.close()
         raise BadCapture(f"{path}: {(error.strerror or str(error)).lower()}") from None
