@@ -22,6 +22,9 @@ MIB = 2**20
 
 def test_there_are_five_bundled_text_logs() -> None:
     assert len(LOGS) >= 5
+    credits = (SNAPSHOTS / "README.md").read_text()
+    for path in SNAPSHOTS.glob("*.txt"):
+        assert f"`{path.name}`" in credits
 
 
 def field(text: str, section: str | None, label: str) -> str:

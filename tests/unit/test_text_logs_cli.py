@@ -165,3 +165,11 @@ def test_mutated_logs_raise_only_bad_capture(tmp_path: Path, data: bytes) -> Non
             with contextlib.suppress(BadCapture):
                 log.snapshot(index)
             log.timestamp(index)
+
+
+def test_follow_on_a_text_log_says_it_is_read_as_it_is() -> None:
+    result = gputop("--replay", SNAPSHOTS / "l40s-595-q.txt", "--follow", "--once")
+
+    assert result.returncode == 0, result.stderr
+    assert "NVIDIA L40S" in result.stdout
+    assert "--follow reads nvidia-smi XML only" in result.stderr

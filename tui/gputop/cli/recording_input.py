@@ -68,7 +68,13 @@ class RecordingInput:
         Raises:
             BadCapture: the recording cannot be read.
         """
-        return open_any(self.path, lambda: Recording.open(self.path, follow=self.follow))
+        opened = open_any(self.path, lambda: Recording.open(self.path, follow=self.follow))
+        if self.follow and not isinstance(opened, Recording):
+            opened.warnings.append(
+                f"{self.name}: --follow reads nvidia-smi XML only; this text log is shown "
+                "as it was when opened"
+            )
+        return opened
 
 
 def recording_input(options: Options) -> RecordingInput:
