@@ -219,3 +219,71 @@ def test_bad_logs_are_refused(tmp_path: Path, data: bytes) -> None:
     path.write_bytes(data)
     with pytest.raises(BadCapture, match=str(path)):
         open_text(path)
+
+
+MIG_470 = """\
+==============NVSMI LOG==============
+
+Timestamp                                 : Fri Jan 27 11:32:31 2023
+Driver Version                            : 470.82.01
+CUDA Version                              : 11.4
+
+Attached GPUs                             : 1
+GPU 00000000:00:04.0
+    Product Name                          : NVIDIA A100-SXM4-40GB
+    MIG Mode
+        Current                           : Enabled
+        Pending                           : Enabled
+    MIG Devices
+        MIG Device
+            Index                         : 0
+            GPU Instance ID               : 1
+            Compute Instance ID           : 0
+            Device Attributes
+                Shared
+                    Multiprocessor count  : 42
+            FB Memory Usage
+                Total                     : 19968 MiB
+                Used                      : 1003 MiB
+                Free                      : 18965 MiB
+        MIG Device
+            Index                         : 1
+            GPU Instance ID               : 2
+            Compute Instance ID           : 0
+            Device Attributes
+                Shared
+                    Multiprocessor count  : 42
+            FB Memory Usage
+                Total                     : 19968 MiB
+                Used                      : 3 MiB
+                Free                      : 19965 MiB
+    FB Memory Usage
+        Total                             : 40536 MiB
+        Used                              : 1006 MiB
+        Free                              : 39530 MiB
+    Utilization
+        Gpu                               : N/A
+        Memory                            : N/A
+    Processes
+        GPU instance ID                   : 1
+        Compute instance ID               : 0
+        Process ID                        : 12345
+            Type                          : C
+            Name                          : python
+            Used GPU Memory               : 1000 MiB
+"""
+
+
+def test_a_470_mig_devices_section() -> None:
+    (gpu,) = parse_log(MIG_470.encode()).gpus
+
+    assert gpu.mig_mode is True
+    assert [(d.gpu_instance_id, d.profile, d.memory.used) for d in gpu.mig_devices] == [
+        (1, "3g.20gb", 1003 * MIB),
+        (2, "3g.20gb", 3 * MIB),
+    ]
+    assert [(p.pid, p.gpu_instance_id, p.compute_instance_id) for p in gpu.processes] == [
+        (12345, 1, 0)
+    ]
+    assert [p.pid for p in gpu.mig_devices[0].processes] == [12345]
+    assert gpu.utilization.gpu is None and gpu.reason("utilization.gpu") is Reason.UNDER_MIG
