@@ -287,3 +287,17 @@ def test_a_470_mig_devices_section() -> None:
     ]
     assert [p.pid for p in gpu.mig_devices[0].processes] == [12345]
     assert gpu.utilization.gpu is None and gpu.reason("utilization.gpu") is Reason.UNDER_MIG
+
+
+def test_a_log_pasted_indented_or_with_windows_line_ends(tmp_path: Path) -> None:
+    original = (SNAPSHOTS / "h100-mig-590-q.txt").read_text()
+    expected = parse_log(original.encode())
+    indented = "".join(f"    {line}" for line in original.splitlines(keepends=True))
+    crlf = original.replace("\n", "\r\n")
+
+    for name, text in (("indented.txt", indented), ("crlf.txt", crlf)):
+        path = tmp_path / name
+        path.write_bytes(text.encode())
+        assert text_reader(path) is open_text
+        with open_text(path) as log:
+            assert log.snapshot(0) == expected

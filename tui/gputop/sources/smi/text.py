@@ -108,11 +108,18 @@ def _tree(text: str) -> Element:
     """The log's lines as the element tree of its XML twin."""
     root = Element("nvidia_smi_log")
     stack: list[tuple[int, Element]] = [(-1, root)]
+    base: int | None = None
     for raw in text.splitlines():
         line = raw.expandtabs(4).rstrip()
-        if not line.strip() or line.strip() == MARKER.decode():
+        if not line.strip():
             continue
         indent, label, value = _split(line)
+        if base is None:
+            # A log pasted indented (a Markdown code block, an e-mail) is read as written.
+            base = indent
+        indent = max(indent - base, 0)
+        if label == MARKER.decode():
+            continue
         while stack[-1][0] >= indent:
             stack.pop()
         parent = stack[-1][1]
