@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="gputop report",
         description="Summarise a recording (`nvidia-smi -q -x -l 1` output, .gz, or a "
-        "directory of documents): per GPU utilization, time idle, waiting and throttled, "
+        "directory of documents; or `nvidia-smi -q` text, `dmon -o DT` or `pmon -o DT` "
+        "logs): per GPU utilization, time idle, waiting and throttled, "
         "peaks and energy.",
     )
     parser.add_argument("file", metavar="FILE", type=Path, help="the recording")
