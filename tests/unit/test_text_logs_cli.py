@@ -7,6 +7,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -167,9 +168,29 @@ def test_mutated_logs_raise_only_bad_capture(tmp_path: Path, data: bytes) -> Non
             log.timestamp(index)
 
 
-def test_follow_on_a_text_log_says_it_is_read_as_it_is() -> None:
-    result = gputop("--replay", SNAPSHOTS / "l40s-595-q.txt", "--follow", "--once")
-
-    assert result.returncode == 0, result.stderr
-    assert "NVIDIA L40S" in result.stdout
-    assert "--follow reads nvidia-smi XML only" in result.stderr
+def test_follow_prints_samples_as_they_are_appended(tmp_path: Path) -> None:
+    """`nvidia-smi dmon -o DT > dmon.log &` then `gputop --replay dmon.log --follow`."""
+    path = tmp_path / "dmon.log"
+    lines = DATED.splitlines(keepends=True)
+    path.write_text("".join(lines[:3]))
+    command = [sys.executable, "-m", "gputop", "--replay", str(path), "--follow", "--json"]
+    process = subprocess.Popen(
+        [*command, "--count", "4"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for line in lines[3:]:
+            time.sleep(0.7)  # dmon -d 1 writes a sample a second
+            with path.open("a") as log:
+                log.write(line)
+        out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    samples = [json.loads(line) for line in out.splitlines()]
+    assert [sample["timestamp"] for sample in samples] == [
+        f"2024-01-04T13:54:3{second}" for second in range(5, 9)
+    ]
+    assert [sample["gpus"][0]["utilization_gpu"] for sample in samples] == [90, 90, 10, 10]

@@ -68,13 +68,10 @@ class RecordingInput:
         Raises:
             BadCapture: the recording cannot be read.
         """
-        opened = open_any(self.path, lambda: Recording.open(self.path, follow=self.follow))
-        if self.follow and not isinstance(opened, Recording):
-            opened.warnings.append(
-                f"{self.name}: --follow reads nvidia-smi XML only; this text log is shown "
-                "as it was when opened"
-            )
-        return opened
+        follow = self.follow and not self.pipe  # a pipe's text cannot be told by its head
+        return open_any(
+            self.path, lambda: Recording.open(self.path, follow=self.follow), follow=follow
+        )
 
 
 def recording_input(options: Options) -> RecordingInput:

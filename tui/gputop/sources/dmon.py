@@ -31,7 +31,7 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
-from gputop.sources.linelog import LineLog, LogIndex, open_regular, scan_lines
+from gputop.sources.linelog import LineLog, LogIndex, open_regular
 
 _MIB = 1024 * 1024
 _MAX_COLUMNS = 64
@@ -350,8 +350,9 @@ def _pmon_gpus(layout: _Layout, rows: list[list[bytes]]) -> list[GpuSample]:
     ]
 
 
-def open_monitor_log(path: Path | str) -> LineLog:
-    """Open a `nvidia-smi dmon` or `nvidia-smi pmon` log.
+def open_monitor_log(path: Path | str, *, follow: bool = False) -> LineLog:
+    """Open a `nvidia-smi dmon` or `nvidia-smi pmon` log; ``follow``: the file is still
+    being written (the first sample is waited for).
 
     Raises:
         BadCapture: missing, unreadable, or holding no dmon/pmon rows.
@@ -363,8 +364,8 @@ def open_monitor_log(path: Path | str) -> LineLog:
     try:
         index = LogIndex()
         scanner = _Scanner(index, layouts, warnings)
-        scan_lines(handle, scanner)
-        if not len(index):
+        log = LineLog(path, handle, index, _Parser(layouts), warnings, scanner, follow=follow)
+        if not log.wait_for(0):
             raise BadCapture(f"{path}: no dmon/pmon rows under a `# gpu …` header")
         if scanner.stray:
             warnings.append(f"{path}: skipped {scanner.stray} lines that fit no `# gpu` header")
@@ -377,7 +378,6 @@ def open_monitor_log(path: Path | str) -> LineLog:
             warnings.append(
                 f"{path}: `-o T` gives times without a date: shown on {_UNDATED:%Y-%m-%d}"
             )
-        log = LineLog(path, handle, index, _Parser(layouts), warnings)
         log.snapshot(0)
     except BadCapture:
         handle.close()

@@ -9,10 +9,10 @@ for XML. Readers say what the snapshots are (``LogScanner``) and how to parse on
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 import os
 import stat
+import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -86,24 +86,21 @@ def open_regular(path: Path) -> BinaryIO:
         raise BadCapture(f"{path}: {(error.strerror or str(error)).lower()}") from None
 
 
-def scan_lines(handle: BinaryIO, scanner: LogScanner) -> None:
-    """Feed every line of ``handle`` to ``scanner``."""
-    offset = 0
-    for line in handle:
-        scanner.feed(offset, line)
-        offset += len(line)
-    scanner.finish(offset)
+_QUIET_S = 0.5
+"""A followed log whose last sample got no line for this long has that sample whole:
+nvidia-smi writes a sample's lines at once, and no line says a sample is over."""
+_WAIT_SLICE = 0.25
+_READ_BYTES = 1 << 20
 
 
 class LineLog:
     """A scanned text log: the Timeline that replay, `--once`/`--json` and `report` read.
 
     ``parse`` turns the bytes of snapshot ``index`` (and its layout number) into a Snapshot;
-    it raises BadCapture for what it cannot read.
+    it raises BadCapture for what it cannot read. Followed (``--follow``: the file is still
+    being written), lines appended later are scanned when the length is asked for, and the
+    last sample counts once nothing has been added to it for half a second.
     """
-
-    following = False
-    """A text log is read as it is at open (no `--follow` for these formats yet)."""
 
     def __init__(
         self,
@@ -112,32 +109,96 @@ class LineLog:
         index: LogIndex,
         parse: Callable[[bytes, int, datetime | None], Snapshot],
         warnings: list[str],
+        scanner: LogScanner,
+        *,
+        follow: bool = False,
     ) -> None:
         self.path = path
         self._handle = handle
         self._index = index
         self._parse = parse
         self.warnings = warnings
+        self._scanner = scanner
+        self._follow = follow
         self._cache: OrderedDict[int, Snapshot] = OrderedDict()
-        # NaN (no time) compares False: a log with an untimed snapshot is not ordered.
-        stamps = index.stamps
-        self._ordered = all(not math.isnan(s) for s in stamps[:1]) and all(
-            a <= b for a, b in itertools.pairwise(stamps)
-        )
+        self._read_at = 0
+        """Where the next read of the file starts."""
+        self._rest = b""
+        """The start of a line not yet ended (a writer caught mid-line)."""
+        self._last_data = time.monotonic()
+        self._flushed = False
+        self._ordered = True
+        self._checked = 0
+        """Snapshots whose order of time has been looked at."""
+        self._grow()
+        if not follow:
+            scanner.finish(self._read_at)
+            self._note_order()
+
+    @property
+    def following(self) -> bool:
+        """True while lines appended to the file are read (`--follow`)."""
+        return self._follow
+
+    def _grow(self) -> None:
+        """Scan what was appended since the last look (the whole file, the first time)."""
+        self._handle.seek(self._read_at)
+        while True:
+            data = self._handle.read(_READ_BYTES)
+            if not data:
+                break
+            self._last_data = time.monotonic()
+            self._flushed = False
+            fed = self._read_at - len(self._rest)
+            self._read_at += len(data)
+            data = self._rest + data
+            cut = data.rfind(b"\n") + 1
+            self._rest = data[cut:]
+            for line in data[:cut].splitlines(keepends=True):
+                self._scanner.feed(fed, line)
+                fed += len(line)
+        if self._follow and not self._flushed and time.monotonic() - self._last_data >= _QUIET_S:
+            self._flushed = True
+            self._scanner.finish(self._read_at - len(self._rest))
+        self._note_order()
+
+    def _note_order(self) -> None:
+        stamps = self._index.stamps
+        for position in range(self._checked, len(stamps)):
+            stamp = stamps[position]
+            # NaN (no time) compares False: a log with an untimed snapshot is not ordered.
+            if not (position == 0 and stamp == stamp) and not (
+                position > 0 and stamps[position - 1] <= stamp
+            ):
+                self._ordered = False
+        self._checked = len(stamps)
+
+    def wait_for(self, index: int, timeout: float | None = None) -> bool:
+        """Whether snapshot ``index`` exists, waiting (followed) up to ``timeout`` seconds
+        for it to be written."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while index >= len(self):
+            if not self._follow or index < 0:
+                return False
+            pause = _WAIT_SLICE
+            if deadline is not None:
+                pause = min(pause, deadline - time.monotonic())
+                if pause <= 0:
+                    return False
+            time.sleep(pause)
+        return index >= 0 or -index <= len(self)
 
     def __len__(self) -> int:
+        if self._follow:
+            self._grow()
         return len(self._index)
 
     def _resolve(self, index: int) -> int:
-        count = len(self._index)
+        count = len(self)
         resolved = index + count if index < 0 else index
         if not 0 <= resolved < count:
             raise IndexError(f"snapshot {index} is out of range")
         return resolved
-
-    def wait_for(self, index: int, timeout: float | None = None) -> bool:
-        """Whether snapshot ``index`` exists (a log read whole never grows)."""
-        return 0 <= index < len(self._index)
 
     def timestamp(self, index: int) -> datetime | None:
         """When snapshot ``index`` was taken (None where the log gives no time)."""

@@ -22,14 +22,17 @@ AnyRecording = Recording | LineLog
 
 _HEAD_BYTES = 65536
 
-TEXT_READERS: tuple[tuple[str, Callable[[bytes], bool], Callable[[Path], LineLog]], ...] = (
+Opener = Callable[..., LineLog]
+"""``opener(path, follow=False)``."""
+
+TEXT_READERS: tuple[tuple[str, Callable[[bytes], bool], Opener], ...] = (
     ("nvidia-smi -q text", text.looks_like, text.open_text),
     ("nvidia-smi dmon/pmon log", dmon.looks_like, dmon.open_monitor_log),
 )
 """(name, sniffer, opener) of each text format, tried in order."""
 
 
-def text_reader(path: Path) -> Callable[[Path], LineLog] | None:
+def text_reader(path: Path) -> Opener | None:
     """The opener of the text format ``path`` holds, or None (XML, or not looked at)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
@@ -44,11 +47,14 @@ def text_reader(path: Path) -> Callable[[Path], LineLog] | None:
     return None
 
 
-def open_any(path: Path, open_xml: Callable[[], Recording]) -> AnyRecording:
-    """The text log at ``path`` when it is one, else ``open_xml()``.
+def open_any(
+    path: Path, open_xml: Callable[[], Recording], *, follow: bool = False
+) -> AnyRecording:
+    """The text log at ``path`` when it is one (``follow``: still being written), else
+    ``open_xml()``.
 
     Raises:
         BadCapture: the file cannot be read as what it looks like.
     """
     opener = text_reader(path)
-    return opener(path) if opener is not None else open_xml()
+    return opener(path, follow=follow) if opener is not None else open_xml()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
-from gputop.sources.linelog import LineLog, LogIndex, open_regular, scan_lines
+from gputop.sources.linelog import LineLog, LogIndex, open_regular
 from gputop.sources.smi.gpu import gpu_sample, parts_of
 from gputop.sources.smi.values import count
 from gputop.sources.smi.xml import parse_timestamp
@@ -227,8 +227,9 @@ def _parse(data: bytes, layout: int, stamp: datetime | None) -> Snapshot:
     return parse_log(data)
 
 
-def open_text(path: Path | str) -> LineLog:
-    """Open a file of `nvidia-smi -q` text (one log, or a `-q -l N` stream of them).
+def open_text(path: Path | str, *, follow: bool = False) -> LineLog:
+    """Open a file of `nvidia-smi -q` text (one log, or a `-q -l N` stream of them);
+    ``follow``: the file is still being written (the first log is waited for).
 
     Raises:
         BadCapture: missing, unreadable, or holding no `nvidia-smi -q` log.
@@ -237,10 +238,9 @@ def open_text(path: Path | str) -> LineLog:
     handle = open_regular(path)
     try:
         index = LogIndex()
-        scan_lines(handle, _Scanner(index))
-        if not len(index):
+        log = LineLog(path, handle, index, _parse, [], _Scanner(index), follow=follow)
+        if not log.wait_for(0):
             raise BadCapture(f"{path}: no `nvidia-smi -q` log ({MARKER.decode()}) in it")
-        log = LineLog(path, handle, index, _parse, [])
         log.snapshot(0)  # the first must read, or the file is refused
     except BadCapture as error:
         handle.close()
