@@ -301,3 +301,10 @@ def test_a_log_pasted_indented_or_with_windows_line_ends(tmp_path: Path) -> None
         assert text_reader(path) is open_text
         with open_text(path) as log:
             assert log.snapshot(0) == expected
+
+
+def test_a_timestamp_with_an_absurd_year_is_no_time() -> None:
+    # Found by the mutation test: the year overflowed datetime's C int (an OverflowError).
+    log = OLD_DRIVER.replace("11:21:36 2017", "11:21:36 999999999992017")
+
+    assert parse_log(log.encode()).timestamp is None
