@@ -194,3 +194,43 @@ def test_follow_prints_samples_as_they_are_appended(tmp_path: Path) -> None:
         f"2024-01-04T13:54:3{second}" for second in range(5, 9)
     ]
     assert [sample["gpus"][0]["utilization_gpu"] for sample in samples] == [90, 90, 10, 10]
+
+
+def test_a_dmon_pipe_on_standard_input() -> None:
+    """`nvidia-smi dmon -o DT | gputop --replay -`: told by its first line, read as it comes."""
+    result = subprocess.run(
+        [sys.executable, "-m", "gputop", "--replay", "-", "--json", "--count", "9"],
+        input=DATED,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    samples = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [sample["gpus"][0]["utilization_gpu"] for sample in samples] == [90, 90, 10, 10, 10]
+
+
+def test_report_of_a_q_text_pipe() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "gputop", "report", "/dev/stdin", "--json"],
+        input=(SNAPSHOTS / "h100-mig-590-q-l.txt").read_text(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["snapshots"] == 2
+
+
+def test_the_last_line_needs_no_line_end(tmp_path: Path) -> None:
+    path = tmp_path / "dmon.log"
+    path.write_text(DATED.rstrip("\n"))
+
+    result = gputop("report", path, "--json")
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["snapshots"] == 5

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from gputop.sources.logs import AnyRecording, open_any
+from gputop.sources.logs import AnyRecording, open_any, open_stream
 from gputop.sources.smi.recording import Recording
 
 WAIT_NOTICE_AFTER = 1.0
@@ -80,7 +80,8 @@ def open_recording(path: Path, notice: Callable[[str], None]) -> AnyRecording:
     once, then this waits on (Ctrl+C still ends it)."""
     if not is_pipe(path):
         return open_any(path, lambda: Recording.open(path))
-    return wait_for_opening(Opening(lambda: Recording.open(path)), notice, waiting_message(path))
+    opening = Opening(lambda: open_stream(path, str(path), Recording.open))
+    return wait_for_opening(opening, notice, waiting_message(path))
 
 
 def wait_for_opening(opening: Opening, notice: Callable[[str], None], message: str) -> AnyRecording:

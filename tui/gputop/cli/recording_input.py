@@ -17,7 +17,7 @@ from pathlib import Path
 from gputop.cli.opening import Opening, wait_for_opening, waiting_message
 from gputop.cli.options import Options
 from gputop.errors import BadArguments
-from gputop.sources.logs import AnyRecording, open_any
+from gputop.sources.logs import AnyRecording, open_any, open_stream
 from gputop.sources.smi.recording import Recording
 
 STDIN = Path("-")
@@ -68,9 +68,12 @@ class RecordingInput:
         Raises:
             BadCapture: the recording cannot be read.
         """
-        follow = self.follow and not self.pipe  # a pipe's text cannot be told by its head
+        if self.pipe:
+            return open_stream(
+                self.path, self.name, lambda path: Recording.open(path, follow=True), follow=True
+            )
         return open_any(
-            self.path, lambda: Recording.open(self.path, follow=self.follow), follow=follow
+            self.path, lambda: Recording.open(self.path, follow=self.follow), follow=self.follow
         )
 
 

@@ -14,6 +14,7 @@ names or memory totals; pmon has no GPU values at all), never 0.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -350,7 +351,9 @@ def _pmon_gpus(layout: _Layout, rows: list[list[bytes]]) -> list[GpuSample]:
     ]
 
 
-def open_monitor_log(path: Path | str, *, follow: bool = False) -> LineLog:
+def open_monitor_log(
+    path: Path | str, *, follow: bool = False, ended: threading.Event | None = None
+) -> LineLog:
     """Open a `nvidia-smi dmon` or `nvidia-smi pmon` log; ``follow``: the file is still
     being written (the first sample is waited for).
 
@@ -364,7 +367,9 @@ def open_monitor_log(path: Path | str, *, follow: bool = False) -> LineLog:
     try:
         index = LogIndex()
         scanner = _Scanner(index, layouts, warnings)
-        log = LineLog(path, handle, index, _Parser(layouts), warnings, scanner, follow=follow)
+        log = LineLog(
+            path, handle, index, _Parser(layouts), warnings, scanner, follow=follow, ended=ended
+        )
         if not log.wait_for(0):
             raise BadCapture(f"{path}: no dmon/pmon rows under a `# gpu …` header")
         if scanner.stray:

@@ -12,6 +12,7 @@ import bisect
 import math
 import os
 import stat
+import threading
 import time
 from array import array
 from collections import OrderedDict
@@ -112,6 +113,7 @@ class LineLog:
         scanner: LogScanner,
         *,
         follow: bool = False,
+        ended: threading.Event | None = None,
     ) -> None:
         self.path = path
         self._handle = handle
@@ -120,6 +122,8 @@ class LineLog:
         self.warnings = warnings
         self._scanner = scanner
         self._follow = follow
+        self._ended = ended
+        """Set once the writer is gone (a pipe spooled into the file reached its end)."""
         self._cache: OrderedDict[int, Snapshot] = OrderedDict()
         self._read_at = 0
         """Where the next read of the file starts."""
@@ -132,16 +136,25 @@ class LineLog:
         """Snapshots whose order of time has been looked at."""
         self._grow()
         if not follow:
-            scanner.finish(self._read_at)
-            self._note_order()
+            self._finish()
 
     @property
     def following(self) -> bool:
         """True while lines appended to the file are read (`--follow`)."""
         return self._follow
 
+    def _finish(self) -> None:
+        """The log is whole: its last line (even without a line end) and last sample count."""
+        if self._rest:
+            self._scanner.feed(self._read_at - len(self._rest), self._rest)
+            self._rest = b""
+        self._scanner.finish(self._read_at)
+        self._note_order()
+
     def _grow(self) -> None:
         """Scan what was appended since the last look (the whole file, the first time)."""
+        # Looked at before reading: whatever the writer wrote before it ended is read below.
+        ended = self._ended is not None and self._ended.is_set()
         self._handle.seek(self._read_at)
         while True:
             data = self._handle.read(_READ_BYTES)
@@ -157,7 +170,10 @@ class LineLog:
             for line in data[:cut].splitlines(keepends=True):
                 self._scanner.feed(fed, line)
                 fed += len(line)
-        if self._follow and not self._flushed and time.monotonic() - self._last_data >= _QUIET_S:
+        if self._follow and ended:
+            self._follow = False
+            self._finish()
+        elif self._follow and not self._flushed and time.monotonic() - self._last_data >= _QUIET_S:
             self._flushed = True
             self._scanner.finish(self._read_at - len(self._rest))
         self._note_order()
@@ -245,7 +261,8 @@ class LineLog:
 
     def __iter__(self) -> Iterator[Snapshot]:
         """Every readable snapshot in order; unreadable ones are skipped with a warning."""
-        for index in range(len(self._index)):
+        index = -1
+        while (index := index + 1) < len(self):
             try:
                 yield self.snapshot(index)
             except BadCapture as error:

@@ -11,6 +11,7 @@ the other; `-q -i N` says `Attached GPUs : 8` and holds one GPU block, as its XM
 from __future__ import annotations
 
 import re
+import threading
 import xml.etree.ElementTree as ET
 from datetime import datetime
 from pathlib import Path
@@ -227,7 +228,9 @@ def _parse(data: bytes, layout: int, stamp: datetime | None) -> Snapshot:
     return parse_log(data)
 
 
-def open_text(path: Path | str, *, follow: bool = False) -> LineLog:
+def open_text(
+    path: Path | str, *, follow: bool = False, ended: threading.Event | None = None
+) -> LineLog:
     """Open a file of `nvidia-smi -q` text (one log, or a `-q -l N` stream of them);
     ``follow``: the file is still being written (the first log is waited for).
 
@@ -238,7 +241,7 @@ def open_text(path: Path | str, *, follow: bool = False) -> LineLog:
     handle = open_regular(path)
     try:
         index = LogIndex()
-        log = LineLog(path, handle, index, _parse, [], _Scanner(index), follow=follow)
+        log = LineLog(path, handle, index, _parse, [], _Scanner(index), follow=follow, ended=ended)
         if not log.wait_for(0):
             raise BadCapture(f"{path}: no `nvidia-smi -q` log ({MARKER.decode()}) in it")
         log.snapshot(0)  # the first must read, or the file is refused
