@@ -120,7 +120,14 @@ def open_stream(
         read, write = os.pipe()
         threading.Thread(target=_relay_with_head, args=(head, source, write), daemon=True).start()
         return open_xml(Path(f"/dev/fd/{read}"))
-    spool, spool_path = tempfile.mkstemp(prefix="gputop-", suffix=".log")
+    try:
+        spool, spool_path = tempfile.mkstemp(prefix="gputop-", suffix=".log")
+    except OSError as error:
+        os.close(source)
+        raise BadCapture(
+            f"{name}: no room for the stream in {tempfile.gettempdir()} "
+            f"({(error.strerror or str(error)).lower()}); point TMPDIR elsewhere"
+        ) from None
     ended = threading.Event()
     try:
         os.write(spool, head)
