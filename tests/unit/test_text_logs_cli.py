@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -15,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputop.errors import BadCapture
-from gputop.sources.logs import text_reader
+from gputop.sources.logs import open_stream, text_reader
+from gputop.sources.smi.recording import Recording
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 MIB = 2**20
@@ -234,3 +237,22 @@ def test_the_last_line_needs_no_line_end(tmp_path: Path) -> None:
 
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["snapshots"] == 5
+
+
+def test_a_text_pipe_with_no_room_for_its_copy_is_a_bad_capture(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def full(**_: object) -> tuple[int, str]:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "mkstemp", full)
+    read, write = os.pipe()
+    os.write(write, DATED.encode())
+    os.close(write)
+
+    def not_xml(path: Path) -> Recording:
+        raise AssertionError("a dmon log went to the XML reader")
+
+    with pytest.raises(BadCapture, match=r"no room for the stream.*TMPDIR"):
+        open_stream(Path(f"/dev/fd/{read}"), "standard input", not_xml)
+    os.close(read)
