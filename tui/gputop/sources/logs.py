@@ -136,6 +136,11 @@ def open_stream(
             log = opener(Path(spool_path), follow=True, ended=ended)
         except BadCapture as error:
             raise BadCapture(str(error).replace(spool_path, name)) from None
+    except OSError as error:  # the first write to the copy failed (a full disk)
+        raise BadCapture(
+            f"{name}: cannot keep the stream in {tempfile.gettempdir()} "
+            f"({(error.strerror or str(error)).lower()}); point TMPDIR elsewhere"
+        ) from None
     finally:
         os.unlink(spool_path)  # the log holds it open; nothing is left behind
     if not follow:
