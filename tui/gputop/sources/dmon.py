@@ -13,6 +13,7 @@ names or memory totals; pmon has no GPU values at all), never 0.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import dataclass
@@ -126,6 +127,23 @@ class _Layout:
     def pmon(self) -> bool:
         return _is_pmon(self.columns)
 
+    @functools.cached_property
+    def read(self) -> tuple[tuple[int, str], ...]:
+        """(position, field path) of each dmon column gputop takes (the first of two for one
+        field: old drivers' `temp` and newer `gtemp` never come together)."""
+        found: dict[str, int] = {}
+        for position, name in enumerate(self.columns):
+            path = DMON_COLUMNS.get(name)
+            if path is not None and position > self.stamp_columns:
+                found.setdefault(path, position)
+        return tuple((position, path) for path, position in found.items())
+
+    @functools.cached_property
+    def absent(self) -> tuple[tuple[str, Reason], ...]:
+        """Every field this layout has no column for: "not in this log"."""
+        taken = {path for _, path in self.read}
+        return tuple((path, Reason.NOT_IN_LOG) for path in _GPU_FIELDS if path not in taken)
+
     @property
     def stamp_columns(self) -> int:
         """How many leading columns are `-o D`/`-o T` (date, time)."""
@@ -165,7 +183,7 @@ class _Scanner:
         self._start: int | None = None
         self._end = 0
         self._keys: set[tuple[bytes, bytes]] = set()
-        self._moment: tuple[str, str] | None = None
+        self._raw: tuple[bytes, ...] = ()
         self._stamp: datetime | None = None
         self._day = 0
         self._last_time: datetime | None = None
@@ -202,13 +220,14 @@ class _Scanner:
         if fields is None or _index_of(fields[skip]) is None:
             self.stray += 1
             return
-        moment = _parse_stamp(layout, fields)
+        # The raw cells: decoded only where a sample begins (most rows share its time).
+        raw_moment = tuple(fields[:skip])
         key = (fields[skip], fields[skip + 1] if layout.pmon else b"")
-        if self._start is None or key in self._keys or (skip and moment != self._moment):
+        if self._start is None or key in self._keys or (skip and raw_moment != self._raw):
             self._close()
             self._start = offset
-            self._moment = moment
-            self._stamp = self._when(moment) if skip else None
+            self._raw = raw_moment
+            self._stamp = self._when(_parse_stamp(layout, fields)) if skip else None
         self._keys.add(key)
         self._end = offset + len(line)
 
@@ -268,24 +287,23 @@ def _index_of(value: bytes) -> int | None:
 
 def _dmon_gpus(layout: _Layout, rows: list[list[bytes]]) -> list[GpuSample]:
     skip = layout.stamp_columns
+    read = layout.read
+    absent = layout.absent
     gpus: list[GpuSample] = []
     for fields in rows:
         index = _index_of(fields[skip])
         if index is None:
             continue
         values: dict[str, float] = {}
-        missing = dict.fromkeys(_GPU_FIELDS, Reason.NOT_IN_LOG)
-        for name, value in zip(layout.columns[skip + 1 :], fields[skip + 1 :], strict=False):
-            path = DMON_COLUMNS.get(name)
-            if path is None:
-                continue
+        missing = list(absent)
+        for position, path in read:
+            value = fields[position]
             number = _number(value)
             if number is None or number < 0:
-                missing[path] = Reason.NOT_AVAILABLE if value == b"-" else Reason.INVALID
+                missing.append((path, Reason.NOT_AVAILABLE if value == b"-" else Reason.INVALID))
             else:
                 values[path] = number
-                missing.pop(path, None)
-        gpus.append(_dmon_sample(index, values, missing))
+        gpus.append(_dmon_sample(index, values, tuple(missing)))
     return gpus
 
 
@@ -294,7 +312,9 @@ def _int(values: dict[str, float], path: str, scale: int = 1) -> int | None:
     return None if value is None else int(value) * scale
 
 
-def _dmon_sample(index: int, values: dict[str, float], missing: dict[str, Reason]) -> GpuSample:
+def _dmon_sample(
+    index: int, values: dict[str, float], missing: tuple[tuple[str, Reason], ...]
+) -> GpuSample:
     get = values.get
     return GpuSample(
         index=index,
@@ -314,7 +334,7 @@ def _dmon_sample(index: int, values: dict[str, float], missing: dict[str, Reason
             volatile_corrected=_int(values, "ecc_errors.volatile_corrected"),
             volatile_uncorrected=_int(values, "ecc_errors.volatile_uncorrected"),
         ),
-        unavailable=tuple(missing.items()),
+        unavailable=missing,
     )
 
 
