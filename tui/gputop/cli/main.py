@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="replay an nvidia-smi XML capture: one document, a `-l` stream, .gz, or a "
         "directory; `-` reads standard input (followed: `ssh host nvidia-smi -q -x -l 1 | "
-        "gputop --replay -`)",
+        "gputop --replay -`); also `nvidia-smi -q` text and dmon/pmon logs",
     )
     parser.add_argument(
         "--follow",

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from gputop.sources.logs import AnyRecording, open_any, open_stream
 from gputop.sources.smi.recording import Recording
 
 WAIT_NOTICE_AFTER = 1.0
@@ -39,10 +40,10 @@ class Opening:
     it must not keep the process from exiting when the user gives up.
     """
 
-    def __init__(self, open_recording: Callable[[], Recording]) -> None:
+    def __init__(self, open_recording: Callable[[], AnyRecording]) -> None:
         self._open_recording = open_recording
         self._done = threading.Event()
-        self._recording: Recording | None = None
+        self._recording: AnyRecording | None = None
         self._error: BaseException | None = None
         threading.Thread(target=self._open, name="gputop-open", daemon=True).start()
 
@@ -62,7 +63,7 @@ class Opening:
         """Wait until :meth:`done`, at most ``timeout`` seconds; returns :meth:`done`."""
         return self._done.wait(timeout)
 
-    def result(self) -> Recording:
+    def result(self) -> AnyRecording:
         """The open recording (call once :meth:`done`).
 
         Raises:
@@ -74,15 +75,16 @@ class Opening:
         return self._recording
 
 
-def open_recording(path: Path, notice: Callable[[str], None]) -> Recording:
+def open_recording(path: Path, notice: Callable[[str], None]) -> AnyRecording:
     """``Recording.open(path)``; when a pipe keeps it waiting a second, ``notice`` is told
     once, then this waits on (Ctrl+C still ends it)."""
     if not is_pipe(path):
-        return Recording.open(path)
-    return wait_for_opening(Opening(lambda: Recording.open(path)), notice, waiting_message(path))
+        return open_any(path, lambda: Recording.open(path))
+    opening = Opening(lambda: open_stream(path, str(path), Recording.open))
+    return wait_for_opening(opening, notice, waiting_message(path))
 
 
-def wait_for_opening(opening: Opening, notice: Callable[[str], None], message: str) -> Recording:
+def wait_for_opening(opening: Opening, notice: Callable[[str], None], message: str) -> AnyRecording:
     """What ``opening`` opens; ``notice`` is told ``message`` once if that takes a second."""
     if not opening.wait(WAIT_NOTICE_AFTER):
         notice(message)

@@ -17,6 +17,7 @@ from pathlib import Path
 from gputop.cli.opening import Opening, wait_for_opening, waiting_message
 from gputop.cli.options import Options
 from gputop.errors import BadArguments
+from gputop.sources.logs import AnyRecording, open_any, open_stream
 from gputop.sources.smi.recording import Recording
 
 STDIN = Path("-")
@@ -60,13 +61,20 @@ class RecordingInput:
             return waiting_message(self.path)
         return f"waiting for the first nvidia-smi document on {self.name}"
 
-    def open(self) -> Recording:
-        """Open it (waiting, when followed, for the first document).
+    def open(self) -> AnyRecording:
+        """Open it (waiting, when followed, for the first document): a text log
+        (`nvidia-smi -q`, dmon, pmon) when it holds one, else nvidia-smi XML.
 
         Raises:
             BadCapture: the recording cannot be read.
         """
-        return Recording.open(self.path, follow=self.follow)
+        if self.pipe:
+            return open_stream(
+                self.path, self.name, lambda path: Recording.open(path, follow=True), follow=True
+            )
+        return open_any(
+            self.path, lambda: Recording.open(self.path, follow=self.follow), follow=self.follow
+        )
 
 
 def recording_input(options: Options) -> RecordingInput:
@@ -89,7 +97,7 @@ def recording_input(options: Options) -> RecordingInput:
     return RecordingInput(path, options.follow or pipe, name, pipe)
 
 
-def open_recording(options: Options, notice: Callable[[str], None]) -> Recording:
+def open_recording(options: Options, notice: Callable[[str], None]) -> AnyRecording:
     """Open `--replay`'s recording, followed when asked or when it is a pipe.
 
     What may keep gputop waiting (a FIFO with no writer, a pipe or followed file with no

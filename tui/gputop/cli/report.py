@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="gputop report",
         description="Summarise a recording (`nvidia-smi -q -x -l 1` output, .gz, or a "
-        "directory of documents): per GPU utilization, time idle, waiting and throttled, "
+        "directory of documents; or `nvidia-smi -q` text, `dmon -o DT` or `pmon -o DT` "
+        "logs): per GPU utilization, time idle, waiting and throttled, "
         "peaks and energy.",
     )
     parser.add_argument("file", metavar="FILE", type=Path, help="the recording")
@@ -162,10 +163,13 @@ def build_report(
         BadCapture: the recording cannot be read.
     """
     from gputop.cli.opening import open_recording
+    from gputop.sources.linelog import LineLog
 
     with open_recording(path, _say) as recording:
         count = len(recording)
-        workers = job_count(count, jobs, _cpus()) if _splittable(path) else 1
+        # Workers each open the file as XML: a text log is read by this process alone.
+        splittable = _splittable(path) and not isinstance(recording, LineLog)
+        workers = job_count(count, jobs, _cpus()) if splittable else 1
         if workers <= 1:
             with _collector_paused():
                 builder = ReportBuilder(max_gap_s=max_gap).add_all(recording)
