@@ -15,15 +15,15 @@ from gputop.model import Snapshot
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sinks.json import snapshot_json
 from gputop.sinks.summary import format_summary
+from gputop.sources.formats import AnyRecording
 from gputop.sources.seek import TargetError, resolve_target
-from gputop.sources.smi.recording import Recording
 
 _QUIET_S = 0.3
 """A followed recording that brings nothing new for this long has come as far as it goes
 for now (`nvidia-smi -l 1` writes once a second)."""
 
 
-def resolve_at(recording: Recording, at: str | None) -> int:
+def resolve_at(recording: AnyRecording, at: str | None) -> int:
     """Turn `--at INDEX|TIME` into a document index of ``recording`` (0 without one).
 
     Raises:
@@ -45,7 +45,7 @@ def _select(snapshot: Snapshot, spec: str | None) -> Snapshot:
     return GpuSelection.parse(spec).apply(snapshot)
 
 
-def _settle(recording: Recording) -> None:
+def _settle(recording: AnyRecording) -> None:
     """Read a followed recording as far as it comes without a pause, so that `--at -1` or
     a time is placed in all of `cat run.xml | gputop --replay -`, and in a live stream's
     documents so far."""
@@ -107,7 +107,7 @@ def replay_headless(options: Options) -> int:
     return 1 if log is not None and log.failures else 0
 
 
-def _pick(recording: Recording, options: Options, log: SnapshotSinks | None) -> int:
+def _pick(recording: AnyRecording, options: Options, log: SnapshotSinks | None) -> int:
     """`--pick N` on a recording: free GPUs at ``--at`` (by default the last document), busy
     meaning busy in any of the ``--count`` documents up to it (2 by default), as live."""
     assert options.pick is not None

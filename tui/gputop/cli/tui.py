@@ -15,10 +15,10 @@ from gputop.sources.replay import ReplayPlayer
 from gputop.ui.settings import UiSettings
 
 if TYPE_CHECKING:
-    from gputop.sources.smi.recording import Recording
+    from gputop.sources.formats import AnyRecording
 
 
-def _open_recording(options: Options) -> Recording | None:
+def _open_recording(options: Options) -> AnyRecording | None:
     """`--replay`'s recording; what keeps gputop waiting (a pipe with nothing written to it
     yet, a followed file still empty) gets a waiting screen (None when the user quits it)
     instead of a blank one."""

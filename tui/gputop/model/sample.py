@@ -28,6 +28,8 @@ class Reason(enum.Enum):
     NOT_REPORTED = "not reported by this driver"
     GPU_LOST = "GPU lost"
     ERROR = "error"
+    NOT_IN_LOG = "not in this log"
+    """A log of chosen fields (``nvidia-smi --query-gpu=...``) that did not ask for it."""
     INVALID = "invalid value in the recording"
     """A recording holds something no GPU can report: negative, non-finite, out of range,
     or in a unit that is not the field's."""
