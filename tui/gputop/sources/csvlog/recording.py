@@ -9,8 +9,8 @@ two repeated headers are one).
 
 A pipe or a .gz is copied (inflated) into an unnamed temporary file by a thread as it comes,
 so reads never block the poller and any snapshot can be read again. Followed (``--follow``,
-a pipe), the last snapshot is held back until the next one begins (or the writer ends):
-until then more of its GPUs' rows may come.
+a pipe), the last snapshot is held back until the next one begins, the writer ends, or the
+log has been still for half a second: until then more of its GPUs' rows may come.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ _CACHE_SIZE = 8
 _WAIT_SLICE = 0.25
 _NO_STAMP = math.nan
 _SEPARATOR = b", "
+_SETTLE = 0.5
+"""Seconds a followed log must stay still before its last snapshot is taken as whole."""
 
 
 def looks_like(head: bytes) -> bool:
@@ -215,6 +217,7 @@ class CsvRecording:
         self._open_stamp: bytes | None = None
         self._repeated = False
         self._bad_rows = 0
+        self._grew_at = time.monotonic()
         self._cache: OrderedDict[int, Snapshot] = OrderedDict()
 
     @classmethod
@@ -245,7 +248,7 @@ class CsvRecording:
         said = waiting is None
         while not self._scan_until(0):
             if self._complete:
-                why = "no GPU rows after the header" if self._schemas else self._no_header()
+                why = "no GPU rows after the header" if self._schema else self._no_header()
                 raise BadCapture(f"{self.path}: {why}")
             if not said and time.monotonic() - started >= 1.0:
                 said = True
@@ -381,6 +384,7 @@ class CsvRecording:
             else:
                 self._row(line, start, min(position - 1, at + len(body)))
         self._scan_at = at + len(body)
+        self._grew_at = time.monotonic()
         if self._scan_at >= available and ended:
             self._finish()
         return True
@@ -394,7 +398,14 @@ class CsvRecording:
     def _scan_until(self, index: int) -> bool:
         while len(self._starts) <= index and not self._complete:
             if not self._scan_step():
-                break
+                if self._follow:
+                    # nvidia-smi writes a query's rows in one burst: once the log has been
+                    # still for a moment, the snapshot being read has all its GPUs.
+                    if time.monotonic() - self._grew_at >= _SETTLE and self._open_start >= 0:
+                        self._close_block()
+                        continue
+                    break  # a followed log: this is all there is for now
+                self._data.wait(_WAIT_SLICE)  # a gzip still being inflated: it will end
         return len(self._starts) > index
 
     def _scan_all(self) -> None:
