@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import bisect
 import gzip
+import itertools
 import math
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -45,6 +47,8 @@ _CACHE_SIZE = 8
 _WAIT_SLICE = 0.25
 _NO_STAMP = math.nan
 _SEPARATOR = b", "
+_LOWER_LINE = re.compile(rb"\n[a-z]")
+"""A line that starts with a lower-case letter (after the newline before it)."""
 _SETTLE = 0.5
 """Seconds a followed log must stay still before its last snapshot is taken as whole."""
 
@@ -218,6 +222,11 @@ class CsvRecording:
         self._repeated = False
         self._bad_rows = 0
         self._grew_at = time.monotonic()
+        self._first_key: bytes | None = None
+        """The identity of the first GPU of the snapshot being read."""
+        self._fast: re.Pattern[bytes] | None = None
+        """Finds the first row of each snapshot (see ``_rows``)."""
+        self._fast_rows = 0
         self._cache: OrderedDict[int, Snapshot] = OrderedDict()
 
     @classmethod
@@ -299,6 +308,8 @@ class CsvRecording:
             if self._ordered and count and not self._stamps[count - 1] <= seconds:
                 self._ordered = False
             self._stamps.append(seconds)
+        if self._fast is None and len(self._open_keys) > 0:
+            self._learn(len(self._open_keys))
         self._open_start = -1
         self._open_keys = set()
         self._open_stamp = None
@@ -310,6 +321,7 @@ class CsvRecording:
             self._close_block()
             return
         self._close_block()
+        self._fast = None
         try:
             self._schema = Schema.parse(text)
         except BadCapture as error:
@@ -330,6 +342,8 @@ class CsvRecording:
             key = line.split(_SEPARATOR, identity + 1)[identity]
             if key in self._open_keys:
                 self._close_block()
+            if not self._open_keys:
+                self._first_key = key
             self._open_keys.add(key)
         elif stamp_at is not None:
             stamp = line.split(_SEPARATOR, stamp_at + 1)[stamp_at]
@@ -372,22 +386,84 @@ class CsvRecording:
                 self._finish()
                 return False
         body = chunk[: last + 1]
-        position = at
-        for line in body.split(b"\n"):
-            start = position
-            position += len(line) + 1
-            if not line or line.isspace():
-                continue
-            head = line[:1]
-            if b"a" <= head <= b"z" and is_header(line.decode("ascii", "replace").rstrip("\r")):
+        begin = 0
+        # Only a line that starts with a lower-case letter can be a header.
+        lines = _LOWER_LINE.finditer(body)
+        first = (0,) if b"a" <= body[:1] <= b"z" else ()
+        for start in itertools.chain(first, (match.start() + 1 for match in lines)):
+            stop = body.find(b"\n", start)
+            stop = len(body) if stop < 0 else stop
+            line = body[start:stop]
+            if is_header(line.decode("ascii", "replace").rstrip("\r")):
+                self._rows(body, begin, start, at)
                 self._header(line)
-            else:
-                self._row(line, start, min(position - 1, at + len(body)))
+                begin = stop + 1
+        self._rows(body, begin, len(body), at)
         self._scan_at = at + len(body)
         self._grew_at = time.monotonic()
         if self._scan_at >= available and ended:
             self._finish()
         return True
+
+    def _lines(self, body: bytes, begin: int, end: int, at: int) -> None:
+        """The rows of ``body[begin:end]`` one by one (``at``: the file offset of body)."""
+        position = begin
+        for line in body[begin:end].split(b"\n"):
+            start = position
+            position += len(line) + 1
+            if line and not line.isspace():
+                self._row(line, at + start, at + min(position - 1, end))
+
+    def _rows(self, body: bytes, begin: int, end: int, at: int) -> None:
+        """The data rows of ``body[begin:end]``, a whole snapshot at a time where it can.
+
+        Once a snapshot has been read row by row, the rows of the next ones are found by
+        the first GPU's identity alone, with one regular expression over the chunk: a span
+        from one such row to the next holding as many rows as that snapshot had is a
+        snapshot. Anything else (a GPU missing, a stray line) is read row by row.
+        """
+        fast = self._fast
+        if fast is None:
+            self._lines(body, begin, end, at)
+            return
+        # Each match starts at the newline before the row.
+        starts = [match.start() + 1 for match in fast.finditer(body, begin, end)]
+        if not starts:
+            self._lines(body, begin, end, at)
+            return
+        self._lines(body, begin, starts[0], at)
+        self._close_block()
+        rows = self._fast_rows
+        schema = self._schema
+        assert schema is not None
+        stamp_at = schema.timestamp_at
+        count = body.count
+        find = body.find
+        for start, stop in itertools.pairwise(starts):
+            if count(b"\n", start, stop) != rows:
+                self._lines(body, start, stop, at)
+                self._close_block()
+                continue
+            if stamp_at is not None:
+                line = body[start : find(b"\n", start)]
+                self._open_stamp = line.split(_SEPARATOR, stamp_at + 1)[stamp_at].strip()
+            self._open_start = at + start
+            self._open_end = at + stop - 1
+            self._close_block()
+        self._lines(body, starts[-1], end, at)
+
+    def _learn(self, rows: int) -> None:
+        """Read the following snapshots fast: each starts with the first GPU of this one."""
+        schema = self._schema
+        if schema is None or schema.identity_at is None or self._first_key is None:
+            return
+        self._fast_rows = rows
+        # A literal newline first, and possessive cells: about 7x quicker than `(?m)^`.
+        self._fast = re.compile(
+            rb"\n(?:[^,\n]*+, ){%d}" % schema.identity_at
+            + re.escape(self._first_key)
+            + rb"(?=, |\r?\n)"
+        )
 
     def _finish(self) -> None:
         self._close_block()
