@@ -315,6 +315,8 @@ def test_report_of_a_log_without_memory_cannot_tell_waiting_from_idle(tmp_path: 
     (gpu,) = json.loads(result.stdout)["gpus"]
     assert gpu["idle_s"] is None and gpu["waiting_s"] is None
     assert gpu["busy_s"] == pytest.approx(2.0)
+    # The two seconds at 0%: a stalled job or nothing at all, the log cannot say which.
+    assert gpu["unknown_s"] == pytest.approx(2.0, abs=0.01)
     # The 4 s pause of a 1 s log is a gap, not idle time.
     assert gpu["gap_s"] == pytest.approx(4.0)
     assert gpu["utilization_mean_pct"] == round((100 + 88 + 0 + 35) / 6, 2)
@@ -353,3 +355,34 @@ def test_a_real_log_reports(tmp_path: Path) -> None:
 def test_open_refuses_a_missing_log(tmp_path: Path) -> None:
     with pytest.raises(BadCapture, match="no such file"):
         CsvRecording.open(tmp_path / "nowhere.csv")
+
+
+# -- `--query-compute-apps` written with the GPU query --------------------------------------
+
+WITH_APPS = """\
+timestamp, index, uuid, utilization.gpu [%], memory.used [MiB]
+2024/01/04 15:02:11.123, 0, GPU-aaa, 3 %, 30000 MiB
+2024/01/04 15:02:11.125, 1, GPU-bbb, 90 %, 1000 MiB
+timestamp, gpu_name, gpu_bus_id, gpu_serial, gpu_uuid, pid, process_name, used_gpu_memory [MiB]
+2024/01/04 15:02:11.200, NVIDIA A100, 00000000:07:00.0, 0, GPU-aaa, 4242, python train.py, 29000 MiB
+timestamp, index, uuid, utilization.gpu [%], memory.used [MiB]
+2024/01/04 15:02:12.123, 0, GPU-aaa, 3 %, 30000 MiB
+2024/01/04 15:02:12.125, 1, GPU-bbb, 90 %, 1000 MiB
+timestamp, gpu_name, gpu_bus_id, gpu_serial, gpu_uuid, pid, process_name, used_gpu_memory [MiB]
+"""
+
+
+def test_compute_apps_written_with_the_gpu_query_are_each_gpus_processes(tmp_path: Path) -> None:
+    with CsvRecording.open(_write(tmp_path, WITH_APPS)) as recording:
+        assert len(recording) == 2
+        first, second = recording.snapshot(0), recording.snapshot(1)
+    assert len(first.gpus) == len(second.gpus) == 2
+    (process,) = first.gpus[0].processes
+    assert (process.pid, process.name, process.memory_used) == (
+        4242,
+        "python train.py",
+        29000 * MIB,
+    )
+    assert process.type == "C"
+    assert first.gpus[1].processes == ()
+    assert second.gpus[0].processes == ()  # that query listed none

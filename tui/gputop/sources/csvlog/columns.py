@@ -131,3 +131,14 @@ GPU_VALUE_PATHS: tuple[str, ...] = tuple(
     )
 )
 """Every GPU value a log may hold; those its header lacks are None "not in this log"."""
+
+QUERY_APPS_FIELDS: dict[str, tuple[str, Kind]] = {
+    "pid": ("pid", "int"),
+    "process_name": ("name", "text"),
+    "name": ("name", "text"),
+    "used_gpu_memory": ("memory_used", "mib"),
+    "used_memory": ("memory_used", "mib"),
+    "gpu_uuid": ("gpu_uuid", "text"),
+    "gpu_bus_id": ("gpu_bus_id", "text"),
+}
+"""`nvidia-smi --query-compute-apps=...` fields: a process and the GPU it runs on."""

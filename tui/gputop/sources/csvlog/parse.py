@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from gputop.model import (
     GpuSample,
     Memory,
     Power,
+    ProcessSample,
     Reason,
     Snapshot,
     Temperature,
@@ -27,6 +28,7 @@ from gputop.model import (
 )
 from gputop.sources.csvlog.columns import (
     GPU_VALUE_PATHS,
+    QUERY_APPS_FIELDS,
     QUERY_GPU_FIELDS,
     REASON_BITS,
     Kind,
@@ -174,7 +176,7 @@ class Schema:
         Raises:
             BadCapture: no cell is a `--query-gpu` field gputop knows.
         """
-        names = [cell.strip().split(" [", 1)[0] for cell in header.split(SEPARATOR)]
+        names = header_names(header)
         order = list(QUERY_GPU_FIELDS)
         known = sorted(
             (order.index(name), position, name)
@@ -205,6 +207,49 @@ class Schema:
     def has_memory(self) -> bool:
         """The log holds memory used (needed to tell waiting from idle)."""
         return all(path != "memory.used" for path, _ in self.absent)
+
+
+def header_names(header: str) -> list[str]:
+    """The field names of a header line, without their units."""
+    return [cell.strip().split(" [", 1)[0] for cell in header.split(SEPARATOR)]
+
+
+def is_apps_header(header: str) -> bool:
+    """A `--query-compute-apps` header (its rows are processes, not GPUs)."""
+    return "pid" in header_names(header)
+
+
+@dataclass(frozen=True, slots=True)
+class AppsSchema:
+    """What a `--query-compute-apps` header says: where each process value is."""
+
+    width: int
+    where: dict[str, tuple[int, Converter]]
+
+    @classmethod
+    def parse(cls, header: str) -> AppsSchema:
+        """The schema of a `--query-compute-apps` header."""
+        names = header_names(header)
+        where: dict[str, tuple[int, Converter]] = {}
+        for position, name in enumerate(names):
+            known = QUERY_APPS_FIELDS.get(name)
+            if known is not None and known[0] not in where:
+                where[known[0]] = (position, _CONVERTERS[known[1]])
+        return cls(width=len(names), where=where)
+
+    def process(self, cells: Sequence[str]) -> tuple[str | None, str | None, ProcessSample] | None:
+        """(GPU UUID, GPU bus id, the process) of a row; None without a readable pid."""
+        values: dict[str, Any] = {}
+        for path, (at, convert) in self.where.items():
+            value = convert(cells[at].strip())
+            values[path] = None if value.__class__ is Reason else value
+        pid = values.get("pid")
+        if not isinstance(pid, int):
+            return None
+        process = ProcessSample(
+            pid=pid, type="C", name=values.get("name"), memory_used=values.get("memory_used")
+        )
+        return values.get("gpu_uuid"), values.get("gpu_bus_id"), process
 
 
 def split_row(line: str, width: int) -> list[str] | None:
@@ -302,8 +347,33 @@ def _gpu(schema: Schema, cells: Sequence[str], position: int) -> tuple[GpuSample
     return gpu, values
 
 
-def parse_block(schema: Schema, rows: Sequence[Sequence[str]]) -> Snapshot:
-    """One snapshot from the rows of its GPUs (in the log's order)."""
+def _with_processes(
+    gpus: list[GpuSample], processes: Sequence[tuple[str | None, str | None, ProcessSample]]
+) -> list[GpuSample]:
+    """Each GPU with the processes whose GPU UUID or bus id is its own (all of them, for
+    the one GPU of a log that names neither)."""
+    if not processes:
+        return gpus
+    placed = []
+    for gpu in gpus:
+        mine = tuple(
+            process
+            for uuid, bus, process in processes
+            if (uuid is not None and uuid == gpu.uuid)
+            or (bus is not None and bus == gpu.pci_bus_id)
+            or (len(gpus) == 1 and gpu.uuid is None and gpu.pci_bus_id is None)
+        )
+        placed.append(replace(gpu, processes=mine) if mine else gpu)
+    return placed
+
+
+def parse_block(
+    schema: Schema,
+    rows: Sequence[Sequence[str]],
+    processes: Sequence[tuple[str | None, str | None, ProcessSample]] = (),
+) -> Snapshot:
+    """One snapshot from the rows of its GPUs (in the log's order), and the processes of a
+    `--query-compute-apps` query written with them."""
     gpus = []
     first: dict[str, Any] = {}
     for position, cells in enumerate(rows):
@@ -311,6 +381,7 @@ def parse_block(schema: Schema, rows: Sequence[Sequence[str]]) -> Snapshot:
         gpus.append(gpu)
         if not first:
             first = values
+    gpus = _with_processes(gpus, processes)
     stamp = first.get("timestamp")
     return Snapshot(
         timestamp=stamp if isinstance(stamp, datetime) else None,

@@ -36,7 +36,14 @@ from typing import BinaryIO
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
-from gputop.sources.csvlog.parse import Schema, is_header, parse_block, parse_timestamp
+from gputop.sources.csvlog.parse import (
+    AppsSchema,
+    Schema,
+    is_apps_header,
+    is_header,
+    parse_block,
+    parse_timestamp,
+)
 
 _CHUNK = 1 << 20
 _MAX_LINE = 1 << 16
@@ -227,6 +234,9 @@ class CsvRecording:
         self._fast: re.Pattern[bytes] | None = None
         """Finds the first row of each snapshot (see ``_rows``)."""
         self._fast_rows = 0
+        self._apps = False
+        """The rows being read are a `--query-compute-apps` query's."""
+        self._scan_line_end = 0
         self._cache: OrderedDict[int, Snapshot] = OrderedDict()
 
     @classmethod
@@ -316,6 +326,14 @@ class CsvRecording:
 
     def _header(self, line: bytes) -> None:
         text = line.decode("ascii", "replace").rstrip("\r")
+        if is_apps_header(text):
+            # `--query-compute-apps` written with the GPU query: its processes belong to the
+            # snapshot being read (its rows extend it; ``snapshot`` places them).
+            self._apps = True
+            if self._open_start >= 0:
+                self._open_end = self._scan_line_end
+            return
+        self._apps = False
         if self._schema is not None and text == self._schema.header:
             self._repeated = True
             self._close_block()
@@ -329,6 +347,10 @@ class CsvRecording:
             self._schema = None
 
     def _row(self, line: bytes, start: int, end: int) -> None:
+        if self._apps:
+            if self._open_start >= 0:
+                self._open_end = end
+            return
         schema = self._schema
         if schema is None:
             self._bad_rows += 1
@@ -396,6 +418,7 @@ class CsvRecording:
             line = body[start:stop]
             if is_header(line.decode("ascii", "replace").rstrip("\r")):
                 self._rows(body, begin, start, at)
+                self._scan_line_end = at + stop
                 self._header(line)
                 begin = stop + 1
         self._rows(body, begin, len(body), at)
@@ -423,7 +446,7 @@ class CsvRecording:
         snapshot. Anything else (a GPU missing, a stray line) is read row by row.
         """
         fast = self._fast
-        if fast is None:
+        if fast is None or self._apps:
             self._lines(body, begin, end, at)
             return
         # Each match starts at the newline before the row.
@@ -530,11 +553,21 @@ class CsvRecording:
         schema = self._schemas[bisect.bisect_right(self._schema_firsts, index) - 1]
         width = schema.width
         rows = []
+        processes = []
+        apps: AppsSchema | None = None
         for line in data.decode("utf-8", "replace").split("\n"):
-            cells = line.rstrip("\r").split(", ")
-            if len(cells) == width:
+            line = line.rstrip("\r")
+            if "a" <= line[:1] <= "z" and is_header(line):
+                apps = AppsSchema.parse(line) if is_apps_header(line) else None
+                continue
+            cells = line.split(", ")
+            if apps is not None:
+                process = apps.process(cells) if len(cells) == apps.width else None
+                if process is not None:
+                    processes.append(process)
+            elif len(cells) == width:
                 rows.append(cells)
-        snapshot = parse_block(schema, rows)
+        snapshot = parse_block(schema, rows, processes)
         self._cache[index] = snapshot
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
