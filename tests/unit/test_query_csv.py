@@ -386,3 +386,13 @@ def test_compute_apps_written_with_the_gpu_query_are_each_gpus_processes(tmp_pat
     assert process.type == "C"
     assert first.gpus[1].processes == ()
     assert second.gpus[0].processes == ()  # that query listed none
+
+
+def test_report_takes_format_too(tmp_path: Path) -> None:
+    path = _write(tmp_path, TWO_GPUS)
+    refused = gputop("report", path, "--format", "xml")
+    assert refused.returncode == 2
+    assert len(refused.stderr.splitlines()) == 1 and "not XML" in refused.stderr
+    result = gputop("report", path, "--format", "csv", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["snapshots"] == 2
