@@ -396,3 +396,24 @@ def test_report_takes_format_too(tmp_path: Path) -> None:
     result = gputop("report", path, "--format", "csv", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["snapshots"] == 2
+
+
+@pytest.mark.parametrize(
+    ("tail", "warning"),
+    [
+        (bytes(range(256)) * 400 + b"\nab\n" + bytes(range(256)) * 40, "unreadable rows"),
+        (b"x" * 300_000, "a line too long"),
+    ],
+    ids=["binary", "long-line"],
+)
+def test_garbage_after_a_log_is_skipped_with_a_warning(
+    tmp_path: Path, tail: bytes, warning: str
+) -> None:
+    path = tmp_path / "gpu-log.csv"
+    path.write_bytes(TWO_GPUS.encode() + tail)
+    result = gputop("--replay", path, "--json", "--at", "-1")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert warning in result.stderr
+    # A stray word ("ab") is no header: the log's own columns still read.
+    assert json.loads(result.stdout)["gpus"][0]["utilization_gpu"] == 50.0

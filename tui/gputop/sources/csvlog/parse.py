@@ -149,9 +149,13 @@ _CONVERTERS: dict[Kind, Converter] = {
 
 
 def is_header(line: str) -> bool:
-    """A header line: every cell a field name, with or without its ``[unit]``."""
+    """A header line: every cell a field name, with or without its ``[unit]``, one of them
+    a field gputop knows (so that a stray word in a damaged log is no header)."""
     cells = line.split(SEPARATOR)
-    return bool(cells) and all(_HEADER_CELL.fullmatch(cell.strip()) for cell in cells)
+    if not all(_HEADER_CELL.fullmatch(cell.strip()) for cell in cells):
+        return False
+    names = header_names(line)
+    return any(name in QUERY_GPU_FIELDS or name in QUERY_APPS_FIELDS for name in names)
 
 
 @dataclass(frozen=True, slots=True)
