@@ -12,7 +12,7 @@ import pytest
 from gputop.errors import BadCapture
 from gputop.model import Reason
 from gputop.sources.dmon import looks_like, looks_like_dmon, looks_like_pmon, open_monitor_log
-from gputop.sources.logs import text_reader
+from gputop.sources.formats import detect
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 DMON = sorted(SNAPSHOTS.glob("*-dmon.txt"))
@@ -156,7 +156,8 @@ def test_sniffing() -> None:
     for path in DMON:
         head = path.read_bytes()[:4096]
         assert looks_like(head) and looks_like_dmon(head) and not looks_like_pmon(head)
-        assert text_reader(path) is open_monitor_log
+        found = detect(head)
+        assert found is not None and found.name == "dmon"
     for path in PMON:
         head = path.read_bytes()[:4096]
         assert looks_like(head) and looks_like_pmon(head) and not looks_like_dmon(head)

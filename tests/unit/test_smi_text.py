@@ -11,13 +11,19 @@ import pytest
 from gputop.errors import BadCapture
 from gputop.model import Reason
 from gputop.sinks.smi_xml import snapshot_to_xml
-from gputop.sources.logs import text_reader
+from gputop.sources.formats import detect
 from gputop.sources.smi.text import looks_like, open_text, parse_log
 from gputop.sources.smi.xml import parse_document
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 LOGS = sorted(SNAPSHOTS.glob("*-q.txt"))
 MIB = 2**20
+
+
+def detected(path: Path) -> str | None:
+    """The name of the format gputop tells ``path``'s content to be."""
+    found = detect(path.read_bytes()[:4096])
+    return None if found is None else found.name
 
 
 def test_there_are_five_bundled_text_logs() -> None:
@@ -201,9 +207,9 @@ def test_an_old_driver_layout() -> None:
 def test_sniffing() -> None:
     for path in LOGS:
         assert looks_like(path.read_bytes()[:4096])
-        assert text_reader(path) is open_text
+        assert detected(path) == "text"
     assert not looks_like(b"<?xml version='1.0'?><nvidia_smi_log>")
-    assert text_reader(next(SNAPSHOTS.glob("*.xml"))) is None
+    assert detected(next(SNAPSHOTS.glob("*.xml"))) == "xml"
 
 
 @pytest.mark.parametrize(
@@ -298,7 +304,7 @@ def test_a_log_pasted_indented_or_with_windows_line_ends(tmp_path: Path) -> None
     for name, text in (("indented.txt", indented), ("crlf.txt", crlf)):
         path = tmp_path / name
         path.write_bytes(text.encode())
-        assert text_reader(path) is open_text
+        assert detected(path) == "text"
         with open_text(path) as log:
             assert log.snapshot(0) == expected
 

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from gputop.sources.logs import AnyRecording, open_any, open_stream
-from gputop.sources.smi.recording import Recording
+from gputop.sources.formats import AnyRecording
+from gputop.sources.formats import open_recording as open_any
 
 WAIT_NOTICE_AFTER = 1.0
 """Seconds a pipe may keep the reader waiting before it says so."""
@@ -75,13 +75,16 @@ class Opening:
         return self._recording
 
 
-def open_recording(path: Path, notice: Callable[[str], None]) -> AnyRecording:
-    """``Recording.open(path)``; when a pipe keeps it waiting a second, ``notice`` is told
-    once, then this waits on (Ctrl+C still ends it)."""
+def open_recording(
+    path: Path, notice: Callable[[str], None], format_name: str | None = None
+) -> AnyRecording:
+    """The recording at ``path`` in its format (or ``format_name``'s); when a pipe keeps it
+    waiting a second, ``notice`` is told once, then this waits on (Ctrl+C still ends it)."""
     if not is_pipe(path):
-        return open_any(path, lambda: Recording.open(path))
-    opening = Opening(lambda: open_stream(path, str(path), Recording.open))
-    return wait_for_opening(opening, notice, waiting_message(path))
+        return open_any(path, format_name=format_name)
+    return wait_for_opening(
+        Opening(lambda: open_any(path, format_name=format_name)), notice, waiting_message(path)
+    )
 
 
 def wait_for_opening(opening: Opening, notice: Callable[[str], None], message: str) -> AnyRecording:

@@ -17,8 +17,8 @@ from pathlib import Path
 from gputop.cli.opening import Opening, wait_for_opening, waiting_message
 from gputop.cli.options import Options
 from gputop.errors import BadArguments
-from gputop.sources.logs import AnyRecording, open_any, open_stream
-from gputop.sources.smi.recording import Recording
+from gputop.sources.formats import AnyRecording
+from gputop.sources.formats import open_recording as open_any
 
 STDIN = Path("-")
 """`--replay -`: the recording comes on standard input."""
@@ -49,6 +49,8 @@ class RecordingInput:
     name: str
     pipe: bool
     """Opening or reading it can wait for ever (a FIFO with no writer, stdin)."""
+    format: str | None = None
+    """--format: the format to read it as (else told by its content)."""
 
     @property
     def may_wait(self) -> bool:
@@ -62,19 +64,13 @@ class RecordingInput:
         return f"waiting for the first nvidia-smi document on {self.name}"
 
     def open(self) -> AnyRecording:
-        """Open it (waiting, when followed, for the first document): a text log
-        (`nvidia-smi -q`, dmon, pmon) when it holds one, else nvidia-smi XML.
+        """Open it (waiting, when followed, for the first document), in its format: told by its
+        content, or `--format`'s.
 
         Raises:
             BadCapture: the recording cannot be read.
         """
-        if self.pipe:
-            return open_stream(
-                self.path, self.name, lambda path: Recording.open(path, follow=True), follow=True
-            )
-        return open_any(
-            self.path, lambda: Recording.open(self.path, follow=self.follow), follow=self.follow
-        )
+        return open_any(self.path, follow=self.follow, format_name=self.format)
 
 
 def recording_input(options: Options) -> RecordingInput:
@@ -94,7 +90,7 @@ def recording_input(options: Options) -> RecordingInput:
         path = _STDIN_PATH
     pipe = _is_pipe(path)
     name = "standard input" if reads_stdin(options) else str(options.replay)
-    return RecordingInput(path, options.follow or pipe, name, pipe)
+    return RecordingInput(path, options.follow or pipe, name, pipe, options.format)
 
 
 def open_recording(options: Options, notice: Callable[[str], None]) -> AnyRecording:

@@ -15,8 +15,8 @@ from gputop.errors import BadArguments
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import DocumentFeed
 from gputop.sinks.fanout import SnapshotSinks
+from gputop.sources.formats import AnyRecording
 from gputop.sources.gpu_select import GpuSelection
-from gputop.sources.logs import AnyRecording
 from gputop.sources.seek import TargetError, resolve_target
 
 _QUIET_S = 0.3

@@ -18,8 +18,8 @@ from gputop.ui.render.panel_lines import PANEL_VIEW
 from gputop.ui.settings import UiSettings
 
 if TYPE_CHECKING:
+    from gputop.sources.formats import AnyRecording
     from gputop.sources.gpu_select import GpuSelection
-    from gputop.sources.logs import AnyRecording
 
 
 def tui_pipeline(
