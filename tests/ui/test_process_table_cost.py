@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
@@ -32,7 +34,7 @@ def box() -> Snapshot:
         )
         for i in range(PROCESSES)
     )
-    return Snapshot(timestamp=NOW, gpus=(GpuSample(index=0, name="GPU", processes=processes),))
+    return Snapshot(timestamp=None, gpus=(GpuSample(index=0, name="GPU", processes=processes),))
 
 
 class Clock:
@@ -77,8 +79,9 @@ def visible_rows(table: DataTable[Any]) -> int:
 
 
 def time_cell(table: DataTable[Any], row: int) -> str:
-    key = table.coordinate_to_cell_key((row, 0)).row_key
-    return table.get_cell(key, "time").plain.strip()
+    key = table.coordinate_to_cell_key(Coordinate(row, 0)).row_key
+    cell: Text = table.get_cell(key, "time")
+    return cell.plain.strip()
 
 
 async def test_a_tick_updates_only_the_rows_on_screen() -> None:

@@ -371,7 +371,6 @@ class ProcessTable(Widget):
             cursor_key: the row to keep the cursor on, when the table no longer knows it.
             resort: sort the table even when its row order is already right (new labels).
         """
-        table = self._table
         ordered = sort_rows(
             visible_rows(self._rows, self.filter_text, self.type_filter),
             self.sort_column,
