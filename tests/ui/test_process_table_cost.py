@@ -15,6 +15,7 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
+from gputop.ui.widgets.process_grid import ProcessGrid
 from gputop.ui.widgets.process_table import ProcessTable
 
 NOW = 1_700_000_000.0
@@ -143,3 +144,21 @@ async def test_a_taller_table_draws_the_rows_it_now_shows() -> None:
         rows = visible_rows(table)
         assert rows > 30
         assert time_cell(table, rows - 1) == widget.rows[rows - 1].cell("time")
+
+
+async def test_a_tick_renders_only_the_cells_that_changed() -> None:
+    app = BigApp()
+    async with app.run_test(size=(120, 33)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(ProcessGrid)
+        before = table.cell_renders
+        app.clock.now = NOW + 1
+        widget.show(box())
+        await pilot.pause()
+        await pilot.pause()
+        # Only TIME changed: one cell a visible row is rendered again, not the whole row.
+        rendered = table.cell_renders - before
+        assert 0 < rendered <= visible_rows(table)
+        assert time_cell(table, 0) == "1:41"
