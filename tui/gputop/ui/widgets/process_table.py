@@ -32,6 +32,7 @@ from gputop.ui.render.process_rows import (
     COLUMNS,
     Kill,
     ProcessRow,
+    RowCache,
     TypeFilter,
     build_rows,
     command_text,
@@ -172,6 +173,7 @@ class ProcessTable(Widget):
         self._kill = kill
         self._clock = clock
         self._rows: list[ProcessRow] = []
+        self._row_cache: RowCache = {}
         self._shown: dict[str, tuple[tuple[str, ...], bool]] = {}
         """Per row key, its latest (cells, foreign): what column widths are counted from."""
         self._drawn: dict[str, tuple[tuple[str, ...], bool]] = {}
@@ -322,7 +324,7 @@ class ProcessTable(Widget):
 
     def show(self, snapshot: Snapshot) -> None:
         """Display the processes of ``snapshot``."""
-        self._rows = build_rows(snapshot, self._clock())
+        self._rows = build_rows(snapshot, self._clock(), self._row_cache)
         if self.is_mounted:
             self._apply()
 
