@@ -162,3 +162,28 @@ async def test_a_tick_renders_only_the_cells_that_changed() -> None:
         rendered = table.cell_renders - before
         assert 0 < rendered <= visible_rows(table)
         assert time_cell(table, 0) == "1:41"
+
+
+async def test_narrowing_while_scrolled_with_rows_behind() -> None:
+    app = BigApp()
+    async with app.run_test(size=(120, 33)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(DataTable)
+        await pilot.press("ctrl+end")
+        await pilot.pause()
+        await pilot.pause()
+        assert table.scroll_offset.y > 0
+        app.clock.now = NOW + 1
+        widget.show(box())
+        await pilot.pause()
+        # The host-side columns go: the table is rebuilt (and scrolled home) with rows that
+        # had not been drawn since the tick.
+        await pilot.resize_terminal(90, 33)
+        await pilot.pause()
+        await pilot.pause()
+        assert "cpu" not in widget.columns
+        top = table.scroll_offset.y
+        for row in range(top, top + visible_rows(table)):
+            assert time_cell(table, row) == widget.rows[row].cell("time")

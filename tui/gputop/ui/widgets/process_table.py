@@ -263,11 +263,12 @@ class ProcessTable(Widget):
     def _rebuild(self) -> None:
         cursor_key = self._cursor_key()
         table = self._table
-        table.clear(columns=True)
+        # First: clearing the table scrolls it home, which would draw the stale rows.
         self._shown.clear()
         self._drawn.clear()
         self._stale.clear()
         self._order = []
+        table.clear(columns=True)
         self._widths = {index: Counter() for index in self._columns}
         self._refit.clear()
         for index in self._columns:
