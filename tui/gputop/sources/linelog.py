@@ -15,7 +15,6 @@ import stat
 import threading
 import time
 from array import array
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -27,7 +26,6 @@ from gputop.model import Snapshot
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """A `-q` log of 16 GPUs is tens of KB; a snapshot beyond this is not nvidia-smi's."""
-_CACHE_SIZE = 8
 _NO_STAMP = math.nan
 _EPOCH = datetime(1970, 1, 1)
 """Stamps are naive local times (nvidia-smi writes no zone): kept as seconds from this,
@@ -124,7 +122,6 @@ class LineLog:
         self._follow = follow
         self._ended = ended
         """Set once the writer is gone (a pipe spooled into the file reached its end)."""
-        self._cache: OrderedDict[int, Snapshot] = OrderedDict()
         self._read_at = 0
         """Where the next read of the file starts."""
         self._rest = b""
@@ -241,10 +238,6 @@ class LineLog:
             BadCapture: the lines there cannot be read.
         """
         index = self._resolve(index)
-        cached = self._cache.get(index)
-        if cached is not None:
-            self._cache.move_to_end(index)
-            return cached
         start, end = self._index.starts[index], self._index.ends[index]
         if end - start > MAX_SNAPSHOT_BYTES:
             raise BadCapture(f"snapshot {index} (byte {start}): larger than 64 MiB")
@@ -254,9 +247,6 @@ class LineLog:
             snapshot = self._parse(data, self._index.layouts[index], self.timestamp(index))
         except BadCapture as error:
             raise BadCapture(f"snapshot {index} (byte {start}): {error}") from None
-        self._cache[index] = snapshot
-        if len(self._cache) > _CACHE_SIZE:
-            self._cache.popitem(last=False)
         return snapshot
 
     def __iter__(self) -> Iterator[Snapshot]:

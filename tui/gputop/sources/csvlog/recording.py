@@ -27,7 +27,6 @@ import threading
 import time
 import zlib
 from array import array
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -50,7 +49,6 @@ _MAX_LINE = 1 << 16
 """A line longer than this is no nvidia-smi CSV row (the widest query is about 6 KB)."""
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 31
-_CACHE_SIZE = 8
 _WAIT_SLICE = 0.25
 _NO_STAMP = math.nan
 _SEPARATOR = b", "
@@ -237,7 +235,6 @@ class CsvRecording:
         self._apps = False
         """The rows being read are a `--query-compute-apps` query's."""
         self._scan_line_end = 0
-        self._cache: OrderedDict[int, Snapshot] = OrderedDict()
 
     @classmethod
     def open(
@@ -544,10 +541,6 @@ class CsvRecording:
             IndexError: no such snapshot.
         """
         index = self._resolve(index)
-        cached = self._cache.get(index)
-        if cached is not None:
-            self._cache.move_to_end(index)
-            return cached
         start = self._starts[index]
         data = self._data.read(start, self._ends[index] - start)
         schema = self._schemas[bisect.bisect_right(self._schema_firsts, index) - 1]
@@ -568,9 +561,6 @@ class CsvRecording:
             elif len(cells) == width:
                 rows.append(cells)
         snapshot = parse_block(schema, rows, processes)
-        self._cache[index] = snapshot
-        if len(self._cache) > _CACHE_SIZE:
-            self._cache.popitem(last=False)
         return snapshot
 
     def timestamp(self, index: int) -> datetime | None:
