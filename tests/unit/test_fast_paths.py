@@ -93,7 +93,7 @@ def test_every_reader_answers_as_the_plain_conversion_of_its_text() -> None:
     ["rtx3090x4-procs-v12.xml", "csv-h100-mig-590.csv", "h100-mig-590-q.txt", "l40s-595-dmon.txt"],
 )
 def test_recordings_keep_no_snapshot_cache(name: str) -> None:
-    # An 8-document cache saved 21 of 3,722 parses in a replay session driven as the TUI
+    # An 8-document cache saved 15 of 522 parses in a replay session driven as the TUI
     # drives it (benchmarks/bench_replay_keys.py): it went, and every read parses afresh.
     from gputop.sources.formats import open_recording
 
