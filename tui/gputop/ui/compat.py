@@ -13,7 +13,8 @@ an idle box. The timeout serves two purposes, and this driver keeps both without
   ``ESCDELAY`` has passed with nothing after it, so the parser must be ticked after input;
   here the thread polls only while input arrived within the last second;
 * the thread must notice when the app stops; here stopping also writes to a pipe the
-  thread waits on, which also makes quitting up to 0.1 s faster.
+  thread waits on, and that byte alone ends the thread (which also makes quitting up to
+  0.1 s faster).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ class QuietLinuxDriver(LinuxDriver):
         super().start_application_mode()  # type: ignore[no-untyped-call]
 
     def disable_input(self) -> None:
-        """Wake the input thread so it sees the exit at once, then stop it as usual."""
+        """Wake the input thread, which then ends, and stop it as usual (join)."""
         if self._wake_write is not None and not self.exit_event.is_set():
             os.write(self._wake_write, b"x")
         super().disable_input()
@@ -142,13 +143,19 @@ class QuietLinuxDriver(LinuxDriver):
             for event in parser.feed(text):
                 self.process_message(event)
 
+        stopping = False
         try:
-            while not self.exit_event.is_set():
+            while not stopping and not self.exit_event.is_set():
                 quiet = time.monotonic() - last_input >= quiet_after
                 ready = selector.select(None if quiet else KEY_POLL_SECONDS)
                 for key, _mask in ready:
                     if key.fd == wake:
+                        # Only ``disable_input`` writes here, before Textual's sets
+                        # ``exit_event``: waiting for that event instead blocked this thread
+                        # for good in ``select`` when it won the race, and the join with it
+                        # (a Fatal error ending the app with no key pressed hung there).
                         os.read(wake, 64)
+                        stopping = True
                         continue
                     text = decode(os.read(fileno, 4096))
                     if text:
