@@ -16,6 +16,7 @@ from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import DocumentFeed
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.gpu_select import GpuSelection
+from gputop.sources.replay import machines_warning
 from gputop.sources.seek import TargetError, resolve_target
 from gputop.sources.smi.recording import Recording
 
@@ -48,6 +49,16 @@ def _settle(recording: Recording) -> None:
 
 def _say(message: str) -> None:
     print(f"gputop: {message}", file=sys.stderr, flush=True)
+
+
+def _warn_of_machines(recording: Recording, options: Options) -> None:
+    """Captures of several machines are printed as they are, with this said first (as the
+    TUI says it); only after the arguments are found good, so bad ones get one line."""
+    if recording.following:
+        return
+    several = machines_warning(recording, str(options.replay))
+    if several is not None:
+        print(f"gputop: warning: {several}", file=sys.stderr, flush=True)
 
 
 def _pipeline(
@@ -94,6 +105,7 @@ def replay_headless(options: Options) -> int:
         damaged_is_error = start if count == 1 else None
         indices = range(start, start + count)
         pipeline = _pipeline(recording, indices, options, log, damaged_is_error)
+        _warn_of_machines(recording, options)
         print_snapshots(pipeline, options, sys.stdout, sys.stderr, count=None)
         # Scan to the end so that a cut-off tail is reported even when printing the first
         # (followed: to where the writer is now; a partly written document is no error).
@@ -111,6 +123,7 @@ def _pick(recording: Recording, options: Options, log: SnapshotSinks | None) -> 
     wanted = options.count or DEFAULT_SAMPLES
     indices = range(max(0, end - wanted + 1), end + 1)
     pipeline = _pipeline(recording, indices, options, log, end)
+    _warn_of_machines(recording, options)
     samples = collect(pipeline, sys.stderr, count=None)
     for warning in recording.warnings:
         print(f"gputop: warning: {warning}", file=sys.stderr)
