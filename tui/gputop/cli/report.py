@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gputop.cli.validate import Parser, gap_seconds, jobs_count
-from gputop.errors import BadCapture, GputopError
+from gputop.errors import BadArguments, BadCapture, GputopError
 from gputop.insight.report import ReportBuilder, render_table, summary_to_json
 
 PARALLEL_MIN_DOCUMENTS = 1000
@@ -38,6 +38,11 @@ DOCUMENTS_PER_JOB = 400
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
+STDIN = Path("-")
+"""`gputop report -`: the recording comes on standard input."""
+
+_STDIN_PATH = Path("/dev/stdin")
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser for `gputop report`."""
@@ -47,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
         "directory of documents): per GPU utilization, time idle, waiting and throttled, "
         "peaks and energy.",
     )
-    parser.add_argument("file", metavar="FILE", type=Path, help="the recording")
+    parser.add_argument(
+        "file", metavar="FILE", type=Path, help="the recording (- for standard input)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     charts = parser.add_mutually_exclusive_group()
     charts.add_argument(
@@ -187,12 +194,33 @@ def build_report(
     return ReportBuilder.merged([builder for builder, _ in parts]), warnings
 
 
+def _input_path(path: Path) -> Path:
+    """The file to read for FILE: `-` is standard input, as with `--replay -`.
+
+    Raises:
+        BadArguments: `-` with a terminal on stdin.
+    """
+    if path != STDIN:
+        return path
+    if sys.stdin is None or sys.stdin.isatty():
+        raise BadArguments(
+            "report -: standard input is a terminal; pipe a recording in, e.g. "
+            "zcat run.xml.gz | gputop report -"
+        )
+    return _STDIN_PATH
+
+
 def _report(args: argparse.Namespace, out: TextIO) -> int:
     path: Path = args.file
     try:
-        builder, warnings = build_report(path, args.max_gap, args.jobs)
+        builder, warnings = build_report(_input_path(path), args.max_gap, args.jobs)
     except OSError as error:
         raise BadCapture(f"{path}: {error.strerror or error}") from None
+    except BadCapture as error:
+        if path != STDIN:
+            raise
+        # Named as the user named it, not as the reader opened it.
+        raise BadCapture(str(error).replace(str(_STDIN_PATH), str(STDIN), 1)) from None
     machines = builder.machines
     if len(machines) > 1:
         # One report is one machine's timeline: figures summed over several machines' GPUs
