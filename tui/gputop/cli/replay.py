@@ -109,7 +109,12 @@ def replay_headless(options: Options) -> int:
         print_snapshots(pipeline, options, sys.stdout, sys.stderr, count=None)
         # Scan to the end so that a cut-off tail is reported even when printing the first
         # (followed: to where the writer is now; a partly written document is no error).
-        len(recording)
+        total = len(recording)
+        if options.count is not None and start + count > total:
+            # Fewer printed than asked for: said, or a script takes it for all it asked.
+            plural = "" if total == 1 else "s"
+            after = f", {total - start} of them from --at {options.at} on" if start else ""
+            _say(f"--count {count}: the recording holds only {total} document{plural}{after}")
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)
     return with_sinks(0, log)
