@@ -74,3 +74,25 @@ def test_playback_skips_a_long_gap_with_a_note_instead_of_waiting() -> None:
     assert player.advance() == [2]
     assert player.status().note == "skipped a gap of 6y30d"
     assert player.next_delay() is not None and player.next_delay() <= MAX_GAP
+
+
+def test_the_tui_warns_of_the_machines_as_the_headless_replay_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gputop.cli.options import Options
+    from gputop.cli.tui import run_tui
+    from gputop.ui.app import GputopApp
+
+    seen: list[tuple[str, ...]] = []
+
+    def first_frame_only(self: GputopApp) -> None:
+        tick = self.last_tick
+        assert tick is not None and tick.replay is not None
+        seen.append(tick.replay.warnings)
+
+    monkeypatch.setattr(GputopApp, "run", first_frame_only)
+    assert run_tui(Options(replay=SNAPSHOTS)) == 0
+    assert run_tui(Options(replay=SNAPSHOTS / "tesla-t4-v11.xml")) == 0
+    several, one = seen
+    assert [w for w in several if "holds captures of 11 different machines" in w]
+    assert not [w for w in one if "machines" in w]
