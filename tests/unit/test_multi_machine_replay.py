@@ -76,6 +76,19 @@ def test_playback_skips_a_long_gap_with_a_note_instead_of_waiting() -> None:
     assert player.next_delay() is not None and player.next_delay() <= MAX_GAP
 
 
+def test_the_skip_note_stays_a_few_advances_to_be_read() -> None:
+    later = T0 + timedelta(hours=2)
+    stamps = [T0, later, *(later + timedelta(seconds=s) for s in range(1, 10))]
+    player = ReplayPlayer(Stamps(stamps), interval=1.0)
+    assert player.advance() == [1]
+    notes = [player.status().note]
+    for _ in range(6):
+        player.advance()
+        notes.append(player.status().note)
+    assert notes[:5] == ["skipped a gap of 2h00m"] * 5
+    assert notes[5:] == [None, None]
+
+
 def test_the_tui_warns_of_the_machines_as_the_headless_replay_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -34,6 +34,9 @@ MAX_GAP = 60.0
 directory is of another machine, years apart) is skipped: it plays as one interval, with a
 note saying how long it was, instead of keeping playback waiting."""
 
+NOTE_HOLD = 4
+"""Further advances a "skipped a gap" note stays on the bar for."""
+
 SURVEY_DOCUMENTS = 64
 """How many documents, spread over a recording, are read to tell which machines it holds."""
 
@@ -142,6 +145,8 @@ class ReplayPlayer:
         self._interval = interval
         self._speed_index = _nearest_speed(speed)
         self._note: str | None = None
+        self._note_holds = 0
+        """Advances a skipped gap's note stays for (one interval is too short to read it)."""
         self._span: Span | None = None
         self._followed = self.following
         # Following starts on the newest document, as a live view would (the window before
@@ -275,7 +280,10 @@ class ReplayPlayer:
         caught_up = self._refresh()
         if caught_up or self._paused or self._position >= self._length - 1:
             return caught_up
-        self._note = None
+        if self._note_holds > 0:
+            self._note_holds -= 1
+        else:
+            self._note = None
         budget = max(MIN_TICK * self.speed, self.gap(self._position))
         crossed: list[int] = []
         covered = 0.0
@@ -283,6 +291,7 @@ class ReplayPlayer:
             skipped = self.skipped_gap(self._position)
             if skipped is not None:
                 self._note = f"skipped a gap of {_duration(skipped)}"
+                self._note_holds = NOTE_HOLD
             covered += self.gap(self._position)
             self._position += 1
             crossed.append(self._position)
