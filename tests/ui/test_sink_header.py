@@ -73,7 +73,7 @@ async def test_a_stopped_log_stays_in_the_header_and_the_recording_goes_on() -> 
         await pilot.pause()
         later = header.render_line(0).text
     assert failed.endswith("● rec box.xml  ⚠ log stopped  live · every 1s ")
-    assert "GPUs 4  ⚠ log gpus.csv: No space left on device  " in failed
+    assert failed.startswith(" gputop  ⚠ log gpus.csv: No space left on device  driver ")
     assert failed.count("No space") == 1 and failed.count("gpus.csv") == 1
     assert later == failed  # not a toast that goes away: it stays
     assert toasts == [f"{FULL} (stopped)"]
@@ -87,7 +87,7 @@ async def test_a_narrow_header_keeps_the_stop_and_cuts_the_details() -> None:
         line = app.main_screen.query_one(StatusHeader).render_line(0).text
     assert len(line) == 70
     assert line.endswith("⚠ log stopped  live · every 1s ")
-    assert line.startswith(" gputop  driver") and "…" in line
+    assert line.startswith(" gputop  ⚠ log") and "…" in line
 
 
 @pytest.mark.parametrize("width", [220, 140, 100])
@@ -110,5 +110,5 @@ async def test_each_failure_reads_once_with_its_file_cut_at_a_word(width: int) -
     left = line.split("  ⚠ rec stopped")[0].rstrip()
     if left.endswith("…"):
         words = left.removesuffix("…").split()
-        full = f" gputop  driver 550.90.07  CUDA 12.4  GPUs 4  {BOTH}"
+        full = f" gputop  {BOTH}  driver 550.90.07  CUDA 12.4  GPUs 4"
         assert words[-1] in full.split()

@@ -152,6 +152,11 @@ class StatusHeader(Bar):
             # On the left, like top(1): the one part that changes every tick is then the
             # only part sent again.
             left += [(" ", "dim"), (f"{snapshot.timestamp:%H:%M:%S}", "text")]
+        # A stopped sink's file and reason come before the host and the driver, which stay
+        # the same all the while and are what a narrow header can best do without.
+        for sink in tick.sinks:
+            if sink.error is not None:
+                left += [("  ⚠ ", "error"), (sink_failure(sink), "error")]
         if self.show_host:
             host = snapshot.host or (platform.node() if tick.live else None)
             if host:
@@ -175,8 +180,6 @@ class StatusHeader(Bar):
             # On the right, which is cut last: that a recording runs, or has stopped, is
             # worth more than the tail of the left half. The whole error goes on the left.
             right += sink_segments(sink)
-            if sink.error is not None:
-                left += [("  ⚠ ", "error"), (sink_failure(sink), "error")]
         if tick.live:
             right.append(("live", "accent"))
             if tick.paused:
@@ -219,12 +222,17 @@ def fit_at_word(parts: tuple[Segment, ...], width: int) -> tuple[Segment, ...]:
     kept = sum(len(text) for text, _ in fitted) - len(ELLIPSIS)
     if fitted == tuple(parts) or kept <= 0 or kept >= len(line):
         return fitted
-    if line[kept] == " " or line[kept - 1] == " ":
+    text = line[:kept]
+    if line[kept] != " " and line[kept - 1] != " ":
+        start = line.rfind(" ", 0, kept)
+        if start <= 0:
+            return fitted
+        text = line[:start]
+    # A warning sign left without its words says nothing: it goes with them.
+    text = text.rstrip(" ·⚠")
+    if len(text) == kept or not text:
         return fitted
-    start = line.rfind(" ", 0, kept)
-    if start <= 0:
-        return fitted
-    return fit_line(parts, len(line[:start].rstrip(" ·")) + len(ELLIPSIS))
+    return fit_line(parts, len(text) + len(ELLIPSIS))
 
 
 def replay_state(status: ReplayStatus) -> Segment:
