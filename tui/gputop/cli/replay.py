@@ -52,8 +52,9 @@ def _say(message: str) -> None:
 
 
 def _warn_of_machines(recording: Recording, options: Options) -> None:
-    """Captures of several machines are printed as they are, with this said first (as the
-    TUI says it); only after the arguments are found good, so bad ones get one line."""
+    """Captures of several machines are printed as they are, and this said with the
+    recording's other warnings (as the TUI says it); only once the snapshots were read, so
+    bad arguments or a damaged document asked for get their one line alone."""
     if recording.following:
         return
     several = machines_warning(recording, str(options.replay))
@@ -105,7 +106,6 @@ def replay_headless(options: Options) -> int:
         damaged_is_error = start if count == 1 else None
         indices = range(start, start + count)
         pipeline = _pipeline(recording, indices, options, log, damaged_is_error)
-        _warn_of_machines(recording, options)
         print_snapshots(pipeline, options, sys.stdout, sys.stderr, count=None)
         # Scan to the end so that a cut-off tail is reported even when printing the first
         # (followed: to where the writer is now; a partly written document is no error).
@@ -115,6 +115,7 @@ def replay_headless(options: Options) -> int:
             plural = "" if total == 1 else "s"
             after = f", {total - start} of them from --at {options.at} on" if start else ""
             _say(f"--count {count}: the recording holds only {total} document{plural}{after}")
+        _warn_of_machines(recording, options)
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)
     return with_sinks(0, log)
@@ -128,8 +129,8 @@ def _pick(recording: Recording, options: Options, log: SnapshotSinks | None) -> 
     wanted = options.count or DEFAULT_SAMPLES
     indices = range(max(0, end - wanted + 1), end + 1)
     pipeline = _pipeline(recording, indices, options, log, end)
-    _warn_of_machines(recording, options)
     samples = collect(pipeline, sys.stderr, count=None)
+    _warn_of_machines(recording, options)
     for warning in recording.warnings:
         print(f"gputop: warning: {warning}", file=sys.stderr)
     print_pick(samples, options.pick, os.environ, sys.stdout, sys.stderr)

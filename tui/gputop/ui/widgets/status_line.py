@@ -214,13 +214,32 @@ def sink_failure(sink: SinkStatus) -> str:
     return f"{word} {name}: {reason.removeprefix('write failed: ')}"
 
 
+_WORD_CUT = ("error",)
+"""Roles cut at a word (elsewhere the bar cuts as every bar does)."""
+
+
+def _role_at(parts: tuple[Segment, ...], cell: int) -> str:
+    """The role of the segment that cell ``cell`` of ``parts`` falls in."""
+    for text, role in parts:
+        if cell < len(text):
+            return role
+        cell -= len(text)
+    return ""
+
+
 def fit_at_word(parts: tuple[Segment, ...], width: int) -> tuple[Segment, ...]:
-    """``fit_line``, but a cut inside a word backs up to the word's start ("No space…", not
-    "No space lef…"): an error cut mid-word reads as a different one."""
+    """``fit_line``, but a cut inside an error's words backs up to a word's start ("No
+    space…", not "No space lef…"): an error cut mid-word reads as a different one. The
+    rest is cut as every bar cuts it."""
     fitted = fit_line(parts, width)
     line = "".join(text for text, _ in parts)
     kept = sum(len(text) for text, _ in fitted) - len(ELLIPSIS)
-    if fitted == tuple(parts) or kept <= 0 or kept >= len(line):
+    if (
+        fitted == tuple(parts)
+        or kept <= 0
+        or kept >= len(line)
+        or _role_at(parts, kept) not in _WORD_CUT
+    ):
         return fitted
     text = line[:kept]
     if line[kept] != " " and line[kept - 1] != " ":
