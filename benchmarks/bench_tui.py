@@ -11,6 +11,12 @@
 
 Usage: ``python benchmarks/bench_tui.py [--seconds 60] [--warmup 5]``. Without tmux (the GPU
 machine may have none) first frames are timed on the bare pseudo-terminal instead.
+
+``--live-table`` measures only the live 8x7 box, with its processes mapped onto real ``sleep``
+processes so that gputop's ``/proc`` look-ups (user, command, CPU, start time: a TIME cell
+that changes every second) happen as on a real box, for each ``--processes`` count and each
+``--code`` checkout (another version's ``tui`` folder, e.g. main's), alternated over
+``--rounds`` rounds; it prints each run and the medians.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 import bare_app
@@ -61,7 +68,11 @@ def child(argv: Sequence[str]) -> int:
     hold_collection()
     name_os_threads()
     ticks = int(os.environ.get("GPUTOP_BENCH_TICKS", "120"))
-    fake = FakeNvml(varying(h100_mig_box(8, 7, 200), ticks=ticks))
+    base = h100_mig_box(8, 7, int(os.environ.get("GPUTOP_BENCH_PROCESSES", "200")))
+    live = os.environ.get("GPUTOP_BENCH_PIDS")
+    if live:
+        base = on_pids(base, [int(pid) for pid in live.split(",")])
+    fake = FakeNvml(varying(base, ticks=ticks))
     # A driver that is slow to start, as where the GPUs are not kept initialised.
     init_seconds = float(os.environ.get("GPUTOP_BENCH_NVML_INIT_S", "0"))
     if init_seconds:
@@ -77,6 +88,38 @@ def child(argv: Sequence[str]) -> int:
         return main(list(argv))
     finally:
         release_collection()
+
+
+def on_pids(snapshot: Any, pids: list[int]) -> Any:
+    """``snapshot`` with its processes' PIDs replaced, in order, by ``pids`` (processes that
+    exist, so that gputop finds them in ``/proc``)."""
+    mapping: dict[int, int] = {}
+
+    def mapped(processes: Any) -> tuple[Any, ...]:
+        out = []
+        for process in processes:
+            pid = mapping.setdefault(process.pid, pids[len(mapping) % len(pids)])
+            out.append(replace(process, pid=pid))
+        return tuple(out)
+
+    gpus = []
+    for gpu in snapshot.gpus:
+        devices = tuple(replace(d, processes=mapped(d.processes)) for d in gpu.mig_devices)
+        gpus.append(replace(gpu, processes=mapped(gpu.processes), mig_devices=devices))
+    return replace(snapshot, gpus=tuple(gpus))
+
+
+@contextlib.contextmanager
+def sleepers(count: int) -> Any:
+    """``count`` real processes (``sleep``) to stand for the GPU processes; their PIDs."""
+    processes = [subprocess.Popen(["sleep", "3600"]) for _ in range(count)]
+    try:
+        yield [process.pid for process in processes]
+    finally:
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.wait()
 
 
 def name_os_threads() -> None:
@@ -317,9 +360,10 @@ def run_on_pty(
     warmup: float,
     quit_key: bytes = b"q",
     fake_log: Path | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> Run:
     """Run ``command`` on a 120x40 pty; measure CPU, RSS and output after ``warmup`` s."""
-    env = _env()
+    env = _env(extra_env)
     if fake_log is not None:
         env["GPUTOP_BENCH_FAKE_LOG"] = str(fake_log)
     master, process, started = start_on_pty(command, env)
@@ -421,7 +465,15 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--repeat", type=int, default=5, help="first-frame samples")
+    parser.add_argument("--live-table", action="store_true", help="only the live-process runs")
+    parser.add_argument("--processes", type=int, nargs="+", default=[200, 1000])
+    parser.add_argument(
+        "--code", type=Path, action="append", help="a checkout to measure (default: this one)"
+    )
+    parser.add_argument("--rounds", type=int, default=2)
     options = parser.parse_args()
+    if options.live_table:
+        return live_table(options)
     # The device machine may have no tmux: first frames are then timed on a bare
     # pseudo-terminal, to the output that carries the GPU names.
     on_tmux = shutil.which("tmux") is not None
@@ -494,6 +546,43 @@ def main() -> int:
         )
     else:
         print("htop not installed: no curses yardstick")
+    return 0
+
+
+def live_table(options: argparse.Namespace) -> int:
+    """The 8x7 box with live processes, per process count and checkout, alternated."""
+    codes: list[Path] = options.code or [REPO]
+    _TICKS["GPUTOP_BENCH_TICKS"] = str(int(options.seconds + options.warmup + 30))
+    print(f"terminal {COLUMNS}x{ROWS}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    results: dict[tuple[int, Path], list[Run]] = {}
+    for count in options.processes:
+        with sleepers(count) as pids:
+            extra = {
+                "GPUTOP_BENCH_PROCESSES": str(count),
+                "GPUTOP_BENCH_PIDS": ",".join(map(str, pids)),
+            }
+            for round_number in range(options.rounds):
+                # Alternate which checkout goes first, so that drift in the machine's load
+                # falls on both.
+                order = codes if round_number % 2 == 0 else codes[::-1]
+                for code in order:
+                    env = {**extra, "PYTHONPATH": str(code.resolve() / "tui")}
+                    run = run_on_pty(
+                        _fake_gputop([]), b"H100", options.seconds, options.warmup, extra_env=env
+                    )
+                    results.setdefault((count, code), []).append(run)
+                    report(f"{code} · {count} live processes · round {round_number + 1}", run)
+    print("medians:")
+    for (count, code), runs in results.items():
+        cpu = median(run.cpu_s / run.seconds * 100 for run in runs)
+        out = median(run.bytes_out / run.seconds for run in runs)
+        rss = median(run.rss_kib / 1024 for run in runs)
+        ui = median(run.threads_s.get("python", 0.0) / run.seconds * 100 for run in runs)
+        print(
+            f"  {count:5d} processes  {code!s:30s} CPU {cpu:6.2f}% of one core "
+            f"(UI thread {ui:.2f}%, {cpu * 10:.0f} ms per 1 s tick), "
+            f"{out:7.0f} bytes/s, RSS {rss:5.1f} MiB"
+        )
     return 0
 
 

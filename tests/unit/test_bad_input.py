@@ -83,7 +83,11 @@ BAD_FILES: dict[str, tuple[bytes, tuple[str, ...]]] = {
     "empty.xml": (b"", ("empty",)),
     "blank.xml": (b"\n   \n\t\n", ("white space",)),
     "page.xml": (_HTML, ("HTML",)),
-    "binary.xml": (bytes(range(256)) * 64, ("not XML",)),
+    # In no format gputop reads: the one line lists those it does.
+    "binary.xml": (
+        bytes(range(256)) * 64,
+        ("not a recording gputop reads", "-q -x", "--query-gpu"),
+    ),
     "other.xml": (b'<?xml version="1.0"?>\n<rss version="2.0"><channel/></rss>\n', ("nvidia-smi",)),
     "bomb.xml": (_BOMB, ("entit",)),
     "external.xml": (_EXTERNAL, ("entit",)),
@@ -91,7 +95,7 @@ BAD_FILES: dict[str, tuple[bytes, tuple[str, ...]]] = {
         (SNAPSHOTS / "tesla-t4-v11.xml").read_bytes()[:5000],
         ("truncated",),
     ),
-    "notgzip.xml.gz": (b"this file only has a .gz name\n", ("not XML",)),
+    "notgzip.xml.gz": (b"this file only has a .gz name\n", ("not a recording gputop reads",)),
     "badgzip.xml.gz": (b"\x1f\x8b\x08\x00" + b"\xff" * 200, ("gzip",)),
 }
 

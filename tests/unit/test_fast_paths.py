@@ -86,3 +86,21 @@ def test_every_reader_answers_as_the_plain_conversion_of_its_text() -> None:
                     assert got is None and missing == [("p", expected)], (text, plain)
                 else:
                     assert got == expected and type(got) is type(expected), (text, plain)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["rtx3090x4-procs-v12.xml", "csv-h100-mig-590.csv", "h100-mig-590-q.txt", "l40s-595-dmon.txt"],
+)
+def test_recordings_keep_no_snapshot_cache(name: str) -> None:
+    # An 8-document cache saved 15 of 522 parses in a replay session driven as the TUI
+    # drives it (benchmarks/bench_replay_keys.py): it went, and every read parses afresh.
+    from gputop.sources.formats import open_recording
+
+    with open_recording(SNAPSHOTS / name) as recording:
+        first = recording.snapshot(0)
+        for index in range(1, len(recording)):
+            recording.snapshot(index)
+        again = recording.snapshot(0)
+    assert again == first
+    assert again is not first

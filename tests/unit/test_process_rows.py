@@ -159,6 +159,33 @@ class TestBuildRows:
         assert build_rows(snap, 1000.0 + 3600)[0].cell("time") == "1:00:00"
         assert build_rows(snap, 1000.0 + 7200)[0].cell("time") == "2:00:00"
 
+    def test_unchanged_processes_are_not_formatted_again(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import gputop.ui.render.process_rows as process_rows
+
+        built: list[int] = []
+        original = process_rows.build_row
+
+        def counting(gpu_index: int, process: ProcessSample, now: float) -> ProcessRow:
+            built.append(process.pid)
+            return original(gpu_index, process, now)
+
+        monkeypatch.setattr(process_rows, "build_row", counting)
+        cache: process_rows.RowCache = {}
+        idle = [proc(pid, start_time=1000.0, memory_used=MIB) for pid in range(1, 101)]
+        build_rows(snapshot(tuple(idle)), 1000.0 + 59, cache)
+        assert len(built) == 100
+        built.clear()
+        busy = dataclasses.replace(idle[7], memory_used=2 * MIB)
+        later = snapshot((*idle[:7], busy, *idle[8:]))
+        rows = build_rows(later, 1000.0 + 61, cache)
+        # Only the process whose sample changed is formatted; every row has the new time.
+        assert built == [busy.pid]
+        assert {row.cell("time") for row in rows} == {"1:01"}
+        assert {row.sort_values[COLUMN_INDEX["time"]] for row in rows} == {(61.0,)}
+        assert rows == build_rows(later, 1000.0 + 61)
+
 
 class TestFilter:
     rows = (

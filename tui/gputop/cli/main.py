@@ -18,6 +18,7 @@ from gputop.cli.terminal import tui_or_batch
 from gputop.cli.validate import Parser, interval_seconds, pick_count, sample_count
 from gputop.errors import BadArguments, GputopError
 from gputop.pipeline.interval import MAX_INTERVAL, MIN_INTERVAL
+from gputop.sources.formats import format_names
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,9 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--replay",
         metavar="FILE",
         type=Path,
-        help="replay an nvidia-smi XML capture: one document, a `-l` stream, .gz, or a "
-        "directory; `-` reads standard input (followed: `ssh host nvidia-smi -q -x -l 1 | "
-        "gputop --replay -`)",
+        help="replay a recording: nvidia-smi XML (one document, a `-l` stream, .gz, or a "
+        "directory), a `--query-gpu` CSV log, `nvidia-smi -q` text or a dmon/pmon log; "
+        "`-` reads standard input (followed: `ssh host nvidia-smi -q -x -l 1 | gputop --replay -`)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=format_names(),
+        help="with --replay: read FILE as this format instead of telling it by its content "
+        "(xml: `nvidia-smi -q -x`; csv: `nvidia-smi --query-gpu=... --format=csv`; text: "
+        "`nvidia-smi -q`; dmon: `nvidia-smi dmon`/`pmon`)",
     )
     parser.add_argument(
         "--follow",
@@ -125,11 +133,14 @@ def parse_options(argv: Sequence[str]) -> Options:
         theme=ns.theme,
         log=ns.log,
         follow=ns.follow,
+        format=ns.format,
     )
     if options.follow and options.replay is None:
         raise BadArguments(
             "--follow reads a recording as it is written: use it with --replay FILE (or -)"
         )
+    if options.format is not None and options.replay is None:
+        raise BadArguments("--format names the format of a recording: use it with --replay FILE")
     if options.at is not None and options.replay is None:
         raise BadArguments("--at picks a snapshot of a recording: use it with --replay FILE")
     if options.log is not None and options.replay is not None and not options.headless:

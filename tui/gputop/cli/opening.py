@@ -13,7 +13,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from gputop.sources.smi.recording import Recording
+from gputop.sources.formats import AnyRecording
+from gputop.sources.formats import open_recording as open_any
 
 WAIT_NOTICE_AFTER = 1.0
 """Seconds a pipe may keep the reader waiting before it says so."""
@@ -39,10 +40,10 @@ class Opening:
     it must not keep the process from exiting when the user gives up.
     """
 
-    def __init__(self, open_recording: Callable[[], Recording]) -> None:
+    def __init__(self, open_recording: Callable[[], AnyRecording]) -> None:
         self._open_recording = open_recording
         self._done = threading.Event()
-        self._recording: Recording | None = None
+        self._recording: AnyRecording | None = None
         self._error: BaseException | None = None
         threading.Thread(target=self._open, name="gputop-open", daemon=True).start()
 
@@ -62,7 +63,7 @@ class Opening:
         """Wait until :meth:`done`, at most ``timeout`` seconds; returns :meth:`done`."""
         return self._done.wait(timeout)
 
-    def result(self) -> Recording:
+    def result(self) -> AnyRecording:
         """The open recording (call once :meth:`done`).
 
         Raises:
@@ -74,15 +75,19 @@ class Opening:
         return self._recording
 
 
-def open_recording(path: Path, notice: Callable[[str], None]) -> Recording:
-    """``Recording.open(path)``; when a pipe keeps it waiting a second, ``notice`` is told
-    once, then this waits on (Ctrl+C still ends it)."""
+def open_recording(
+    path: Path, notice: Callable[[str], None], format_name: str | None = None
+) -> AnyRecording:
+    """The recording at ``path`` in its format (or ``format_name``'s); when a pipe keeps it
+    waiting a second, ``notice`` is told once, then this waits on (Ctrl+C still ends it)."""
     if not is_pipe(path):
-        return Recording.open(path)
-    return wait_for_opening(Opening(lambda: Recording.open(path)), notice, waiting_message(path))
+        return open_any(path, format_name=format_name)
+    return wait_for_opening(
+        Opening(lambda: open_any(path, format_name=format_name)), notice, waiting_message(path)
+    )
 
 
-def wait_for_opening(opening: Opening, notice: Callable[[str], None], message: str) -> Recording:
+def wait_for_opening(opening: Opening, notice: Callable[[str], None], message: str) -> AnyRecording:
     """What ``opening`` opens; ``notice`` is told ``message`` once if that takes a second."""
     if not opening.wait(WAIT_NOTICE_AFTER):
         notice(message)

@@ -29,6 +29,8 @@ class Options:
     theme: str | None = None
     log: Path | None = None
     """CSV log of one row per GPU per tick."""
+    format: str | None = None
+    """--format NAME: read the recording as this format instead of telling it by content."""
     follow: bool = False
     """--follow: read documents appended to the replayed file as they arrive (a pipe or
     `--replay -` is followed whatever this says)."""

@@ -17,7 +17,8 @@ from pathlib import Path
 from gputop.cli.opening import Opening, wait_for_opening, waiting_message
 from gputop.cli.options import Options
 from gputop.errors import BadArguments
-from gputop.sources.smi.recording import Recording
+from gputop.sources.formats import AnyRecording
+from gputop.sources.formats import open_recording as open_any
 
 STDIN = Path("-")
 """`--replay -`: the recording comes on standard input."""
@@ -48,6 +49,8 @@ class RecordingInput:
     name: str
     pipe: bool
     """Opening or reading it can wait for ever (a FIFO with no writer, stdin)."""
+    format: str | None = None
+    """--format: the format to read it as (else told by its content)."""
 
     @property
     def may_wait(self) -> bool:
@@ -60,13 +63,14 @@ class RecordingInput:
             return waiting_message(self.path)
         return f"waiting for the first nvidia-smi document on {self.name}"
 
-    def open(self) -> Recording:
-        """Open it (waiting, when followed, for the first document).
+    def open(self) -> AnyRecording:
+        """Open it (waiting, when followed, for the first document), in its format: told by its
+        content, or `--format`'s.
 
         Raises:
             BadCapture: the recording cannot be read.
         """
-        return Recording.open(self.path, follow=self.follow)
+        return open_any(self.path, follow=self.follow, format_name=self.format)
 
 
 def recording_input(options: Options) -> RecordingInput:
@@ -86,10 +90,10 @@ def recording_input(options: Options) -> RecordingInput:
         path = _STDIN_PATH
     pipe = _is_pipe(path)
     name = "standard input" if reads_stdin(options) else str(options.replay)
-    return RecordingInput(path, options.follow or pipe, name, pipe)
+    return RecordingInput(path, options.follow or pipe, name, pipe, options.format)
 
 
-def open_recording(options: Options, notice: Callable[[str], None]) -> Recording:
+def open_recording(options: Options, notice: Callable[[str], None]) -> AnyRecording:
     """Open `--replay`'s recording, followed when asked or when it is a pipe.
 
     What may keep gputop waiting (a FIFO with no writer, a pipe or followed file with no

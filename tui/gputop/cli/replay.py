@@ -15,17 +15,17 @@ from gputop.errors import BadArguments
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import DocumentFeed
 from gputop.sinks.fanout import SnapshotSinks
+from gputop.sources.formats import AnyRecording
 from gputop.sources.gpu_select import GpuSelection
 from gputop.sources.replay import machines_warning
 from gputop.sources.seek import TargetError, resolve_target
-from gputop.sources.smi.recording import Recording
 
 _QUIET_S = 0.3
 """A followed recording that brings nothing new for this long has come as far as it goes
 for now (`nvidia-smi -l 1` writes once a second)."""
 
 
-def resolve_at(recording: Recording, at: str | None) -> int:
+def resolve_at(recording: AnyRecording, at: str | None) -> int:
     """Turn `--at INDEX|TIME` into a document index of ``recording`` (0 without one).
 
     Raises:
@@ -39,7 +39,7 @@ def resolve_at(recording: Recording, at: str | None) -> int:
         raise BadArguments(f"--at {at.strip() or repr(at)}: {error}") from None
 
 
-def _settle(recording: Recording) -> None:
+def _settle(recording: AnyRecording) -> None:
     """Read a followed recording as far as it comes without a pause, so that `--at -1` or
     a time is placed in all of `cat run.xml | gputop --replay -`, and in a live stream's
     documents so far."""
@@ -51,7 +51,7 @@ def _say(message: str) -> None:
     print(f"gputop: {message}", file=sys.stderr, flush=True)
 
 
-def _warn_of_machines(recording: Recording, options: Options) -> None:
+def _warn_of_machines(recording: AnyRecording, options: Options) -> None:
     """Captures of several machines are printed as they are, and this said with the
     recording's other warnings (as the TUI says it); only once the snapshots were read, so
     bad arguments or a damaged document asked for get their one line alone."""
@@ -63,7 +63,7 @@ def _warn_of_machines(recording: Recording, options: Options) -> None:
 
 
 def _pipeline(
-    recording: Recording,
+    recording: AnyRecording,
     indices: range,
     options: Options,
     log: SnapshotSinks | None,
@@ -95,7 +95,8 @@ def replay_headless(options: Options) -> int:
     with contextlib.ExitStack() as cleanup:
         if log is not None:
             cleanup.callback(log.close)
-        recording = cleanup.enter_context(open_recording(options, _say))
+        recording = open_recording(options, _say)
+        cleanup.callback(recording.close)
         if (options.at is not None or options.pick is not None) and recording.following:
             _settle(recording)
         if options.pick is not None:
@@ -121,7 +122,7 @@ def replay_headless(options: Options) -> int:
     return with_sinks(0, log)
 
 
-def _pick(recording: Recording, options: Options, log: SnapshotSinks | None) -> int:
+def _pick(recording: AnyRecording, options: Options, log: SnapshotSinks | None) -> int:
     """`--pick N` on a recording: free GPUs at ``--at`` (by default the last document), busy
     meaning busy in any of the ``--count`` documents up to it (2 by default), as live."""
     assert options.pick is not None

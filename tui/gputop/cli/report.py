@@ -28,7 +28,8 @@ from typing import TextIO
 
 from gputop.cli.validate import Parser, gap_seconds, jobs_count
 from gputop.errors import BadArguments, BadCapture, GputopError
-from gputop.insight.report import ReportBuilder, render_table, summary_to_json
+from gputop.insight.report import MIN_AUTO_GAP_S, ReportBuilder, render_table, summary_to_json
+from gputop.sources.formats import format_names
 
 PARALLEL_MIN_DOCUMENTS = 1000
 """Below this many documents one process is quicker than starting workers."""
@@ -43,17 +44,29 @@ STDIN = Path("-")
 
 _STDIN_PATH = Path("/dev/stdin")
 
+STEADY_MIN_GAP_S = 2.0
+"""The floor of the automatic gap threshold for logs stamped to the millisecond at a steady
+pace (`--query-gpu -l 1`): a pause of four intervals there is a gap, not idle time. XML
+documents are stamped to the second and an 8-GPU one can take seconds to write, so theirs
+stays at ``MIN_AUTO_GAP_S``."""
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser for `gputop report`."""
     parser = Parser(
         prog="gputop report",
         description="Summarise a recording (`nvidia-smi -q -x -l 1` output, .gz, or a "
-        "directory of documents): per GPU utilization, time idle, waiting and throttled, "
-        "peaks and energy.",
+        "directory of documents; an `nvidia-smi --query-gpu=... --format=csv -l 1` log; "
+        "`nvidia-smi -q` text, `dmon -o DT` or `pmon -o DT` logs): per GPU utilization, "
+        "time idle, waiting and throttled, peaks and energy.",
     )
     parser.add_argument(
         "file", metavar="FILE", type=Path, help="the recording (- for standard input)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=format_names(),
+        help="read FILE as this format instead of telling it by its content",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     charts = parser.add_mutually_exclusive_group()
@@ -161,7 +174,10 @@ def _say(message: str) -> None:
 
 
 def build_report(
-    path: Path, max_gap: float | None = None, jobs: int | None = None
+    path: Path,
+    max_gap: float | None = None,
+    jobs: int | None = None,
+    format_name: str | None = None,
 ) -> tuple[ReportBuilder, list[str]]:
     """Read the recording at ``path`` into a ReportBuilder; also return the reader's warnings.
 
@@ -169,13 +185,18 @@ def build_report(
         BadCapture: the recording cannot be read.
     """
     from gputop.cli.opening import open_recording
+    from gputop.sources.smi.recording import Recording
 
-    with open_recording(path, _say) as recording:
+    with open_recording(path, _say, format_name) as recording:
         count = len(recording)
-        workers = job_count(count, jobs, _cpus()) if _splittable(path) else 1
+        # Workers read ranges of XML documents; other formats are read in one pass.
+        splittable = isinstance(recording, Recording) and _splittable(path)
+        workers = job_count(count, jobs, _cpus()) if splittable else 1
         if workers <= 1:
+            floor = MIN_AUTO_GAP_S if isinstance(recording, Recording) else STEADY_MIN_GAP_S
             with _collector_paused():
-                builder = ReportBuilder(max_gap_s=max_gap).add_all(recording)
+                builder = ReportBuilder(max_gap_s=max_gap, min_auto_gap_s=floor)
+                builder.add_all(recording)
             return builder, list(recording.warnings)
         stamps = (recording.timestamp(i) for i in range(count))
         origin = next((stamp for stamp in stamps if stamp is not None), None)
@@ -213,7 +234,7 @@ def _input_path(path: Path) -> Path:
 def _report(args: argparse.Namespace, out: TextIO) -> int:
     path: Path = args.file
     try:
-        builder, warnings = build_report(_input_path(path), args.max_gap, args.jobs)
+        builder, warnings = build_report(_input_path(path), args.max_gap, args.jobs, args.format)
     except OSError as error:
         raise BadCapture(f"{path}: {error.strerror or error}") from None
     except BadCapture as error:

@@ -18,8 +18,8 @@ from gputop.ui.render.panel_lines import PANEL_VIEW
 from gputop.ui.settings import UiSettings
 
 if TYPE_CHECKING:
+    from gputop.sources.formats import AnyRecording
     from gputop.sources.gpu_select import GpuSelection
-    from gputop.sources.smi.recording import Recording
 
 
 def tui_pipeline(
@@ -41,7 +41,7 @@ def tui_pipeline(
     )
 
 
-def _open_recording(options: Options) -> Recording | None:
+def _open_recording(options: Options) -> AnyRecording | None:
     """`--replay`'s recording; what keeps gputop waiting (a pipe with nothing written to it
     yet, a followed file still empty) gets a waiting screen (None when the user quits it)
     instead of a blank one."""

@@ -25,7 +25,7 @@ from functools import partial
 from typing import NamedTuple
 
 from gputop.insight.textfmt import fmt_clock, fmt_duration, seconds_between
-from gputop.model import GpuSample, ProcessSample, Snapshot, ThrottleKind, ThrottleReason
+from gputop.model import GpuSample, ProcessSample, Reason, Snapshot, ThrottleKind, ThrottleReason
 from gputop.model.throttle import reasons_of_kind
 from gputop.model.units import fmt_bytes, fmt_celsius, fmt_mhz, fmt_watts, ratio
 
@@ -162,7 +162,9 @@ def holds_work(gpu: GpuSample, thresholds: DiagnosisThresholds = DEFAULT_THRESHO
         used = gpu.memory.used
         if used is not None and used >= thresholds.held_memory_bytes:
             return True
-        if used is None and util is None:
+        if used is None and (util is None or gpu.reason("memory.used") is Reason.NOT_IN_LOG):
+            # A log without memory (`--query-gpu=utilization.gpu`) nor processes: a GPU at
+            # 0% may hold a stalled job's memory or nothing at all.
             return None
     return False
 

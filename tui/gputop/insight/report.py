@@ -67,8 +67,10 @@ class GpuSummary:
     utilization_p50_pct: float | None
     utilization_p95_pct: float | None
     busy_s: float
-    waiting_s: float
-    idle_s: float
+    waiting_s: float | None
+    """None when the recording holds no memory use (nor processes) for this GPU: then
+    waiting (work loaded, little done) cannot be told from idle (nothing loaded)."""
+    idle_s: float | None
     throttled_s: float
     unknown_s: float
     gap_s: float
@@ -210,6 +212,7 @@ class _GpuAccumulator:
             if before == before and after == after:  # neither is NaN
                 joules += (before + after) / 2 * step
         utils = sorted(known(self.utilization))
+        held_known = self.peak_memory is not None
         return GpuSummary(
             index=self.index,
             name=self.name,
@@ -223,8 +226,8 @@ class _GpuAccumulator:
             utilization_p50_pct=percentile(utils, 0.50) if utils else None,
             utilization_p95_pct=percentile(utils, 0.95) if utils else None,
             busy_s=per_state[_STATE_CODE[GpuState.BUSY]],
-            waiting_s=per_state[_STATE_CODE[GpuState.WAITING]],
-            idle_s=per_state[_STATE_CODE[GpuState.IDLE]],
+            waiting_s=per_state[_STATE_CODE[GpuState.WAITING]] if held_known else None,
+            idle_s=per_state[_STATE_CODE[GpuState.IDLE]] if held_known else None,
             throttled_s=per_state[_STATE_CODE[GpuState.THROTTLED]],
             unknown_s=per_state[_STATE_CODE[GpuState.UNKNOWN]],
             gap_s=gap,
@@ -250,7 +253,8 @@ class ReportBuilder:
 
     Args:
         max_gap_s: intervals longer than this are gaps (not integrated); None picks three
-            times the median sampling interval, at least ``MIN_AUTO_GAP_S``.
+            times the median sampling interval, at least ``min_auto_gap_s``.
+        min_auto_gap_s: the floor of the automatic gap threshold.
         thresholds: what counts as idle, waiting, throttled (see ``diagnosis``).
         origin: the moment offsets count from; None takes the first timed snapshot. Builders
             fed consecutive parts of one recording share it, so that :meth:`merged` can join
@@ -261,12 +265,14 @@ class ReportBuilder:
         self,
         *,
         max_gap_s: float | None = None,
+        min_auto_gap_s: float = MIN_AUTO_GAP_S,
         thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS,
         origin: datetime | None = None,
     ) -> None:
         if max_gap_s is not None and max_gap_s <= 0:
             raise ValueError("max_gap_s must be positive")
         self._max_gap_s = max_gap_s
+        self._min_auto_gap_s = min_auto_gap_s
         self._thresholds = thresholds
         self._gpus: dict[str, _GpuAccumulator] = {}
         """By UUID (``index:N`` for a GPU without one)."""
@@ -334,7 +340,11 @@ class ReportBuilder:
         if not parts:
             return cls()
         first = parts[0]
-        whole = cls(max_gap_s=first._max_gap_s, thresholds=first._thresholds)
+        whole = cls(
+            max_gap_s=first._max_gap_s,
+            min_auto_gap_s=first._min_auto_gap_s,
+            thresholds=first._thresholds,
+        )
         for part in parts:
             if None not in (part._origin, first._origin) and part._origin != first._origin:
                 raise ValueError("parts of a report must share their origin")
@@ -364,8 +374,8 @@ class ReportBuilder:
         offsets = self._offsets
         steps = [b - a for a, b in itertools.pairwise(offsets) if b > a]
         if not steps:
-            return MIN_AUTO_GAP_S
-        return max(MIN_AUTO_GAP_S, 3 * statistics.median(steps))
+            return self._min_auto_gap_s
+        return max(self._min_auto_gap_s, 3 * statistics.median(steps))
 
     def summary(self, source: str = "", warnings: Iterable[str] = ()) -> RecordingSummary:
         """Every GPU's figures, in index order."""
@@ -435,8 +445,8 @@ def gpu_to_json(gpu: GpuSummary) -> dict[str, object]:
         "utilization_p50_pct": _round(gpu.utilization_p50_pct, 2),
         "utilization_p95_pct": _round(gpu.utilization_p95_pct, 2),
         "busy_s": round(gpu.busy_s, 3),
-        "waiting_s": round(gpu.waiting_s, 3),
-        "idle_s": round(gpu.idle_s, 3),
+        "waiting_s": _round(gpu.waiting_s, 3),
+        "idle_s": _round(gpu.idle_s, 3),
         "throttled_s": round(gpu.throttled_s, 3),
         "unknown_s": round(gpu.unknown_s, 3),
         "gap_s": round(gpu.gap_s, 3),
@@ -497,8 +507,8 @@ def _row(gpu: GpuSummary) -> tuple[str, ...]:
         fmt_percent(gpu.utilization_mean_pct),
         fmt_percent(gpu.utilization_p50_pct),
         fmt_percent(gpu.utilization_p95_pct),
-        fmt_duration(gpu.idle_s),
-        fmt_duration(gpu.waiting_s),
+        NA if gpu.idle_s is None else fmt_duration(gpu.idle_s),
+        NA if gpu.waiting_s is None else fmt_duration(gpu.waiting_s),
         fmt_duration(gpu.throttled_s),
         fmt_bytes(gpu.peak_memory_used_bytes),
         fmt_watts(gpu.peak_power_w),
@@ -550,6 +560,12 @@ def render_table(summary: RecordingSummary) -> str:
             f"peak memory {fmt_bytes(gpu.peak_memory_used_bytes)}{total}"
             + (f"; {fmt_duration(gpu.gap_s)} in gaps" if gpu.gap_s else "")
         )
+        if gpu.idle_s is None:
+            lines.append(
+                f"GPU {gpu.index}: the recording holds no memory use, so waiting cannot be "
+                f"told from idle: {fmt_duration(gpu.unknown_s)} at low or unknown utilization "
+                "is either"
+            )
     lines.append(
         "UTIL is the mean over samples; IDLE: nothing loaded; WAITING: work loaded but "
         f"utilization below {DEFAULT_THRESHOLDS.low_utilization_pct:.0f}%; gaps over "

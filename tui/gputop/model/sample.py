@@ -28,6 +28,8 @@ class Reason(enum.Enum):
     NOT_REPORTED = "not reported by this driver"
     GPU_LOST = "GPU lost"
     ERROR = "error"
+    NOT_IN_LOG = "not in this log"
+    """A text log (dmon, pmon, a `--query-gpu` CSV) that has no column for the value."""
     INVALID = "invalid value in the recording"
     """A recording holds something no GPU can report: negative, non-finite, out of range,
     or in a unit that is not the field's."""

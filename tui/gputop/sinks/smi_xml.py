@@ -56,6 +56,7 @@ REASON_TEXT: dict[Reason, str] = {
     Reason.ERROR: "[Unknown Error]",
     Reason.GPU_LOST: "[GPU is lost]",
     Reason.INVALID: "[Invalid Value]",
+    Reason.NOT_IN_LOG: "[Not In This Log]",  # a converted text log had no such column
 }
 """How nvidia-smi spells each reason; NOT_REPORTED is spelled by leaving the element out."""
 

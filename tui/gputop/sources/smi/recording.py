@@ -53,7 +53,6 @@ _ROOT_TAG = b"<nvidia_smi_log"
 _NON_SPACE = re.compile(rb"[^\s\xef\xbb\xbf]")
 _GZIP_MAGIC = b"\x1f\x8b"
 _SUFFIXES = (".xml", ".xml.gz", ".gz", ".log")
-_CACHE_SIZE = 8
 _HAS_PREADV = hasattr(os, "preadv")
 _OPEN_FILES = 32
 _FIRST_TRIES = 16
@@ -683,7 +682,6 @@ class Recording:
         self._scanners = (part.scan(number) for number, part in enumerate(parts))
         self._current: Iterator[_DocumentRef] | None = None
         self._complete = False
-        self._cache: OrderedDict[int, Snapshot] = OrderedDict()
 
     @classmethod
     def open(
@@ -823,10 +821,6 @@ class Recording:
             BadCapture: the document there is malformed.
         """
         index = self._resolve(index)
-        cached = self._cache.get(index)
-        if cached is not None:
-            self._cache.move_to_end(index)
-            return cached
         ref = self._index[index]
         data = self._parts[ref.part].read(ref.start, ref.end)
         try:
@@ -836,9 +830,6 @@ class Recording:
             if recovered is None:
                 raise BadCapture(f"document {index} (byte {ref.start}): {error}") from None
             snapshot = recovered
-        self._cache[index] = snapshot
-        if len(self._cache) > _CACHE_SIZE:
-            self._cache.popitem(last=False)
         return snapshot
 
     def _recover(self, index: int, ref: _DocumentRef, data: bytes) -> Snapshot | None:

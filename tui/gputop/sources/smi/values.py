@@ -49,6 +49,7 @@ _REASONS_BY_TEXT = {
     "gpu is lost": Reason.GPU_LOST,
     "[gpu is lost]": Reason.GPU_LOST,
     "[invalid value]": Reason.INVALID,  # how gputop's --record writes one back
+    "[not in this log]": Reason.NOT_IN_LOG,  # likewise, for a value a text log lacked
 }
 
 _MIB = 1024**2

@@ -181,7 +181,7 @@ def parse_timestamp(text: str | None) -> datetime | None:
                     int(clock[3:5]),
                     int(clock[6:]),
                 )
-            except ValueError:
+            except (ValueError, OverflowError):  # a year of 15 digits overflows a C int
                 return None
     try:
         return datetime.strptime(" ".join(parts), "%a %b %d %H:%M:%S %Y")

@@ -32,6 +32,7 @@ from gputop.ui.render.process_rows import (
     COLUMNS,
     Kill,
     ProcessRow,
+    RowCache,
     TypeFilter,
     build_rows,
     command_text,
@@ -88,6 +89,11 @@ def _column_width(texts: list[str]) -> int:
     if "".join(texts).isascii():
         return max(map(len, texts), default=-1) + 1
     return max(map(_width, texts), default=0)
+
+
+_PLAIN = Style()
+
+_JUSTIFY: tuple[JustifyMethod, ...] = tuple(_justify(column.right) for column in COLUMNS)
 
 
 def _foreground(style: Style) -> Style:
@@ -167,7 +173,22 @@ class ProcessTable(Widget):
         self._kill = kill
         self._clock = clock
         self._rows: list[ProcessRow] = []
+        self._row_cache: RowCache = {}
         self._shown: dict[str, tuple[tuple[str, ...], bool]] = {}
+        """Per row key, its latest (cells, foreign): what column widths are counted from."""
+        self._drawn: dict[str, tuple[tuple[str, ...], bool]] = {}
+        """Per row key, the (cells, foreign) the DataTable holds; absent: to be redone."""
+        self._stale: set[str] = set()
+        """Rows whose DataTable cells lag behind ``_shown``: off screen when they changed.
+        They are brought up to date when they come into view (scrolling, resizing, sorting),
+        so a tick costs what is on screen, not what exists (every TIME cell changes each
+        second)."""
+        self._order: list[str] = []
+        """Row keys in the DataTable's order (kept here: DataTable rebuilds its ordered list
+        after every cell update)."""
+        self._styles: tuple[Style, Style] | None = None
+        """(foreign, missing) cell styles under the current theme."""
+        self._applying = False
         self._by_key: dict[str, ProcessRow] = {}
         # How many shown cells of each column (index into COLUMNS) have each width, so that
         # the widest is known without DataTable re-measuring the whole column every tick.
@@ -202,6 +223,7 @@ class ProcessTable(Widget):
         """Add the columns, then whatever was shown before mounting."""
         self._rebuild()
         self.app.theme_changed_signal.subscribe(self, self._restyle)
+        self.watch(self._table, "scroll_y", self._catch_up, init=False)
 
     def on_resize(self) -> None:
         """Drop (or bring back) the host-side columns as the widget narrows (or widens)."""
@@ -218,6 +240,8 @@ class ProcessTable(Widget):
             self._rebuild()
         elif self._command_room(self._rows) != self._room:
             self._apply()
+        # A taller table shows rows that were off screen: once laid out, draw them.
+        self.call_after_refresh(self._catch_up)
 
     def _sort_on_screen(self) -> None:
         """Never sort by a hidden column: GPU memory stands in while the user's is hidden,
@@ -239,8 +263,12 @@ class ProcessTable(Widget):
     def _rebuild(self) -> None:
         cursor_key = self._cursor_key()
         table = self._table
-        table.clear(columns=True)
+        # First: clearing the table scrolls it home, which would draw the stale rows.
         self._shown.clear()
+        self._drawn.clear()
+        self._stale.clear()
+        self._order = []
+        table.clear(columns=True)
         self._widths = {index: Counter() for index in self._columns}
         self._refit.clear()
         for index in self._columns:
@@ -277,6 +305,7 @@ class ProcessTable(Widget):
 
     def _restyle(self, _theme: object) -> None:
         # Cells carry colours resolved from the theme they were made under.
+        self._styles = None
         self._apply(restyle=True)
 
     @property
@@ -286,8 +315,7 @@ class ProcessTable(Widget):
     @property
     def rows(self) -> list[ProcessRow]:
         """The rows shown, in display order."""
-        table = self._table
-        return [self._by_key[str(row.key.value)] for row in table.ordered_rows]
+        return [self._by_key[key] for key in self._order]
 
     @property
     def highlighted_row(self) -> ProcessRow | None:
@@ -297,7 +325,7 @@ class ProcessTable(Widget):
 
     def show(self, snapshot: Snapshot) -> None:
         """Display the processes of ``snapshot``."""
-        self._rows = build_rows(snapshot, self._clock())
+        self._rows = build_rows(snapshot, self._clock(), self._row_cache)
         if self.is_mounted:
             self._apply()
 
@@ -319,15 +347,22 @@ class ProcessTable(Widget):
             return None
         return None if key.value is None else str(key.value)
 
-    def _cells(self, row: ProcessRow) -> dict[int, Text]:
-        foreign = _foreground(self.get_component_rich_style("process-table--foreign"))
-        missing = _foreground(self.get_component_rich_style("process-table--missing"))
-        cells = {}
-        for index in self._columns:
-            column, text = COLUMNS[index], row.cells[index]
-            style = foreign if row.foreign else missing if text == NA else Style()
-            cells[index] = Text(_pad(text), style=style, justify=_justify(column.right))
-        return cells
+    def _cell_styles(self) -> tuple[Style, Style]:
+        if self._styles is None:
+            self._styles = (
+                _foreground(self.get_component_rich_style("process-table--foreign")),
+                _foreground(self.get_component_rich_style("process-table--missing")),
+            )
+        return self._styles
+
+    def _cell(self, index: int, text: str, foreign: bool) -> Text:
+        """The DataTable cell of column ``index`` showing ``text``."""
+        foreign_style, missing = self._cell_styles()
+        style = foreign_style if foreign else missing if text == NA else _PLAIN
+        return Text(_pad(text), style=style, justify=_JUSTIFY[index])
+
+    def _cells(self, row: ProcessRow) -> list[Text]:
+        return [self._cell(index, row.cells[index], row.foreign) for index in self._columns]
 
     def _apply(
         self, restyle: bool = False, cursor_key: str | None = None, resort: bool = False
@@ -339,7 +374,6 @@ class ProcessTable(Widget):
             cursor_key: the row to keep the cursor on, when the table no longer knows it.
             resort: sort the table even when its row order is already right (new labels).
         """
-        table = self._table
         ordered = sort_rows(
             visible_rows(self._rows, self.filter_text, self.type_filter),
             self.sort_column,
@@ -358,17 +392,34 @@ class ProcessTable(Widget):
             ordered = ordered[:first_fill]
             self.call_after_refresh(self._apply)
         wanted = {row.key_text: row for row in ordered}
+        self._applying = True
+        try:
+            self._apply_rows(ordered, wanted, restyle, resort, cursor_key)
+        finally:
+            self._applying = False
+        self._update_status(total)
+
+    def _apply_rows(
+        self,
+        ordered: list[ProcessRow],
+        wanted: dict[str, ProcessRow],
+        restyle: bool,
+        resort: bool,
+        cursor_key: str | None,
+    ) -> None:
+        table = self._table
         with table.repaint_batch() as touched:
             touched.whole = restyle
-            self._update_rows(ordered, wanted, restyle, touched)
-            if self._fit_columns():
-                touched.whole = True
             self._by_key = wanted
+            self._update_rows(ordered, wanted, restyle, touched)
+            rows_changed = touched.whole
+            if self._fit_columns(touched):
+                touched.whole = True
             order = [row.key_text for row in ordered]
             # Sorting makes the table drop every cached row render, so only sort when the
             # order on screen is wrong (changed values, added rows) or the header needs
             # repainting.
-            if resort or order != [row.key.value for row in table.ordered_rows]:
+            if resort or rows_changed or order != self._order:
                 touched.whole = True
                 # DataTable.sort hands the key function cells, not row keys; (GPU label, PID)
                 # is unique per row because the label starts with the GPU index.
@@ -377,11 +428,12 @@ class ProcessTable(Widget):
                     for place, row in enumerate(ordered)
                 }
                 table.sort("gpu", "pid", key=lambda cells: rank[(cells[0].plain, cells[1].plain)])
-        if cursor_key in wanted:
-            place = table.get_row_index(cursor_key)
-            if place != table.cursor_row:
-                table.move_cursor(row=place)
-        self._update_status(total)
+            self._order = order
+            if cursor_key in wanted:
+                place = table.get_row_index(cursor_key)
+                if place != table.cursor_row:
+                    table.move_cursor(row=place)
+            self._draw_visible(touched)
 
     def _widen_columns_for(self, rows: list[ProcessRow]) -> None:
         """Make each column at least as wide as its widest cell among ``rows``."""
@@ -405,35 +457,83 @@ class ProcessTable(Widget):
         for key in [key for key in self._shown if key not in wanted]:
             table.remove_row(key)
             self._count_widths(self._shown.pop(key)[0], -1)
+            self._drawn.pop(key, None)
+            self._stale.discard(key)
             touched.whole = True
+        if restyle:
+            # Every cell is redone, the visible ones now and the rest as they come into view.
+            self._drawn.clear()
+            self._stale.update(self._shown)
         for row in ordered:
+            key = row.key_text
             state = (row.cells, row.foreign)
-            before = self._shown.get(row.key_text)
+            before = self._shown.get(key)
             if before is None:
-                table.add_row(*self._cells(row).values(), key=row.key_text)
+                table.add_row(*self._cells(row), key=key)
                 self._count_widths(row.cells, 1)
+                self._drawn[key] = state
                 touched.whole = True
-            elif restyle or before != state:
-                cells = self._cells(row)
-                for position, (index, cell) in enumerate(cells.items()):
+            elif before != state:
+                # Only the width counts follow every row; the cells themselves are made
+                # when the row is on screen (``_draw_visible``).
+                for index in widths:
                     old, new = before[0][index], row.cells[index]
-                    if restyle or before[1] != row.foreign or old != new:
-                        touched.rows[row.key_text] = position + 1
+                    if old != new:
                         old_width, new_width = _width(old), _width(new)
                         if old_width != new_width:
                             widths[index][old_width] -= 1
                             widths[index][new_width] += 1
                         if new_width != columns[index].content_width:
                             self._refit.add(index)
-                        key = COLUMNS[index].key
-                        table.update_cell(row.key_text, key, cell, update_width=False)
-            self._shown[row.key_text] = state
+                self._stale.add(key)
+            self._shown[key] = state
+
+    def _draw_visible(self, touched: RepaintBatch | None = None) -> None:
+        """Bring the DataTable cells of the rows on screen up to date."""
+        if not self._stale:
+            return
+        table = self._table
+        header = table.header_height if table.show_header else 0
+        height = table.size.height - header if table.size.height else self.app.size.height
+        top = table.scroll_offset.y
+        for key in self._order[top : top + max(height, 0)]:
+            if key in self._stale:
+                self._draw(key, touched)
+
+    def _draw(self, key: str, touched: RepaintBatch | None, only: int | None = None) -> None:
+        """Update the DataTable cells of row ``key`` that differ from its latest text (only
+        column ``only``'s, if given)."""
+        cells, foreign = self._shown[key]
+        drawn = self._drawn.get(key)
+        table = self._table
+        done = list(cells) if drawn is None else list(drawn[0])
+        for position, index in enumerate(self._columns):
+            if only is not None and index != only:
+                continue
+            if drawn is None or drawn[1] != foreign or drawn[0][index] != cells[index]:
+                cell = self._cell(index, cells[index], foreign)
+                table.update_cell(key, COLUMNS[index].key, cell, update_width=False)
+                done[index] = cells[index]
+                if touched is not None:
+                    touched.rows[key] = max(touched.rows.get(key, 0), position + 1)
+        if only is None or (drawn is not None and drawn[1] == foreign and tuple(done) == cells):
+            self._drawn[key] = (cells, foreign)
+            self._stale.discard(key)
+        elif drawn is not None:
+            self._drawn[key] = (tuple(done), drawn[1])
+
+    def _catch_up(self) -> None:
+        """Draw the rows scrolled (or grown) into view; ``_apply`` does its own."""
+        if self._applying or not self._stale or not self.is_mounted:
+            return
+        with self._table.repaint_batch() as touched:
+            self._draw_visible(touched)
 
     def _count_widths(self, cells: tuple[str, ...], step: int) -> None:
         for index, counter in self._widths.items():
             counter[_width(cells[index])] += step
 
-    def _fit_columns(self) -> bool:
+    def _fit_columns(self, touched: RepaintBatch) -> bool:
         """Size the columns as ``update_width=True`` on every changed cell would, cheaply.
 
         With ``update_width=True`` DataTable re-measures every cell of a column whenever a new
@@ -454,9 +554,16 @@ class ProcessTable(Widget):
             widest = max((width for width, count in counts.items() if count > 0), default=0)
             if not widest or max(widest, cell_len(column.label.plain)) == column.content_width:
                 continue
+            # DataTable measures the cells it holds: those of this column are made current
+            # first, in rows off screen too (a column is refitted only when its widest
+            # cell changes width).
+            for key in [key for key in self._stale if key in self._drawn]:
+                self._draw(key, touched, only=index)
             row_key = next(
                 key for key, (cells, _) in self._shown.items() if _width(cells[index]) == widest
             )
+            if row_key in self._stale:
+                self._draw(row_key, touched)
             cell = table.get_cell(row_key, column.key)
             table.update_cell(row_key, column.key, cell, update_width=True)
             resized = True

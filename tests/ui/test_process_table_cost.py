@@ -1,0 +1,189 @@
+"""The process table's per-tick work grows with the rows on screen, not with the processes.
+
+Every TIME cell changes every second; on a box with a thousand processes the table must not
+rebuild a thousand rows a tick when thirty are visible. Rows off screen are brought up to
+date when they come into view.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable
+
+from gputop.model import GpuSample, ProcessSample, Snapshot
+from gputop.ui.widgets.process_grid import ProcessGrid
+from gputop.ui.widgets.process_table import ProcessTable
+
+NOW = 1_700_000_000.0
+MIB = 1024**2
+PROCESSES = 1000
+
+
+def box() -> Snapshot:
+    processes = tuple(
+        ProcessSample(
+            pid=10_000 + i,
+            type="C",
+            memory_used=(PROCESSES - i) * MIB,
+            user="u",
+            command=f"python job{i}.py",
+            start_time=NOW - 100 - i,
+        )
+        for i in range(PROCESSES)
+    )
+    return Snapshot(timestamp=None, gpus=(GpuSample(index=0, name="GPU", processes=processes),))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class BigApp(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = Clock()
+
+    def compose(self) -> ComposeResult:
+        yield ProcessTable(clock=self.clock)
+
+    def on_mount(self) -> None:
+        self.query_one(ProcessTable).show(box())
+        self.query_one(DataTable).focus()
+
+
+class Spy:
+    """Counts the rows whose cells the table updates."""
+
+    def __init__(self, table: DataTable[Any]) -> None:
+        self.rows: set[str] = set()
+        self.calls = 0
+        original = table.update_cell
+
+        def update_cell(row_key: Any, column_key: Any, value: Any, **kwargs: Any) -> None:
+            self.rows.add(str(getattr(row_key, "value", row_key)))
+            self.calls += 1
+            original(row_key, column_key, value, **kwargs)
+
+        table.update_cell = update_cell  # type: ignore[method-assign]
+
+
+def visible_rows(table: DataTable[Any]) -> int:
+    return table.size.height - table.header_height
+
+
+def time_cell(table: DataTable[Any], row: int) -> str:
+    key = table.coordinate_to_cell_key(Coordinate(row, 0)).row_key
+    cell: Text = table.get_cell(key, "time")
+    return cell.plain.strip()
+
+
+async def test_a_tick_updates_only_the_rows_on_screen() -> None:
+    app = BigApp()
+    async with app.run_test(size=(120, 33)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(DataTable)
+        assert table.row_count == PROCESSES
+        visible = visible_rows(table)
+        assert 25 <= visible <= 31
+        spy = Spy(table)
+        app.clock.now = NOW + 1
+        widget.show(box())
+        await pilot.pause()
+        # Every row's TIME changed; only the rows a person can see were redone.
+        assert 0 < len(spy.rows) <= visible
+        assert spy.calls <= visible
+        assert time_cell(table, 0) == "1:41"
+
+
+async def test_rows_scrolled_into_view_are_current() -> None:
+    app = BigApp()
+    async with app.run_test(size=(120, 33)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(DataTable)
+        app.clock.now = NOW + 61
+        widget.show(box())
+        await pilot.pause()
+        await pilot.press("ctrl+end")
+        await pilot.pause()
+        await pilot.pause()
+        last = table.row_count - 1
+        # The last row (smallest GPU memory) started 1,099 s before NOW.
+        assert table.cursor_row == last
+        assert time_cell(table, last) == "19:20"
+        top = table.scroll_offset.y
+        assert top > 0
+        for row in range(top, top + visible_rows(table)):
+            assert time_cell(table, row) == widget.rows[row].cell("time")
+
+
+async def test_a_taller_table_draws_the_rows_it_now_shows() -> None:
+    app = BigApp()
+    async with app.run_test(size=(120, 20)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(DataTable)
+        app.clock.now = NOW + 1
+        widget.show(box())
+        await pilot.pause()
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        await pilot.pause()
+        rows = visible_rows(table)
+        assert rows > 30
+        assert time_cell(table, rows - 1) == widget.rows[rows - 1].cell("time")
+
+
+async def test_a_tick_renders_only_the_cells_that_changed() -> None:
+    app = BigApp()
+    async with app.run_test(size=(120, 33)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(ProcessGrid)
+        before = table.cell_renders
+        app.clock.now = NOW + 1
+        widget.show(box())
+        await pilot.pause()
+        await pilot.pause()
+        # Only TIME changed: one cell a visible row is rendered again, not the whole row.
+        rendered = table.cell_renders - before
+        assert 0 < rendered <= visible_rows(table)
+        assert time_cell(table, 0) == "1:41"
+
+
+async def test_narrowing_while_scrolled_with_rows_behind() -> None:
+    app = BigApp()
+    async with app.run_test(size=(120, 33)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(DataTable)
+        await pilot.press("ctrl+end")
+        await pilot.pause()
+        await pilot.pause()
+        assert table.scroll_offset.y > 0
+        app.clock.now = NOW + 1
+        widget.show(box())
+        await pilot.pause()
+        # The host-side columns go: the table is rebuilt (and scrolled home) with rows that
+        # had not been drawn since the tick.
+        await pilot.resize_terminal(90, 33)
+        await pilot.pause()
+        await pilot.pause()
+        assert "cpu" not in widget.columns
+        top = table.scroll_offset.y
+        for row in range(top, top + visible_rows(table)):
+            assert time_cell(table, row) == widget.rows[row].cell("time")

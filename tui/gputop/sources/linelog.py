@@ -1,0 +1,274 @@
+"""A text log of nvidia-smi output (`-q` text, `dmon`, `pmon`) as a seekable timeline.
+
+The file is scanned once, line by line, into an index of where each snapshot's lines lie
+and when it was taken (arrays: a few bytes a snapshot, however long the log); a snapshot's
+lines are read back and parsed only when asked for, as ``smi.recording.Recording`` does
+for XML. Readers say what the snapshots are (``LogScanner``) and how to parse one.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import os
+import stat
+import threading
+import time
+from array import array
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO, Protocol
+
+from gputop.errors import BadCapture
+from gputop.model import Snapshot
+
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+"""A `-q` log of 16 GPUs is tens of KB; a snapshot beyond this is not nvidia-smi's."""
+_NO_STAMP = math.nan
+_EPOCH = datetime(1970, 1, 1)
+"""Stamps are naive local times (nvidia-smi writes no zone): kept as seconds from this,
+not through the zone of the machine reading them."""
+
+
+def _seconds(moment: datetime) -> float:
+    return (moment.replace(tzinfo=None) - _EPOCH).total_seconds()
+
+
+class LogScanner(Protocol):
+    """Fed every line of a log in order; says where snapshots begin."""
+
+    def feed(self, offset: int, line: bytes) -> None:
+        """One line (with its end) at byte ``offset``."""
+
+    def finish(self, end: int) -> None:
+        """The log ends at byte ``end``."""
+
+
+class LogIndex:
+    """Where each snapshot lies and when it was taken: 8 + 8 + 8 + 2 bytes a snapshot."""
+
+    def __init__(self) -> None:
+        self.starts = array("q")
+        self.ends = array("q")
+        self.stamps = array("d")
+        self.layouts = array("H")
+        """Which header (a reader's column layout) is in force for the snapshot."""
+
+    def add(self, start: int, end: int, stamp: datetime | None, layout: int = 0) -> None:
+        """Append a snapshot lying at ``start:end``."""
+        self.starts.append(start)
+        self.ends.append(end)
+        self.stamps.append(_NO_STAMP if stamp is None else _seconds(stamp))
+        self.layouts.append(layout)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open a log file for reading.
+
+    Raises:
+        BadCapture: missing, unreadable, or not a regular file.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise BadCapture(f"{path}: {(error.strerror or str(error)).lower()}") from None
+    if not stat.S_ISREG(mode):
+        raise BadCapture(f"{path}: not a regular file")
+    try:
+        return path.open("rb")
+    except OSError as error:
+        raise BadCapture(f"{path}: {(error.strerror or str(error)).lower()}") from None
+
+
+_QUIET_S = 0.5
+"""A followed log whose last sample got no line for this long has that sample whole:
+nvidia-smi writes a sample's lines at once, and no line says a sample is over."""
+_WAIT_SLICE = 0.25
+_READ_BYTES = 1 << 20
+
+
+class LineLog:
+    """A scanned text log: the Timeline that replay, `--once`/`--json` and `report` read.
+
+    ``parse`` turns the bytes of snapshot ``index`` (and its layout number) into a Snapshot;
+    it raises BadCapture for what it cannot read. Followed (``--follow``: the file is still
+    being written), lines appended later are scanned when the length is asked for, and the
+    last sample counts once nothing has been added to it for half a second.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        handle: BinaryIO,
+        index: LogIndex,
+        parse: Callable[[bytes, int, datetime | None], Snapshot],
+        warnings: list[str],
+        scanner: LogScanner,
+        *,
+        follow: bool = False,
+        ended: threading.Event | None = None,
+    ) -> None:
+        self.path = path
+        self._handle = handle
+        self._index = index
+        self._parse = parse
+        self.warnings = warnings
+        self._scanner = scanner
+        self._follow = follow
+        self._ended = ended
+        """Set once the writer is gone (a pipe spooled into the file reached its end)."""
+        self._read_at = 0
+        """Where the next read of the file starts."""
+        self._rest = b""
+        """The start of a line not yet ended (a writer caught mid-line)."""
+        self._last_data = time.monotonic()
+        self._flushed = False
+        self._ordered = True
+        self._checked = 0
+        """Snapshots whose order of time has been looked at."""
+        self._grow()
+        if not follow:
+            self._finish()
+
+    @property
+    def following(self) -> bool:
+        """True while lines appended to the file are read (`--follow`)."""
+        return self._follow
+
+    def _finish(self) -> None:
+        """The log is whole: its last line (even without a line end) and last sample count."""
+        if self._rest:
+            self._scanner.feed(self._read_at - len(self._rest), self._rest)
+            self._rest = b""
+        self._scanner.finish(self._read_at)
+        self._note_order()
+
+    def _grow(self) -> None:
+        """Scan what was appended since the last look (the whole file, the first time)."""
+        # Looked at before reading: whatever the writer wrote before it ended is read below.
+        ended = self._ended is not None and self._ended.is_set()
+        self._handle.seek(self._read_at)
+        while True:
+            data = self._handle.read(_READ_BYTES)
+            if not data:
+                break
+            self._last_data = time.monotonic()
+            self._flushed = False
+            fed = self._read_at - len(self._rest)
+            self._read_at += len(data)
+            data = self._rest + data
+            cut = data.rfind(b"\n") + 1
+            self._rest = data[cut:]
+            for line in data[:cut].splitlines(keepends=True):
+                self._scanner.feed(fed, line)
+                fed += len(line)
+        if self._follow and ended:
+            self._follow = False
+            self._finish()
+        elif self._follow and not self._flushed and time.monotonic() - self._last_data >= _QUIET_S:
+            self._flushed = True
+            self._scanner.finish(self._read_at - len(self._rest))
+        self._note_order()
+
+    def _note_order(self) -> None:
+        stamps = self._index.stamps
+        for position in range(self._checked, len(stamps)):
+            stamp = stamps[position]
+            # NaN (no time) compares False: a log with an untimed snapshot is not ordered.
+            if not (position == 0 and stamp == stamp) and not (
+                position > 0 and stamps[position - 1] <= stamp
+            ):
+                self._ordered = False
+        self._checked = len(stamps)
+
+    def wait_for(self, index: int, timeout: float | None = None) -> bool:
+        """Whether snapshot ``index`` exists, waiting (followed) up to ``timeout`` seconds
+        for it to be written."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while index >= len(self):
+            if not self._follow or index < 0:
+                return False
+            pause = _WAIT_SLICE
+            if deadline is not None:
+                pause = min(pause, deadline - time.monotonic())
+                if pause <= 0:
+                    return False
+            time.sleep(pause)
+        return index >= 0 or -index <= len(self)
+
+    def __len__(self) -> int:
+        if self._follow:
+            self._grow()
+        return len(self._index)
+
+    def _resolve(self, index: int) -> int:
+        count = len(self)
+        resolved = index + count if index < 0 else index
+        if not 0 <= resolved < count:
+            raise IndexError(f"snapshot {index} is out of range")
+        return resolved
+
+    def timestamp(self, index: int) -> datetime | None:
+        """When snapshot ``index`` was taken (None where the log gives no time)."""
+        stamp = self._index.stamps[self._resolve(index)]
+        return None if math.isnan(stamp) else _EPOCH + timedelta(seconds=stamp)
+
+    def index_at(self, moment: datetime) -> int:
+        """The last snapshot taken at or before ``moment`` (the first, if all are later)."""
+        target = _seconds(moment)
+        stamps = self._index.stamps
+        if self._ordered:
+            return max(bisect.bisect_right(stamps, target) - 1, 0)
+        best: tuple[float, int] | None = None
+        for position, stamp in enumerate(stamps):
+            if stamp <= target and (best is None or stamp > best[0]):
+                best = (stamp, position)
+        return 0 if best is None else best[1]
+
+    def snapshot(self, index: int) -> Snapshot:
+        """The snapshot at ``index`` (negative counts from the end).
+
+        Raises:
+            IndexError: no such snapshot.
+            BadCapture: the lines there cannot be read.
+        """
+        index = self._resolve(index)
+        start, end = self._index.starts[index], self._index.ends[index]
+        if end - start > MAX_SNAPSHOT_BYTES:
+            raise BadCapture(f"snapshot {index} (byte {start}): larger than 64 MiB")
+        self._handle.seek(start)
+        data = self._handle.read(end - start)
+        try:
+            snapshot = self._parse(data, self._index.layouts[index], self.timestamp(index))
+        except BadCapture as error:
+            raise BadCapture(f"snapshot {index} (byte {start}): {error}") from None
+        return snapshot
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        """Every readable snapshot in order; unreadable ones are skipped with a warning."""
+        index = -1
+        while (index := index + 1) < len(self):
+            try:
+                yield self.snapshot(index)
+            except BadCapture as error:
+                self.warnings.append(f"{self.path}: skipped {error}")
+
+    def close(self) -> None:
+        """Close the file."""
+        self._handle.close()
+
+    def __enter__(self) -> LineLog:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
