@@ -388,9 +388,9 @@ def test_a_log_on_a_full_disk_stops_alone_stays_in_the_header_and_exits_1(
     record, err = tmp_path / "box.xml", tmp_path / "err.txt"
     args = ["--interval", "0.25", "--record", str(record), "--log", "/dev/full"]
     term = start(terminal, tmp_path, args, f"2> {err}", **env)
-    term.wait_for("● rec box.xml", "⚠ log full stopped", "No space left on device")
+    term.wait_for("● rec box.xml", "⚠ log stopped", "⚠ log full: No space left on device")
     time.sleep(6.0)  # past any toast: the header still says it
-    term.wait_for("● rec box.xml", "⚠ log full stopped")
+    term.wait_for("● rec box.xml", "⚠ log stopped", "⚠ log full: No space left on device")
     term.press("q")
     assert term.exit_code() == 1
     assert err.read_text() == "gputop: --log /dev/full: write failed: No space left on device\n"

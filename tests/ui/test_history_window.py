@@ -104,3 +104,16 @@ async def test_each_window_covers_its_span_after_ten_minutes_then_an_hour_then_t
             # Beyond the hour of whole ticks, minute buckets: every tick is still counted.
             "4": "all: 2h00m · 7,201 samples",
         }
+
+
+async def test_one_sample_is_said_in_the_singular() -> None:
+    clock = ManualClock(START)
+    app = GputopApp(ManualLoop(tui_pipeline(LiveFeed(ClockedSource(clock)))), FIXED_SETTINGS)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.screen.query(GpuPanel).first().focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        assert title(screen).endswith(": 0s · 1 sample")

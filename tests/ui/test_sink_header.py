@@ -17,6 +17,7 @@ from gputop.ui.widgets.status_line import StatusHeader
 from support.apps import FIXED_SETTINGS, CyclingSource, load, varied_stream
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
+BOTH = "⚠ rec box.xml: No space left on device  ⚠ log gpus.csv: No space left on device"
 FULL = "--log /var/log/gpus.csv: write failed: No space left on device"
 
 
@@ -25,13 +26,14 @@ class Sink:
         self.option = option
         self.path = Path(path)
         self.fail_from = fail_from
+        self.fail_with = FULL
         self.written = 0
 
     def write(self, snapshot: Snapshot) -> None:
         if self.fail_from is not None and self.written >= self.fail_from:
             from gputop.sinks.csv_log import CsvLogError
 
-            raise CsvLogError(FULL)
+            raise CsvLogError(self.fail_with)
         self.written += 1
 
     def close(self) -> None:
@@ -70,8 +72,9 @@ async def test_a_stopped_log_stays_in_the_header_and_the_recording_goes_on() -> 
             app.loop.advance()  # type: ignore[attr-defined]
         await pilot.pause()
         later = header.render_line(0).text
-    assert failed.endswith("● rec box.xml  ⚠ log gpus.csv stopped  live · every 1s ")
-    assert "GPUs 4  ⚠ write failed: No space left on device  " in failed
+    assert failed.endswith("● rec box.xml  ⚠ log stopped  live · every 1s ")
+    assert failed.startswith(" gputop  ⚠ log gpus.csv: No space left on device  driver ")
+    assert failed.count("No space") == 1 and failed.count("gpus.csv") == 1
     assert later == failed  # not a toast that goes away: it stays
     assert toasts == [f"{FULL} (stopped)"]
     assert record.written == 5 and log.written == 1
@@ -83,5 +86,24 @@ async def test_a_narrow_header_keeps_the_stop_and_cuts_the_details() -> None:
         await pilot.pause()
         line = app.main_screen.query_one(StatusHeader).render_line(0).text
     assert len(line) == 70
-    assert line.endswith("⚠ log gpus.csv stopped  live · every 1s ")
-    assert line.startswith(" gputop  driver") and "…" in line
+    assert line.endswith("⚠ log stopped  live · every 1s ")
+    assert line.startswith(" gputop  ⚠ log") and "…" in line
+
+
+@pytest.mark.parametrize("width", [220, 140, 100])
+async def test_each_failure_reads_once_with_its_file_cut_at_a_word(width: int) -> None:
+    record = Sink("--record", "/data/box.xml", fail_from=0)
+    record.fail_with = "--record /data/box.xml: write failed: No space left on device"
+    log = Sink("--log", "/var/log/gpus.csv", fail_from=0)
+    app = app_with_sinks(record, log)
+    async with app.run_test(size=(width, 30)) as pilot:
+        await pilot.pause()
+        line = app.main_screen.query_one(StatusHeader).render_line(0).text
+    assert line.endswith("⚠ rec stopped  ⚠ log stopped  live · every 1s ")
+    assert line.count("box.xml") <= 1 and line.count("gpus.csv") <= 1
+    if width >= 140:
+        assert BOTH in line
+    else:
+        # Cut at a word of the errors, never mid-word, nor leaving a bare "⚠".
+        left = line.split("  ⚠ rec stopped")[0].rstrip()
+        assert left == " gputop  ⚠ rec box.xml: No space left on device…"

@@ -312,3 +312,24 @@ def test_at_on_the_summary(capsys: pytest.CaptureFixture[str], stream: Path) -> 
     assert code == 0
     assert out.startswith("2024-09-19 00:00:02")
     assert "GRID K520" in out
+
+
+def test_count_beyond_the_recording_says_how_many_it_holds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "--demo", "--json", "--count", "2")
+    assert code == 0 and len(out.splitlines()) == 1
+    assert err == "gputop: --count 2: the recording holds only 1 document\n"
+    code, out, err = run(capsys, "--replay", SNAPSHOTS, "--json", "--count", "20", "--at", "8")
+    assert code == 0 and len(out.splitlines()) == 3
+    assert (
+        "gputop: --count 20: the recording holds only 11 documents, 3 of them from --at 8 on\n"
+        in err
+    )
+
+
+def test_count_within_the_recording_says_nothing_of_it(
+    capsys: pytest.CaptureFixture[str], stream: Path
+) -> None:
+    code, out, err = run(capsys, "--replay", stream, "--json", "--count", "3")
+    assert code == 0 and len(out.splitlines()) == 3 and "--count" not in err

@@ -120,3 +120,36 @@ def test_the_real_command_refuses_with_one_line_and_leaves_the_file(tmp_path: Pa
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1 and "records other GPUs" in result.stderr
     assert target.read_bytes() == original
+
+
+def test_the_refusal_names_distinct_uuids_and_only_a_few(tmp_path: Path, machine: Snapshot) -> None:
+    from fakes.nvml_scenarios import plain_box
+
+    eight = plain_box(8)
+    recorded = tmp_path / "fake8.xml"
+    recorded.write_bytes(snapshot_to_xml(eight))
+    with pytest.raises(BadArguments) as caught:
+        check_appendable(recorded, machine, compress=False)
+    message = str(caught.value)
+    theirs = message.split("records other GPUs (")[1].split(")")[0]
+    names = theirs.split(" and ")[0].split(", ")
+    assert len(names) == 3 and theirs.endswith(" and 5 more")
+    assert len(set(names)) == 3  # fake GPUs share 28 characters: each shown far enough to differ
+    uuids = {gpu.uuid.upper() for gpu in eight.gpus if gpu.uuid}
+    for name in names:
+        assert sum(uuid.startswith(name.removesuffix("…")) for uuid in uuids) == 1
+
+
+def test_the_refusal_names_first_the_gpus_not_in_common(tmp_path: Path) -> None:
+    from fakes.nvml_scenarios import plain_box
+
+    recorded = tmp_path / "fake8.xml"
+    recorded.write_bytes(snapshot_to_xml(plain_box(8)))
+    with pytest.raises(BadArguments) as caught:
+        check_appendable(recorded, plain_box(2), compress=False)
+    message = str(caught.value)
+    ours = [gpu.uuid.upper() for gpu in plain_box(8).gpus if gpu.uuid]
+    theirs = message.split("records other GPUs (")[1].split(")")[0]
+    # GPUs 2.. are the ones this machine lacks; GPUs 0 and 1 are in both.
+    assert theirs.startswith(ours[2]) and ours[0] not in theirs
+    assert message.endswith(f"than this machine's ({ours[0]}, {ours[1]}); record to another file")

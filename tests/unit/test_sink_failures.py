@@ -278,5 +278,8 @@ def test_e2e_record_on_dev_full_with_once() -> None:
 def test_e2e_converting_a_recording_to_a_log_on_dev_full() -> None:
     result = gputop("--replay", str(FOUR), "--count", "2", "--log", "/dev/full")
     assert result.returncode == 1
-    assert result.stderr == f"gputop: --log /dev/full: write failed: {ENOSPC}\n"
+    assert result.stderr == (
+        f"gputop: --log /dev/full: write failed: {ENOSPC}\n"
+        "gputop: --count 2: the recording holds only 1 document\n"
+    )
     assert result.stdout.count("NVIDIA GeForce RTX 3090") == 4

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from fakes.nvml_scenarios import gpu_sample, mig_gpu, snapshot
+from fakes.nvml_scenarios import gpu_sample, h100_mig_box, mig_gpu, snapshot
 from gputop.sinks.summary import format_summary
+from gputop.sources.smi.recording import Recording
 
 
 def _ends(line: str) -> list[int]:
@@ -24,3 +26,29 @@ def test_mig_process_rows_line_up_with_their_header() -> None:
         where, pid, _type, memory = _ends(row)
         # GPU, PID and Memory are right-aligned under their titles; Type is left-aligned.
         assert (where, pid, memory) == (gpu_end, pid_end, memory_end), row
+
+
+def test_mig_lines_line_up_when_instance_ids_reach_two_digits() -> None:
+    text = format_summary(h100_mig_box())
+    mig_lines = [line for line in text.splitlines() if line.lstrip().startswith("MIG")]
+    gis = {line.split()[2] for line in mig_lines}
+    assert {"7", "13"} <= gis  # one and two digits on one box
+    # Every column after the ids starts where the others do.
+    for column in ("CI", "SMs", "GiB"):
+        assert len({line.index(column) for line in mig_lines}) == 1, column
+
+
+def test_a_derived_profile_star_is_explained_once() -> None:
+    capture = Path(__file__).resolve().parents[2] / "snapshots" / "a100-sxm4-80gb-mig-v12.xml"
+    with Recording.open(capture) as recording:
+        text = format_summary(recording.snapshot(0))
+    assert "1g.20gb*" in text
+    footnotes = [line for line in text.splitlines() if line.strip().startswith("* profile")]
+    assert footnotes == [
+        "     * profile worked out from its SM count and memory, not read from the driver"
+    ]
+
+
+def test_no_footnote_without_a_star() -> None:
+    text = format_summary(h100_mig_box())
+    assert "*" not in text

@@ -17,6 +17,7 @@ from gputop.pipeline.feed import DocumentFeed
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.formats import AnyRecording
 from gputop.sources.gpu_select import GpuSelection
+from gputop.sources.replay import machines_warning
 from gputop.sources.seek import TargetError, resolve_target
 
 _QUIET_S = 0.3
@@ -48,6 +49,17 @@ def _settle(recording: AnyRecording) -> None:
 
 def _say(message: str) -> None:
     print(f"gputop: {message}", file=sys.stderr, flush=True)
+
+
+def _warn_of_machines(recording: AnyRecording, options: Options) -> None:
+    """Captures of several machines are printed as they are, and this said with the
+    recording's other warnings (as the TUI says it); only once the snapshots were read, so
+    bad arguments or a damaged document asked for get their one line alone."""
+    if recording.following:
+        return
+    several = machines_warning(recording, str(options.replay))
+    if several is not None:
+        print(f"gputop: warning: {several}", file=sys.stderr, flush=True)
 
 
 def _pipeline(
@@ -98,7 +110,13 @@ def replay_headless(options: Options) -> int:
         print_snapshots(pipeline, options, sys.stdout, sys.stderr, count=None)
         # Scan to the end so that a cut-off tail is reported even when printing the first
         # (followed: to where the writer is now; a partly written document is no error).
-        len(recording)
+        total = len(recording)
+        if options.count is not None and start + count > total:
+            # Fewer printed than asked for: said, or a script takes it for all it asked.
+            plural = "" if total == 1 else "s"
+            after = f", {total - start} of them from --at {options.at} on" if start else ""
+            _say(f"--count {count}: the recording holds only {total} document{plural}{after}")
+        _warn_of_machines(recording, options)
         for warning in recording.warnings:
             print(f"gputop: warning: {warning}", file=sys.stderr)
     return with_sinks(0, log)
@@ -113,6 +131,7 @@ def _pick(recording: AnyRecording, options: Options, log: SnapshotSinks | None) 
     indices = range(max(0, end - wanted + 1), end + 1)
     pipeline = _pipeline(recording, indices, options, log, end)
     samples = collect(pipeline, sys.stderr, count=None)
+    _warn_of_machines(recording, options)
     for warning in recording.warnings:
         print(f"gputop: warning: {warning}", file=sys.stderr)
     print_pick(samples, options.pick, os.environ, sys.stdout, sys.stderr)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gputop.cli.validate import Parser, gap_seconds, jobs_count
-from gputop.errors import BadCapture, GputopError
+from gputop.errors import BadArguments, BadCapture, GputopError
 from gputop.insight.report import MIN_AUTO_GAP_S, ReportBuilder, render_table, summary_to_json
 from gputop.sources.formats import format_names
 
@@ -38,6 +38,11 @@ DOCUMENTS_PER_JOB = 400
 """At least this many documents per worker, so that each one's start-up pays off."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
+
+STDIN = Path("-")
+"""`gputop report -`: the recording comes on standard input."""
+
+_STDIN_PATH = Path("/dev/stdin")
 
 STEADY_MIN_GAP_S = 2.0
 """The floor of the automatic gap threshold for logs stamped to the millisecond at a steady
@@ -55,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
         "`nvidia-smi -q` text, `dmon -o DT` or `pmon -o DT` logs): per GPU utilization, "
         "time idle, waiting and throttled, peaks and energy.",
     )
-    parser.add_argument("file", metavar="FILE", type=Path, help="the recording")
+    parser.add_argument(
+        "file", metavar="FILE", type=Path, help="the recording (- for standard input)"
+    )
     parser.add_argument(
         "--format",
         choices=format_names(),
@@ -208,12 +215,33 @@ def build_report(
     return ReportBuilder.merged([builder for builder, _ in parts]), warnings
 
 
+def _input_path(path: Path) -> Path:
+    """The file to read for FILE: `-` is standard input, as with `--replay -`.
+
+    Raises:
+        BadArguments: `-` with a terminal on stdin.
+    """
+    if path != STDIN:
+        return path
+    if sys.stdin is None or sys.stdin.isatty():
+        raise BadArguments(
+            "report -: standard input is a terminal; pipe a recording in, e.g. "
+            "zcat run.xml.gz | gputop report -"
+        )
+    return _STDIN_PATH
+
+
 def _report(args: argparse.Namespace, out: TextIO) -> int:
     path: Path = args.file
     try:
-        builder, warnings = build_report(path, args.max_gap, args.jobs, args.format)
+        builder, warnings = build_report(_input_path(path), args.max_gap, args.jobs, args.format)
     except OSError as error:
         raise BadCapture(f"{path}: {error.strerror or error}") from None
+    except BadCapture as error:
+        if path != STDIN:
+            raise
+        # Named as the user named it, not as the reader opened it.
+        raise BadCapture(str(error).replace(str(_STDIN_PATH), str(STDIN), 1)) from None
     machines = builder.machines
     if len(machines) > 1:
         # One report is one machine's timeline: figures summed over several machines' GPUs

@@ -13,7 +13,7 @@ from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed, ReplayFeed
 from gputop.pipeline.loop import PollLoop
 from gputop.sinks.fanout import SnapshotSinks
-from gputop.sources.replay import ReplayPlayer
+from gputop.sources.replay import ReplayPlayer, machines_warning
 from gputop.ui.render.panel_lines import PANEL_VIEW
 from gputop.ui.settings import UiSettings
 
@@ -102,9 +102,15 @@ def run_tui(
         except BaseException:
             recording.close()
             raise
+        label = "stdin" if reads_stdin(options) else options.replay.name
+        if not recording.following:
+            # Several machines' captures play one after another: said in the recording's
+            # warnings (a toast and the header's count), as --once and --json say it.
+            several = machines_warning(recording, str(options.replay))
+            if several is not None:
+                recording.warnings.append(several)
         player = ReplayPlayer(recording, interval=options.interval)
         pipeline = tui_pipeline(ReplayFeed(player), interval=options.interval, selection=selection)
-        label = "stdin" if reads_stdin(options) else options.replay.name
         owned = True
     elif source is not None:
         pipeline = tui_pipeline(

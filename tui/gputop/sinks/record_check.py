@@ -34,8 +34,38 @@ def _uuids(snapshot: Snapshot) -> set[str]:
     return {gpu.uuid.upper() for gpu in snapshot.gpus if gpu.uuid}
 
 
-def _short(uuids: set[str]) -> str:
-    return ", ".join(uuid[:12] + "…" for uuid in sorted(uuids)) or "none"
+_SHOWN = 3
+"""UUIDs named at most on each side of a refusal; the rest are counted."""
+
+_MIN_PREFIX = 12
+"""Fewest characters of a UUID shown (``GPU-1a2b3c4d`` and its first digits)."""
+
+
+def _prefix_length(uuids: set[str]) -> int:
+    """Characters that tell every one of ``uuids`` apart (whole UUIDs when none shorter do):
+    fake and anonymised GPUs share long prefixes, so a fixed cut can name eight GPUs alike."""
+    longest = max((len(uuid) for uuid in uuids), default=0)
+    for length in range(_MIN_PREFIX, longest):
+        if len({uuid[:length] for uuid in uuids}) == len(uuids):
+            return length
+    return longest
+
+
+def _short(uuids: set[str], others: set[str], length: int) -> str:
+    """Up to ``_SHOWN`` of ``uuids``, those not in ``others`` first, each cut to
+    ``length`` characters; the rest counted."""
+    ordered = sorted(uuids, key=lambda uuid: (uuid in others, uuid))
+    shown = [uuid if len(uuid) <= length else uuid[:length] + "…" for uuid in ordered[:_SHOWN]]
+    more = len(ordered) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "") or "none"
+
+
+def _other_gpus(where: str, recorded: set[str], here: set[str]) -> BadArguments:
+    length = _prefix_length(recorded | here)
+    return BadArguments(
+        f"{where}: records other GPUs ({_short(recorded, here, length)}) than this machine's "
+        f"({_short(here, recorded, length)}); record to another file"
+    )
 
 
 def _head(path: Path, compressed: bool) -> bytes:
@@ -115,10 +145,7 @@ def check_appendable(path: Path, machine: Snapshot | None, *, compress: bool) ->
             # compared as far as it names them.
             partial = {m.decode("ascii").upper() for m in _UUID.findall(head)}
             if machine is not None and partial and not partial <= _uuids(machine):
-                raise BadArguments(
-                    f"{where}: records other GPUs ({_short(partial)}) than this machine's "
-                    f"({_short(_uuids(machine))}); record to another file"
-                ) from None
+                raise _other_gpus(where, partial, _uuids(machine)) from None
             return
         reason = str(error).removeprefix(f"{path}: ")
         raise BadArguments(
@@ -134,7 +161,4 @@ def check_appendable(path: Path, machine: Snapshot | None, *, compress: bool) ->
             "machine's; record to another file"
         )
     if recorded != here:
-        raise BadArguments(
-            f"{where}: records other GPUs ({_short(recorded)}) than this machine's "
-            f"({_short(here)}); record to another file"
-        )
+        raise _other_gpus(where, recorded, here)

@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
+from gputop.model.machine import Machines
 from gputop.sources.seek import Span, span_of
 
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
@@ -29,7 +30,15 @@ MIN_TICK = 0.25
 """Seconds between screen updates at most speeds: faster play skips documents instead."""
 
 MAX_GAP = 60.0
-"""A gap between documents longer than this (a recorder restarted) plays as one interval."""
+"""A gap between documents longer than this (a recorder restarted, or the next capture of a
+directory is of another machine, years apart) is skipped: it plays as one interval, with a
+note saying how long it was, instead of keeping playback waiting."""
+
+NOTE_HOLD = 4
+"""Further advances a "skipped a gap" note stays on the bar for."""
+
+SURVEY_DOCUMENTS = 64
+"""How many documents, spread over a recording, are read to tell which machines it holds."""
 
 FOLLOW_POLL = 0.25
 """Seconds between looks for new documents while following at the end (new ones show
@@ -136,6 +145,8 @@ class ReplayPlayer:
         self._interval = interval
         self._speed_index = _nearest_speed(speed)
         self._note: str | None = None
+        self._note_holds = 0
+        """Advances a skipped gap's note stays for (one interval is too short to read it)."""
         self._span: Span | None = None
         self._followed = self.following
         # Following starts on the newest document, as a live view would (the window before
@@ -216,7 +227,20 @@ class ReplayPlayer:
         return self._timeline.snapshot(self._position)
 
     def gap(self, index: int) -> float:
-        """Recorded seconds from document ``index`` to the next one."""
+        """Recorded seconds from document ``index`` to the next one (a skipped gap: the
+        interval)."""
+        skipped = self.skipped_gap(index)
+        if skipped is not None:
+            return self._interval
+        return self._recorded_gap(index)
+
+    def skipped_gap(self, index: int) -> float | None:
+        """The recorded seconds after document ``index`` when that gap is too long to wait
+        out (over ``MAX_GAP``), else None."""
+        seconds = self._recorded_gap(index)
+        return seconds if seconds > MAX_GAP else None
+
+    def _recorded_gap(self, index: int) -> float:
         if index + 1 >= self._length:
             return self._interval
         first = self._timeline.timestamp(index)
@@ -228,7 +252,7 @@ class ReplayPlayer:
         # a zero or negative gap is still one document later, so it costs a sliver of time.
         if seconds <= 0:
             return 0.001
-        return min(seconds, MAX_GAP)
+        return seconds
 
     def next_delay(self) -> float | None:
         """Seconds until ``advance`` should be called; None while paused or at the end.
@@ -256,11 +280,18 @@ class ReplayPlayer:
         caught_up = self._refresh()
         if caught_up or self._paused or self._position >= self._length - 1:
             return caught_up
-        self._note = None
+        if self._note_holds > 0:
+            self._note_holds -= 1
+        else:
+            self._note = None
         budget = max(MIN_TICK * self.speed, self.gap(self._position))
         crossed: list[int] = []
         covered = 0.0
         while self._position < self._length - 1 and covered < budget:
+            skipped = self.skipped_gap(self._position)
+            if skipped is not None:
+                self._note = f"skipped a gap of {_duration(skipped)}"
+                self._note_holds = NOTE_HOLD
             covered += self.gap(self._position)
             self._position += 1
             crossed.append(self._position)
@@ -350,6 +381,51 @@ class ReplayPlayer:
     def close(self) -> None:
         """Close the recording."""
         self._timeline.close()
+
+
+def _duration(seconds: float) -> str:
+    """``1h03m``, ``6y112d``: how long a skipped gap was, roughly."""
+    minutes = round(seconds / 60)
+    days, rest = divmod(minutes, 24 * 60)
+    years, days = divmod(days, 365)
+    if years:
+        return f"{years}y{days}d"
+    if days:
+        return f"{days}d{rest // 60:02d}h"
+    return f"{rest // 60}h{rest % 60:02d}m"
+
+
+def machines_warning(timeline: Timeline, name: str) -> str | None:
+    """A warning when ``timeline`` holds captures of several machines (told apart by host
+    and GPU UUIDs, ``model.machine``), else None.
+
+    Up to ``SURVEY_DOCUMENTS`` documents spread over the recording are read (all of a
+    directory of captures, first and last of a long one), so it costs little on any size.
+    """
+    length = len(timeline)
+    if length <= 1:
+        return None
+    if length <= SURVEY_DOCUMENTS:
+        indices: Sequence[int] = range(length)
+    else:
+        step = (length - 1) / (SURVEY_DOCUMENTS - 1)
+        indices = sorted({round(k * step) for k in range(SURVEY_DOCUMENTS)})
+    machines = Machines()
+    for index in indices:
+        try:
+            machines.add(timeline.snapshot(index))
+        except BadCapture:
+            continue  # said when it is played
+    found = machines.machines
+    if len(found) <= 1:
+        return None
+    shown = "; ".join(machine.describe() for machine in found[:3])
+    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+    return (
+        f"{name}: holds captures of {len(found)} different machines ({shown}{more}; told "
+        "apart by host and GPU UUIDs): each is shown as captured, one after another, not "
+        f"as one timeline; gaps over {MAX_GAP:g}s are skipped in playback"
+    )
 
 
 def _nearest_speed(speed: float) -> int:

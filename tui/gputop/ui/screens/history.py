@@ -352,7 +352,7 @@ class HistoryScreen(Screen[None]):
         name = self._name or "unknown GPU"
         self.query_one("#history-title", Static).update(
             f"GPU {self.gpu_index} · {name} · window {label}: {fmt_duration(window.span)} · "
-            f"{window.samples:,} samples"
+            f"{window.samples:,} sample{'' if window.samples == 1 else 's'}"
         )
         findings = (
             findings_content(self.findings) if len(window) else Content("no data for this GPU yet")

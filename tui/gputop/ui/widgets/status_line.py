@@ -17,7 +17,7 @@ from textual.widget import Widget
 from gputop.model.units import NA
 from gputop.pipeline.tick import SinkStatus, Tick
 from gputop.sources.replay import ReplayStatus, speed_label
-from gputop.ui.render.panel_lines import fit_line
+from gputop.ui.render.panel_lines import ELLIPSIS, fit_line
 from gputop.ui.widgets.line_strip import line_strip, role_styles
 
 Segment = tuple[str, str]
@@ -76,6 +76,10 @@ class Bar(Widget):
         """Segments that stretch into ``room`` spare cells (none by default)."""
         return ()
 
+    def fit_left(self, left: tuple[Segment, ...], width: int) -> tuple[Segment, ...]:
+        """The left half cut to ``width`` cells."""
+        return fit_line(left, width)
+
     def notify_style_update(self) -> None:
         """Styles changed (theme, classes): resolve the component styles again."""
         self._role_styles = {}
@@ -95,11 +99,11 @@ class Bar(Widget):
         if right and left_len + GAP + right_len > width:
             room = width - right_len - GAP
             if room < MIN_LEFT:
-                return fit_line(left, width)
-            left = fit_line(left, room)
+                return self.fit_left(left, width)
+            left = self.fit_left(left, room)
             left_len = sum(len(t) for t, _ in left)
         elif left_len > width:
-            return fit_line(left, width)
+            return self.fit_left(left, width)
         room = max(0, width - right_len - left_len)
         middle = self.fill(room)
         used = sum(len(t) for t, _ in middle)
@@ -136,6 +140,10 @@ class StatusHeader(Bar):
         self.show_host = show_host
         self.show_clock = show_clock
 
+    def fit_left(self, left: tuple[Segment, ...], width: int) -> tuple[Segment, ...]:
+        """Cut at a word: the left half ends in errors (a sink's, a poll's)."""
+        return fit_at_word(left, width)
+
     def show(self, tick: Tick, source_label: str) -> None:
         """Describe ``tick``'s snapshot and how it was obtained."""
         snapshot = tick.snapshot
@@ -144,6 +152,11 @@ class StatusHeader(Bar):
             # On the left, like top(1): the one part that changes every tick is then the
             # only part sent again.
             left += [(" ", "dim"), (f"{snapshot.timestamp:%H:%M:%S}", "text")]
+        # A stopped sink's file and reason come before the host and the driver, which stay
+        # the same all the while and are what a narrow header can best do without.
+        for sink in tick.sinks:
+            if sink.error is not None:
+                left += [("  ⚠ ", "error"), (sink_failure(sink), "error")]
         if self.show_host:
             host = snapshot.host or (platform.node() if tick.live else None)
             if host:
@@ -167,10 +180,6 @@ class StatusHeader(Bar):
             # On the right, which is cut last: that a recording runs, or has stopped, is
             # worth more than the tail of the left half. The whole error goes on the left.
             right += sink_segments(sink)
-            if sink.error is not None:
-                # The right half names the file; here what went wrong.
-                reason = sink.error.removeprefix(f"{sink.option} {sink.path}: ")
-                left += [("  ⚠ ", "error"), (reason, "error")]
         if tick.live:
             right.append(("live", "accent"))
             if tick.paused:
@@ -188,12 +197,61 @@ SINK_WORDS = {"--record": "rec", "--log": "log"}
 
 
 def sink_segments(sink: SinkStatus) -> list[Segment]:
-    """``● rec gpus.xml`` while a sink writes, ``⚠ log gpus.csv stopped`` once it failed."""
+    """``● rec gpus.xml`` while a sink writes, ``⚠ log stopped`` once it failed (the left
+    half names the file and says why, once: ``sink_failure``)."""
     word = SINK_WORDS.get(sink.option, sink.option.lstrip("-"))
     name = PurePath(sink.path).name or sink.path
     if sink.error is None:
         return [("● ", "accent"), (f"{word} ", "dim"), (name, "text"), ("  ", "dim")]
-    return [("⚠ ", "error"), (f"{word} {name} stopped", "error"), ("  ", "dim")]
+    return [("⚠ ", "error"), (f"{word} stopped", "error"), ("  ", "dim")]
+
+
+def sink_failure(sink: SinkStatus) -> str:
+    """``log gpus.csv: No space left on device``: which sink, its file, and why it stopped."""
+    word = SINK_WORDS.get(sink.option, sink.option.lstrip("-"))
+    name = PurePath(sink.path).name or sink.path
+    reason = (sink.error or "").removeprefix(f"{sink.option} {sink.path}: ")
+    return f"{word} {name}: {reason.removeprefix('write failed: ')}"
+
+
+_WORD_CUT = ("error",)
+"""Roles cut at a word (elsewhere the bar cuts as every bar does)."""
+
+
+def _role_at(parts: tuple[Segment, ...], cell: int) -> str:
+    """The role of the segment that cell ``cell`` of ``parts`` falls in."""
+    for text, role in parts:
+        if cell < len(text):
+            return role
+        cell -= len(text)
+    return ""
+
+
+def fit_at_word(parts: tuple[Segment, ...], width: int) -> tuple[Segment, ...]:
+    """``fit_line``, but a cut inside an error's words backs up to a word's start ("No
+    space…", not "No space lef…"): an error cut mid-word reads as a different one. The
+    rest is cut as every bar cuts it."""
+    fitted = fit_line(parts, width)
+    line = "".join(text for text, _ in parts)
+    kept = sum(len(text) for text, _ in fitted) - len(ELLIPSIS)
+    if (
+        fitted == tuple(parts)
+        or kept <= 0
+        or kept >= len(line)
+        or _role_at(parts, kept) not in _WORD_CUT
+    ):
+        return fitted
+    text = line[:kept]
+    if line[kept] != " " and line[kept - 1] != " ":
+        start = line.rfind(" ", 0, kept)
+        if start <= 0:
+            return fitted
+        text = line[:start]
+    # A warning sign left without its words says nothing: it goes with them.
+    text = text.rstrip(" ·⚠")
+    if len(text) == kept or not text:
+        return fitted
+    return fit_line(parts, len(text) + len(ELLIPSIS))
 
 
 def replay_state(status: ReplayStatus) -> Segment:
