@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual import events
 from textual.widgets import DataTable, Input
 
 from gputop.cli.tui import tui_pipeline
@@ -15,6 +16,7 @@ from gputop.pipeline.loop import ManualLoop
 from gputop.pipeline.tick import Command
 from gputop.ui.app import GputopApp
 from gputop.ui.screens.help import HelpScreen
+from gputop.ui.screens.history import HistoryScreen
 from gputop.ui.screens.main import MainScreen
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.mig_tree import MigTree
@@ -87,6 +89,21 @@ async def test_tab_goes_between_gpus_and_processes_and_the_arrows_move_within() 
         assert isinstance(app.focused, DataTable)
         await pilot.press("shift+tab")
         assert app.focused is panels(app)[3]
+
+
+async def test_keys_read_together_with_tab_go_to_the_area_tab_reached() -> None:
+    """`Tab Enter` in one read, as a slow ssh link delivers them: Enter is the GPU panel's
+    (its history), not the process table's (a process's details)."""
+    app = live_app([four_gpus()])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.focused, DataTable)
+        # Both keys queued before either is handled, as the driver posts one read's keys.
+        app.post_message(events.Key("tab", "\t"))
+        app.post_message(events.Key("enter", "\r"))
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, HistoryScreen), type(app.screen).__name__
 
 
 async def test_down_moves_a_row_of_panels_in_two_columns_and_tab_reaches_the_mig_tree() -> None:

@@ -362,12 +362,14 @@ class MainScreen(Screen[None]):
         """Focus the area ``name``: the GPU selected last, the processes, or the MIG tree."""
         if name == "gpus" and self.query_one(GpuGrid).focus_panel():
             return
+        # Focus is set now, not after the queue as ``Widget.focus`` does: keys that came in
+        # the same read (``Tab Enter`` over a slow ssh link) must reach the new area.
         if name == "mig":
             found = self.query("#mig")
             if found:
-                found.first().focus()
+                self.set_focus(found.first())
                 return
-        self.query_one("#process-data").focus()
+        self.set_focus(self.query_one("#process-data"))
 
     def action_area_back(self) -> None:
         """Shift+Tab: the area before this one."""

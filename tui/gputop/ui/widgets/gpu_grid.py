@@ -183,7 +183,8 @@ class GpuGrid(Widget):
         if not panels:
             return False
         chosen = next((panel for panel in panels if panel.key == self._selected), panels[0])
-        chosen.focus()
+        # At once, not after the queue: a key already read behind this one is the panel's.
+        self.screen.set_focus(chosen)
         return True
 
     def on_gpu_panel_move_requested(self, event: GpuPanel.MoveRequested) -> None:
@@ -195,7 +196,7 @@ class GpuGrid(Widget):
         columns = self.query_one("#gpu-panels", Container).styles.grid_size_columns or 1
         target = panels.index(event.panel) + event.rows * columns
         if 0 <= target < len(panels):
-            panels[target].focus()
+            self.screen.set_focus(panels[target])
         elif target >= len(panels):
             self.post_message(self.LeftBelow())
 
