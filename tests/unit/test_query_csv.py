@@ -15,7 +15,9 @@ import pytest
 
 from gputop.errors import BadCapture
 from gputop.model import Reason
+from gputop.model.fields import GPU_FIELDS, Field, Value
 from gputop.sources.csvlog import CsvRecording, looks_like
+from gputop.sources.csvlog.parse import Schema
 from gputop.sources.formats import detect, open_recording
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
@@ -169,6 +171,39 @@ def test_what_a_log_does_not_hold_is_none_not_in_this_log(tmp_path: Path) -> Non
         assert value is None, path
         assert gpu.reason(path) is Reason.NOT_IN_LOG, path
     assert Reason.NOT_IN_LOG.value == "not in this log"
+
+
+QUERIED = [f for f in GPU_FIELDS if f.query is not None]
+
+
+@pytest.mark.parametrize("field", QUERIED, ids=[f.path for f in QUERIED])
+def test_each_field_table_query_name_is_read_into_the_fields_own_path(field: Field) -> None:
+    assert field.query is not None
+    paths = [path for _, path, _ in Schema.parse(field.query).columns]
+    assert paths == [field.path]
+
+
+def _cell(field: Field) -> str:
+    if field.path == "performance_state":
+        return "P2"
+    return {
+        Value.BYTES: "1024 MiB",
+        Value.FLAG: "Enabled",
+        Value.TEXT: "some-text",
+        Value.NAMES: "0x0000000000000004",
+    }.get(field.value, "7")
+
+
+def test_a_log_of_every_field_table_query_name_fills_every_field(tmp_path: Path) -> None:
+    header = ", ".join(f.query for f in QUERIED if f.query is not None)
+    row = ", ".join(_cell(f) for f in QUERIED)
+    with CsvRecording.open(_write(tmp_path, f"{header}\n{row}\n")) as recording:
+        gpu = recording.snapshot(0).gpus[0]
+    for field in QUERIED:
+        assert field.read(gpu) is not None, field.path
+        assert gpu.reason(field.path) is None, field.path
+    assert gpu.memory.used == 1024 * MIB
+    assert gpu.clocks.sm == 7
 
 
 def test_clock_event_reasons_from_the_mask_and_from_each_flag(tmp_path: Path) -> None:

@@ -1,18 +1,19 @@
 """Which `nvidia-smi --query-gpu` field fills which value of the model: one table.
 
 ``QUERY_GPU_FIELDS`` maps a query field name (as the CSV header spells it, without its
-``[unit]``) to the model's field path and how its text converts. Several names may feed one
-path (``power.draw`` / ``power.draw.instant`` / ``power.draw.average``, the short and long
-clock names, ``clocks_event_reasons`` and their pre-535 name ``clocks_throttle_reasons``):
-the first of them in the table that holds a value wins.
-
-Kept to this one table so that it can move into the central field table
-(``model/fields.py``'s ``--query-gpu`` column) unchanged.
+``[unit]``) to the model's field path and how its text converts. A metric the central field
+table (``model/fields.py``) names by its ``--query-gpu`` name takes name and path from there;
+only what that table does not describe is spelled here. Several names may feed one path
+(``power.draw`` / ``power.draw.instant`` / ``power.draw.average``, the short and long clock
+names, ``clocks_event_reasons`` and their pre-535 name ``clocks_throttle_reasons``): the
+first of them in the table that holds a value wins.
 """
 
 from __future__ import annotations
 
 from typing import Literal
+
+from gputop.model.fields import GPU_BY_QUERY, Field, Value
 
 Kind = Literal[
     "timestamp", "int", "number", "mib", "text", "pstate", "flag", "reasons_mask", "active"
@@ -46,50 +47,57 @@ def _reason_fields() -> dict[str, tuple[str, Kind]]:
     return fields
 
 
+def _kind(field: Field) -> Kind:
+    """How the cell of a field-table metric converts, from what the field holds."""
+    if field.path == "performance_state":
+        return "pstate"  # "P2": text in the table, read into the P-state enum
+    if field.value is Value.BYTES:
+        return "mib"  # nvidia-smi prints MiB
+    if field.value is Value.TEXT:
+        return "text"
+    if field.value is Value.FLAG:
+        return "flag"
+    if field.value is Value.NUMBER:
+        # Counts, indices and clocks are whole numbers; %, W and °C may carry decimals.
+        return "int" if field.unit in ("", "MHz") else "number"
+    raise ValueError(f"no `--query-gpu` conversion for {field.path} ({field.value})")
+
+
+_REASON_FIELDS = _reason_fields()
+
+_FROM_FIELD_TABLE: dict[str, tuple[str, Kind]] = {
+    name: (field.path, _kind(field))
+    for name, field in GPU_BY_QUERY.items()
+    # The reason columns below give throttle_reasons its path, with the newer name first.
+    if name not in _REASON_FIELDS
+}
+"""Every metric the field table names by its `--query-gpu` name: its path from there."""
+
 QUERY_GPU_FIELDS: dict[str, tuple[str, Kind]] = {
-    # Snapshot-wide.
+    # Snapshot-wide: the field table holds a GPU's metrics, not the snapshot's.
     "timestamp": ("timestamp", "timestamp"),
     "driver_version": ("driver_version", "text"),
     "count": ("attached_gpus", "int"),
     "hostname": ("host", "text"),
-    # Identity.
-    "index": ("index", "int"),
-    "name": ("name", "text"),
+    **_FROM_FIELD_TABLE,
+    # Other names nvidia-smi takes for a field-table metric, after the table's own name so
+    # that the latter wins when a log holds both: `--query-compute-apps` spellings, the
+    # instant/average power of newer drivers, the short clock names.
     "gpu_name": ("name", "text"),
-    "uuid": ("uuid", "text"),
     "gpu_uuid": ("uuid", "text"),
-    "serial": ("serial", "text"),
-    "pci.bus_id": ("pci_bus_id", "text"),
     "gpu_bus_id": ("pci_bus_id", "text"),
-    # Values.
-    "pstate": ("performance_state", "pstate"),
-    "fan.speed": ("fan_speed", "number"),
-    "temperature.gpu": ("temperature.gpu", "number"),
-    "temperature.memory": ("temperature.memory", "number"),
-    "utilization.gpu": ("utilization.gpu", "number"),
-    "utilization.memory": ("utilization.memory", "number"),
-    "utilization.encoder": ("utilization.encoder", "number"),
-    "utilization.decoder": ("utilization.decoder", "number"),
-    "memory.total": ("memory.total", "mib"),
-    "memory.used": ("memory.used", "mib"),
-    "memory.free": ("memory.free", "mib"),
-    "memory.reserved": ("memory.reserved", "mib"),
-    "power.draw": ("power.draw", "number"),
     "power.draw.instant": ("power.draw", "number"),
     "power.draw.average": ("power.draw", "number"),
-    "enforced.power.limit": ("power.limit", "number"),
     "power.limit": ("power.limit", "number"),
+    "clocks.gr": ("clocks.graphics", "int"),
+    "clocks.sm": ("clocks.sm", "int"),
+    "clocks.mem": ("clocks.memory", "int"),
+    "clocks.video": ("clocks.video", "int"),
+    # Values the model holds that the field table has no row for (no `--json` key yet).
+    "temperature.memory": ("temperature.memory", "number"),
     "power.default_limit": ("power.default_limit", "number"),
     "power.min_limit": ("power.min_limit", "number"),
     "power.max_limit": ("power.max_limit", "number"),
-    "clocks.current.graphics": ("clocks.graphics", "int"),
-    "clocks.gr": ("clocks.graphics", "int"),
-    "clocks.current.sm": ("clocks.sm", "int"),
-    "clocks.sm": ("clocks.sm", "int"),
-    "clocks.current.memory": ("clocks.memory", "int"),
-    "clocks.mem": ("clocks.memory", "int"),
-    "clocks.current.video": ("clocks.video", "int"),
-    "clocks.video": ("clocks.video", "int"),
     "clocks.max.graphics": ("max_clocks.graphics", "int"),
     "clocks.max.gr": ("max_clocks.graphics", "int"),
     "clocks.max.sm": ("max_clocks.sm", "int"),
@@ -97,13 +105,11 @@ QUERY_GPU_FIELDS: dict[str, tuple[str, Kind]] = {
     "clocks.max.mem": ("max_clocks.memory", "int"),
     "persistence_mode": ("persistence_mode", "flag"),
     "compute_mode": ("compute_mode", "text"),
-    "mig.mode.current": ("mig_mode", "flag"),
-    "ecc.mode.current": ("ecc_mode", "flag"),
-    "ecc.errors.corrected.volatile.total": ("ecc_errors.volatile_corrected", "int"),
-    "ecc.errors.uncorrected.volatile.total": ("ecc_errors.volatile_uncorrected", "int"),
     "ecc.errors.corrected.aggregate.total": ("ecc_errors.aggregate_corrected", "int"),
     "ecc.errors.uncorrected.aggregate.total": ("ecc_errors.aggregate_uncorrected", "int"),
-    **_reason_fields(),
+    # The clock-event reasons: one bitmask column or one column per reason, each under its
+    # 535+ name and its older `clocks_throttle_reasons` one; the table has one summary row.
+    **_REASON_FIELDS,
 }
 
 REASON_BITS: tuple[tuple[int, str], ...] = (
