@@ -8,7 +8,6 @@ for XML. Readers say what the snapshots are (``LogScanner``) and how to parse on
 
 from __future__ import annotations
 
-import bisect
 import math
 import os
 import stat
@@ -23,6 +22,7 @@ from typing import BinaryIO, Protocol
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
+from gputop.sources.stamps import last_at_or_before
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """A `-q` log of 16 GPUs is tens of KB; a snapshot beyond this is not nvidia-smi's."""
@@ -220,15 +220,7 @@ class LineLog:
 
     def index_at(self, moment: datetime) -> int:
         """The last snapshot taken at or before ``moment`` (the first, if all are later)."""
-        target = _seconds(moment)
-        stamps = self._index.stamps
-        if self._ordered:
-            return max(bisect.bisect_right(stamps, target) - 1, 0)
-        best: tuple[float, int] | None = None
-        for position, stamp in enumerate(stamps):
-            if stamp <= target and (best is None or stamp > best[0]):
-                best = (stamp, position)
-        return 0 if best is None else best[1]
+        return last_at_or_before(self._index.stamps, _seconds(moment), ordered=self._ordered)
 
     def snapshot(self, index: int) -> Snapshot:
         """The snapshot at ``index`` (negative counts from the end).

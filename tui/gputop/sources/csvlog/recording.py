@@ -43,6 +43,7 @@ from gputop.sources.csvlog.parse import (
     parse_block,
     parse_timestamp,
 )
+from gputop.sources.stamps import last_at_or_before
 
 _CHUNK = 1 << 20
 _MAX_LINE = 1 << 16
@@ -577,13 +578,7 @@ class CsvRecording:
         if self._base is None or count == 0:
             return 0
         seconds = (moment - self._base).total_seconds()
-        if self._ordered:
-            return max(bisect.bisect_right(self._stamps, seconds) - 1, 0)
-        best: tuple[float, int] | None = None
-        for index, stamp in enumerate(self._stamps):
-            if stamp == stamp and stamp <= seconds and (best is None or stamp > best[0]):
-                best = (stamp, index)
-        return 0 if best is None else best[1]
+        return last_at_or_before(self._stamps, seconds, ordered=self._ordered)
 
     def __iter__(self) -> Iterator[Snapshot]:
         index = 0
