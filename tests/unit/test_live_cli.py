@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import os
 import subprocess
 import sys
 import types
@@ -28,6 +27,7 @@ from gputop.sinks.json import snapshot_dict
 from gputop.sinks.summary import format_summary
 from gputop.sources.base import Source
 from gputop.sources.smi.recording import Recording, snapshot_from_path
+from support.command import gputop_command
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "snapshots"
@@ -332,22 +332,8 @@ def test_processes_from_the_stand_in_are_real(stand_in: StandIn) -> None:
 
 # ----- the real `gputop` command on the fake NVML (tests/fakes/sitecustomize.py) -------------
 
-GPUTOP = Path(sys.executable).with_name("gputop")
-FAKES = ROOT / "tests" / "fakes"
 # Fields a live snapshot has that a capture cannot: when, where, and this host's view of PIDs.
 LIVE_ONLY = ("timestamp", "host")
-
-
-def gputop_command(fake: str = str(FOUR), **env: str) -> tuple[list[str], dict[str, str]]:
-    """The real ``gputop`` command and its environment, on the fake NVML ``fake``."""
-    environ = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GPUTOP_", "CUDA_", "NVIDIA_"))
-    }
-    environ.update(PYTHONPATH=str(FAKES), GPUTOP_FAKE_NVML=fake, **env)
-    command = [str(GPUTOP)] if GPUTOP.exists() else [sys.executable, "-m", "gputop"]
-    return command, environ
 
 
 def gputop(*args: str, fake: str = str(FOUR), **env: str) -> subprocess.CompletedProcess[str]:

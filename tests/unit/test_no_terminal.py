@@ -4,9 +4,7 @@ does), --record/--log then are refused with one line, and nothing ever waits for
 from __future__ import annotations
 
 import io
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from gputop.cli.options import Options
 from gputop.cli.terminal import tui_or_batch
 from gputop.errors import BadArguments
+from support.command import run_gputop
 
 ROOT = Path(__file__).resolve().parents[2]
 FOUR = ROOT / "snapshots" / "rtx3090x4-procs-v12.xml"
@@ -59,17 +58,7 @@ def test_keys_from_dev_tty_when_stdin_is_not_a_terminal() -> None:
 
 
 def gputop(*args: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("GPUTOP_", "CUDA_"))}
-    environ.update(PYTHONPATH=str(ROOT / "tests" / "fakes"), GPUTOP_FAKE_NVML=str(FOUR))
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=ROOT,
-        timeout=30,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_gputop(*args, timeout=30, stdin=subprocess.DEVNULL)
 
 
 @pytest.mark.parametrize("args", [[], ["--replay", str(FOUR)]], ids=["live", "replay"])

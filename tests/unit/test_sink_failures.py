@@ -27,6 +27,7 @@ from gputop.sinks.csv_log import COLUMNS, CsvLogError, CsvLogger
 from gputop.sinks.fanout import SinkState, SnapshotSinks
 from gputop.sinks.smi_xml import RecordingFailed, SmiXmlWriter
 from gputop.sources.smi.recording import Recording
+from support.command import run_gputop
 
 ROOT = Path(__file__).resolve().parents[2]
 FOUR = ROOT / "snapshots" / "rtx3090x4-procs-v12.xml"
@@ -239,16 +240,7 @@ def test_the_tui_ends_with_1_and_the_failure_on_stderr(monkeypatch: pytest.Monke
 
 
 def gputop(*args: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("GPUTOP_", "CUDA_"))}
-    environ.update(PYTHONPATH=str(ROOT / "tests" / "fakes"), GPUTOP_FAKE_NVML=str(FOUR))
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=ROOT,
-        timeout=30,
-    )
+    return run_gputop(*args, timeout=30)
 
 
 def test_e2e_log_on_dev_full_is_one_line_and_exit_1_while_the_recording_goes_on(

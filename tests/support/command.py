@@ -1,0 +1,41 @@
+"""The real ``gputop`` command on the fake NVML (tests/fakes/sitecustomize.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKES = ROOT / "tests" / "fakes"
+FOUR = ROOT / "snapshots" / "rtx3090x4-procs-v12.xml"
+GPUTOP = Path(sys.executable).with_name("gputop")
+
+
+def gputop_command(fake: str = str(FOUR), **env: str) -> tuple[list[str], dict[str, str]]:
+    """The real ``gputop`` command and its environment, on the fake NVML ``fake``."""
+    environ = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GPUTOP_", "CUDA_", "NVIDIA_"))
+    }
+    environ.update(PYTHONPATH=str(FAKES), GPUTOP_FAKE_NVML=fake, **env)
+    command = [str(GPUTOP)] if GPUTOP.exists() else [sys.executable, "-m", "gputop"]
+    return command, environ
+
+
+def run_gputop(
+    *args: str, timeout: float = 60, stdin: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the real command on the fake NVML of the bundled 4x RTX 3090 box, from the root."""
+    command, environ = gputop_command()
+    return subprocess.run(
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=ROOT,
+        timeout=timeout,
+        stdin=stdin,
+    )
