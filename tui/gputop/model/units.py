@@ -40,6 +40,14 @@ def fmt_used_of(used: int, total: int, *, short: bool = False) -> str:
     return f"{shown}/{total // _MIB}{unit}"
 
 
+def fmt_memory_pair(used: int | None, total: int | None, *, separator: str = " / ") -> str:
+    """``used/total`` in one unit where both are known (``fmt_used_of``); else each amount
+    on its own, ``n/a`` for the unknown one, joined by ``separator``."""
+    if used is not None and total is not None:
+        return fmt_used_of(used, total)
+    return f"{fmt_bytes(used)}{separator}{fmt_bytes(total)}"
+
+
 def fmt_mib(value: int | None) -> str:
     """Bytes shown as whole MiB, the unit nvidia-smi prints."""
     return NA if value is None else f"{value // _MIB}MiB"

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
 from gputop.model.units import (
-    fmt_bytes,
     fmt_celsius,
+    fmt_memory_pair,
     fmt_mib,
     fmt_percent,
     fmt_text,
@@ -59,10 +59,7 @@ def _gpu_line(gpu: GpuSample) -> str:
     if gpu.lost:
         return f"{gpu.index:>3}  {name[:28]:<28} GPU lost"
     used, total = gpu.memory.used, gpu.memory.total
-    if used is not None and total is not None:
-        memory = fmt_used_of(used, total)  # one unit, as the TUI shows it
-    else:
-        memory = f"{fmt_bytes(used)} / {fmt_bytes(total)}"
+    memory = fmt_memory_pair(used, total)  # one unit, as the TUI shows it
     power = f"{fmt_watts(gpu.power.draw)} / {fmt_watts(gpu.power.limit)}"
     return (
         f"{gpu.index:>3}  {name[:28]:<28} {fmt_percent(gpu.utilization.gpu):>5} {memory:>21} "

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from gputop.history import Metric, Series
 from gputop.insight.diagnosis import Finding, FindingKind, Severity
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample
-from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_used_of, ratio
+from gputop.model.units import NA, fmt_memory_pair, fmt_percent, ratio
 from gputop.pipeline.tick import ViewSpec
 from gputop.ui.render.gauges import (
     MEM_CRIT,
@@ -371,7 +371,7 @@ def mig_lines(state: PanelState, width: int) -> tuple[Line, ...]:
             (f"  GI {gi} CI {ci}", "dim"),
             (SEPARATOR, "dim"),
             ("MEM ", "label"),
-            (_used_of(used, total), _memory_role(used, total)),
+            (fmt_memory_pair(used, total, separator="/"), _memory_role(used, total)),
         ]
         if device.utilization.gpu is not None:
             parts += [(SEPARATOR, "dim"), ("util ", "label")]
@@ -379,10 +379,3 @@ def mig_lines(state: PanelState, width: int) -> tuple[Line, ...]:
         parts += [(SEPARATOR, "dim"), (f"{count} process{'' if count == 1 else 'es'}", "value")]
         lines.append(fit_line(parts, width))
     return tuple(lines)
-
-
-def _used_of(used: int | None, total: int | None) -> str:
-    """A MIG instance's memory in one unit, as the tree and the GPU's own line show it."""
-    if used is None or total is None:
-        return f"{fmt_bytes(used)}/{fmt_bytes(total)}"
-    return fmt_used_of(used, total)

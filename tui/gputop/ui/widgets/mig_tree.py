@@ -18,7 +18,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Reason, Snapshot, reason_for
-from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_text, fmt_used_of
+from gputop.model.units import NA, fmt_bytes, fmt_memory_pair, fmt_percent, fmt_text
 from gputop.ui.render.gauges import short_name
 from gputop.ui.render.panel_lines import device_processes
 from gputop.ui.render.process_rows import command_text, user_text
@@ -138,10 +138,7 @@ def _util(value: float | None, reason: Reason | None, styles: MigStyles) -> Piec
 
 def _memory(used: int | None, total: int | None) -> Piece:
     # One unit for the GPU and its instances alike: 0.59/9.75GiB beside 9.77/79.65GiB.
-    if used is not None and total is not None:
-        amount = fmt_used_of(used, total)
-    else:
-        amount = f"{fmt_bytes(used)} / {fmt_bytes(total)}"
+    amount = fmt_memory_pair(used, total)
     return Piece(Text(f"memory {amount}"), Text(f"mem {amount}"), keep=2)
 
 
