@@ -107,24 +107,3 @@ def open_recording(options: Options, notice: Callable[[str], None]) -> AnyRecord
     if not source.may_wait:
         return source.open()
     return wait_for_opening(Opening(source.open), notice, source.waiting_message())
-
-
-def keys_from_the_terminal() -> None:
-    """After `--replay -`, read the TUI's keys from the terminal, not from the recording.
-
-    Textual reads keys from file descriptor 0, which is the pipe; the recording has its own
-    descriptor for it by now, so 0 is pointed at the controlling terminal, as `less` does.
-
-    Raises:
-        BadArguments: there is no terminal to read keys from.
-    """
-    try:
-        terminal = os.open("/dev/tty", os.O_RDWR)
-    except OSError:
-        raise BadArguments(
-            "--replay -: no terminal to read keys from; use --once, --json or --count N"
-        ) from None
-    try:
-        os.dup2(terminal, 0)
-    finally:
-        os.close(terminal)

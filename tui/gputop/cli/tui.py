@@ -53,8 +53,8 @@ def _open_recording(options: Options) -> AnyRecording | None:
         return source.open()
     opening = Opening(source.open)
     if reads_stdin(options):
-        # Keys come from the terminal only once the recording holds its own copy of the
-        # pipe, so no screen can take keys yet: say what is awaited on stderr instead.
+        # Standard input: what is awaited is said on stderr before any screen starts, as
+        # the headless modes say it.
         return wait_for_opening(opening, _say, source.waiting_message())
     if not opening.wait(0.3):
         from gputop.ui.waiting import WaitingApp
@@ -89,16 +89,16 @@ def run_tui(
 
         selection = GpuSelection.parse(options.gpu)
     if options.replay is not None:
-        from gputop.cli.recording_input import keys_from_the_terminal, reads_stdin
+        from gputop.cli.recording_input import reads_stdin
 
         recording = _open_recording(options)
         if recording is None:
             return 0  # the user quit while a pipe kept gputop waiting
         try:
+            # With `--replay -` stdin is the recording: the terminal driver reads keys from
+            # /dev/tty, as for any stdin that is not a terminal (ui/compat.py).
             if selection is not None:
                 selection.apply(recording.snapshot(0), strict=True)
-            if reads_stdin(options):
-                keys_from_the_terminal()
         except BaseException:
             recording.close()
             raise
