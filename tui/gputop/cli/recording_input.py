@@ -7,8 +7,6 @@ is a live view of a machine where gputop is not installed); a regular file only 
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +15,7 @@ from pathlib import Path
 from gputop.cli.opening import Opening, wait_for_opening, waiting_message
 from gputop.cli.options import Options
 from gputop.errors import BadArguments
-from gputop.sources.formats import AnyRecording
+from gputop.sources.formats import AnyRecording, is_pipe
 from gputop.sources.formats import open_recording as open_any
 
 STDIN = Path("-")
@@ -29,14 +27,6 @@ _STDIN_PATH = Path("/dev/stdin")
 def reads_stdin(options: Options) -> bool:
     """`--replay -`."""
     return options.replay == STDIN
-
-
-def _is_pipe(path: Path) -> bool:
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False  # opening it says what is wrong
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
 @dataclass(frozen=True)
@@ -88,7 +78,7 @@ def recording_input(options: Options) -> RecordingInput:
                 "ssh gpu-box nvidia-smi -q -x -l 1 | gputop --replay -"
             )
         path = _STDIN_PATH
-    pipe = _is_pipe(path)
+    pipe = is_pipe(path)
     name = "standard input" if reads_stdin(options) else str(options.replay)
     return RecordingInput(path, options.follow or pipe, name, pipe, options.format)
 

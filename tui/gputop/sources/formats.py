@@ -186,7 +186,8 @@ def _enough(head: bytes) -> bool:
     return not head.startswith(_GZIP_MAGIC) and (b"\n" in text or text.startswith(b"<"))
 
 
-def _is_pipe(path: Path) -> bool:
+def is_pipe(path: Path) -> bool:
+    """A FIFO, socket or character device: read once, as it comes, never sought in."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -278,9 +279,9 @@ def open_recording(
     """
     path = Path(path)
     chosen = None if format_name is None else by_name(format_name)
-    if path.is_dir() or (chosen is not None and not _is_pipe(path)):
+    if path.is_dir() or (chosen is not None and not is_pipe(path)):
         return (chosen or FORMATS[0]).open(path, follow=follow, waiting=waiting)
-    if _is_pipe(path):
+    if is_pipe(path):
         try:
             head, fd = _head_of_pipe(path, waiting)
         except OSError as error:
