@@ -116,6 +116,7 @@ def test_host_facts_are_named_once() -> None:
         "start_time",
         "foreign",
         "local_pid",
+        "owner",
     )
     host = ProcessSample(pid=3, name="host name", user="ada", cpu_percent=5.0, local_pid=9)
     assert host_facts(host) == {
@@ -126,6 +127,7 @@ def test_host_facts_are_named_once() -> None:
         "start_time": None,
         "foreign": False,
         "local_pid": 9,
+        "owner": None,
     }
 
 

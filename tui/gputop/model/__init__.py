@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gputop.model.owner import Owner
 from gputop.model.sample import (
     Clocks,
     EccErrors,
@@ -25,6 +26,7 @@ __all__ = [
     "GpuSample",
     "Memory",
     "MigDeviceSample",
+    "Owner",
     "Power",
     "ProcessSample",
     "Reason",

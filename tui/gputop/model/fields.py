@@ -433,6 +433,7 @@ PROCESS_FIELDS: tuple[Field, ...] = (
     Field("start_time", "Started", "s", host=True),
     Field("foreign", "PID namespace", value=Value.FLAG, json="foreign", host=True),
     Field("local_pid", "PID here", host=True),
+    Field("owner", "Container, pod or job", value=Value.TEXT, host=True),
 )
 """A process's fields, in ``ProcessSample`` order (``--json`` writes those with a key)."""
 

@@ -16,6 +16,8 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from gputop.model.owner import Owner
+
 
 class Reason(enum.Enum):
     """Why a value is missing."""
@@ -137,6 +139,8 @@ class ProcessSample:
     """True when the PID does not resolve in this PID namespace (another container)."""
     local_pid: int | None = None
     """The PID in this namespace when it differs from the driver's (host) PID."""
+    owner: Owner | None = None
+    """Its container, pod or Slurm job; None when not looked up or not found."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +163,8 @@ class MigDeviceSample:
     uuid: str | None = None
     utilization: Utilization = field(default_factory=Utilization)
     processes: tuple[ProcessSample, ...] = ()
+    holders: tuple[Owner, ...] = ()
+    """Pods the kubelet assigned this MIG device to (PodResources API); () when unknown."""
     unavailable: Unavailable = ()
 
 
@@ -191,6 +197,9 @@ class GpuSample:
     mig_devices: tuple[MigDeviceSample, ...] = ()
     processes: tuple[ProcessSample, ...] = ()
     """Every process on this GPU, MIG devices' included."""
+    holders: tuple[Owner, ...] = ()
+    """Pods the kubelet assigned this GPU to (PodResources API, time-sharing replicas
+    included); () when unknown or not on Kubernetes."""
     lost: bool = False
     """The GPU fell off the bus or stopped answering; other values are stale or None."""
     stale: bool = False

@@ -357,6 +357,7 @@ _DETAIL_ORDER = (
     "cpu_percent",
     "host_memory",
     "start_time",
+    "owner",
 )
 FIELD_LABELS: dict[str, str] = {path: PROCESS_BY_PATH[path].label for path in _DETAIL_ORDER}
 """A label (the field table's) for every field of ``ProcessSample``, in the order the details
@@ -371,6 +372,27 @@ def _started(start_time: float | None) -> str:
 
 def _optional_int(value: int | None) -> str:
     return NA if value is None else str(value)
+
+
+def _owner_text(process: ProcessSample) -> str:
+    owner = process.owner
+    if owner is None or not owner.is_known:
+        return NA
+    parts: list[str] = []
+    if owner.pod is not None:
+        where = f"{owner.namespace}/" if owner.namespace else ""
+        parts.append(f"pod {where}{owner.pod}")
+    elif owner.pod_uid is not None:
+        parts.append(f"pod uid {owner.pod_uid}")
+    if owner.container is not None:
+        parts.append(f"container {owner.container}")
+    if owner.container_id is not None:
+        parts.append(f"id {owner.container_id[:12]}")
+    if owner.slurm_job is not None:
+        parts.append(f"Slurm job {owner.slurm_job}")
+    if owner.runtime is not None:
+        parts.append(f"({owner.runtime})")
+    return " ".join(parts) or NA
 
 
 def detail_fields(row: ProcessRow, now: float) -> list[tuple[str, str]]:
@@ -395,6 +417,7 @@ def detail_fields(row: ProcessRow, now: float) -> list[tuple[str, str]]:
         "cpu_percent": fmt_percent(process.cpu_percent),
         "host_memory": fmt_bytes(process.host_memory),
         "start_time": _started(process.start_time),
+        "owner": _owner_text(process),
     }
     fields = [("GPU", row.cell("gpu"))]
     fields.extend((label, values[name]) for name, label in FIELD_LABELS.items())

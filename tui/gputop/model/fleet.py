@@ -1,0 +1,70 @@
+"""Many machines at one moment, as read from Prometheus (or scraped from exporters directly).
+
+A :class:`NodeView` wraps the same :class:`~gputop.model.sample.Snapshot` a local source makes,
+so the node screen draws a remote box with the single-box widgets; what only a fleet has (how
+old the newest sample is, each GPU's state over a window) sits beside it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+
+from gputop.model.sample import Snapshot
+
+
+class GpuState(enum.Enum):
+    """What a GPU did over the fleet's window (PromQL ``avg_over_time``), not in one sample."""
+
+    BUSY = "busy"
+    WAITING = "waiting"
+    """Memory held, compute idle: a job holds the GPU and does not use it."""
+    IDLE = "idle"
+    THROTTLED = "throttled"
+    UNKNOWN = "unknown"
+    """Too few samples in the window, or no utilization series."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuWindow:
+    """One GPU's summary over the window."""
+
+    index: int
+    state: GpuState
+    utilization_mean: float | None = None
+    memory_used_mean: int | None = None
+    """Bytes."""
+    seconds_waiting: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """One machine: its newest values as a snapshot, their age, and its GPUs over the window."""
+
+    host: str
+    snapshot: Snapshot
+    newest_sample: datetime | None
+    """When the newest sample of this node was scraped (the server's clock)."""
+    stale: bool
+    """The newest sample is older than a few scrape intervals: the exporter stopped answering.
+    The node is kept and shown as stale, never dropped and never zeroed."""
+    windows: tuple[GpuWindow, ...] = ()
+    exporter: str | None = None
+    """``"gputop"`` or ``"dcgm-exporter"``: which metric family the node's series came from."""
+    instance: str | None = None
+    """Prometheus's ``instance`` label (``host:port`` of the scraped exporter)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSnapshot:
+    """Every node at one moment, and how fresh the data is."""
+
+    taken_at: datetime
+    nodes: tuple[NodeView, ...] = ()
+    window_seconds: float = 300.0
+    scrape_interval: float | None = None
+    """Seconds between samples seen in the data (dcgm-exporter's default is 30 s)."""
+    error: str | None = None
+    """One line when the last query failed (server down, 401, not Prometheus); the nodes are
+    then the last good answer, kept so the view does not go blank."""
