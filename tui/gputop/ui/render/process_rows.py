@@ -9,12 +9,21 @@ from __future__ import annotations
 import enum
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from gputop.model import ProcessSample, Snapshot
 from gputop.model.fields import PROCESS_BY_PATH
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_text
+from gputop.ui.render.owners import (
+    Holder,
+    container_cell,
+    holder_of,
+    job_cell,
+    owner_words,
+    pod_cell,
+)
 
 FOREIGN_USER = "(other ns)"
 """The user cell of a process whose PID does not resolve in this PID namespace."""
@@ -52,6 +61,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("gpu", "GPU", right=False, descending=False),
     Column("pid", "PID", right=True, descending=False),
     Column("user", "USER", right=False, descending=False),
+    Column("pod", "POD", right=False, descending=False),
+    Column("container", "CONTAINER", right=False, descending=False),
+    Column("job", "JOB", right=False, descending=False),
     Column("type", "TYPE", right=False, descending=False),
     Column("gpu_memory", "GPU MEM", right=True, descending=True),
     Column("sm", "SM%", right=True, descending=True),
@@ -62,6 +74,10 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 COLUMN_INDEX = {column.key: index for index, column in enumerate(COLUMNS)}
+
+OWNER_COLUMNS = ("pod", "container", "job")
+"""Columns shown only while some process has a value in them (a pod, a container, a job):
+on a workstation they would be a column of n/a each."""
 
 
 class TypeFilter(enum.Enum):
@@ -117,6 +133,16 @@ class ProcessRow:
     def cell(self, column_key: str) -> str:
         """The display text of one column."""
         return self.cells[COLUMN_INDEX[column_key]]
+
+    @property
+    def command(self) -> str:
+        """The whole command line, which the COMMAND cell may show cut."""
+        return command_text(self.process)
+
+    @property
+    def holder(self) -> Holder | None:
+        """The pod, job or container the process is grouped under."""
+        return holder_of(self.process.owner)
 
 
 def gpu_label(gpu_index: int, process: ProcessSample) -> str:
@@ -221,10 +247,15 @@ def build_row(gpu_index: int, process: ProcessSample, now: float) -> ProcessRow:
     """Format one process of GPU ``gpu_index`` as seen at ``now`` (epoch seconds)."""
     running = elapsed(process, now)
     gi, ci = process.gpu_instance_id, process.compute_instance_id
+    owner = process.owner
+    pod, container, job = pod_cell(owner), container_cell(owner), job_cell(owner)
     cells = (
         gpu_label(gpu_index, process),
         str(process.pid),
         user_text(process),
+        pod,
+        container,
+        job,
         fmt_text(process.type),
         fmt_bytes(process.memory_used),
         fmt_percent(process.sm_utilization),
@@ -237,6 +268,9 @@ def build_row(gpu_index: int, process: ProcessSample, now: float) -> ProcessRow:
         (gpu_index, -1 if gi is None else gi, -1 if ci is None else ci),
         (process.pid,),
         _text(process.user),
+        _text(None if pod == NA else pod),
+        _text(None if container == NA else container),
+        _text(None if job == NA else job),
         _text(process.type),
         _number(process.memory_used),
         _number(process.sm_utilization),
@@ -304,9 +338,27 @@ def build_rows(
     return rows
 
 
+def owner_columns(rows: Iterable[ProcessRow]) -> frozenset[str]:
+    """Which of ``OWNER_COLUMNS`` some row has a value in (a pod, a container, a job)."""
+    found: set[str] = set()
+    for row in rows:
+        owner = row.process.owner
+        if owner is None:
+            continue
+        if owner.pod is not None or owner.pod_uid is not None:
+            found.add("pod")
+        if owner.container is not None or owner.container_id is not None:
+            found.add("container")
+        if owner.slurm_job is not None:
+            found.add("job")
+        if len(found) == len(OWNER_COLUMNS):
+            break
+    return frozenset(found)
+
+
 def matches(row: ProcessRow, text: str) -> bool:
     """Whether every word of ``text`` occurs (case-insensitively) in the row's user, command
-    or process name, PID, or GPU label."""
+    or process name, PID, GPU label, or its pod, namespace, container or Slurm job."""
     terms = text.casefold().split()
     if not terms:
         return True
@@ -316,6 +368,7 @@ def matches(row: ProcessRow, text: str) -> bool:
         fields.append(process.name)
     if process.local_pid is not None:
         fields.append(str(process.local_pid))
+    fields.extend(owner_words(process.owner))
     haystack = [field.casefold() for field in fields]
     return all(any(term in field for field in haystack) for term in terms)
 
@@ -327,19 +380,215 @@ def visible_rows(
     return [row for row in rows if type_filter.admits(row.process.type) and matches(row, text)]
 
 
-def sort_rows(rows: Sequence[ProcessRow], column: int, reverse: bool) -> list[ProcessRow]:
+class Sortable(Protocol):
+    """A row :func:`sort_rows` orders: a process's or a group's."""
+
+    @property
+    def key(self) -> RowKey:
+        """Ties are ordered by it."""
+        ...
+
+    @property
+    def sort_values(self) -> tuple[SortValue | None, ...]:
+        """Per column of ``COLUMNS``."""
+        ...
+
+
+SortableT = TypeVar("SortableT", bound=Sortable)
+
+
+def sort_rows(rows: Sequence[SortableT], column: int, reverse: bool) -> list[SortableT]:
     """Rows ordered by ``COLUMNS[column]``; ties by key; unknown values last either way."""
     by_key = sorted(rows, key=lambda row: row.key)
     known = [row for row in by_key if row.sort_values[column] is not None]
     unknown = [row for row in by_key if row.sort_values[column] is None]
 
-    def value(row: ProcessRow) -> SortValue:
+    def value(row: SortableT) -> SortValue:
         found = row.sort_values[column]
         assert found is not None
         return found
 
     # sorted() is stable with reverse=True too, so equal values keep key order.
     return sorted(known, key=value, reverse=reverse) + unknown
+
+
+EXPANDED = "▾"
+COLLAPSED = "▸"
+
+def _total(values: Iterable[float]) -> float:
+    return float(sum(values))
+
+
+def _most(values: Iterable[float]) -> float:
+    return max(values)
+
+
+_NUMBERS: dict[str, Callable[[Iterable[float]], float]] = {
+    "gpu_memory": _total,
+    "sm": _most,
+    "cpu": _total,
+    "host_memory": _total,
+    "time": _most,
+}
+"""How a group's column is made of its processes' values: memory and CPU add up, SM %
+and running time are the busiest (longest) process's."""
+
+_MANY = {"user": "users", "pod": "pods", "container": "containers", "job": "jobs"}
+"""What a group's text cell says when its processes differ: "2 users"."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    """One line for the processes of a pod (or Slurm job, or container) in the grouped table.
+
+    It has a process row's cells: the GPUs, the pod, memory and CPU summed, SM % and running
+    time the most of any of its processes, and "3 processes in pod ml/llama-0" as its
+    command. Its processes follow it when it is expanded.
+    """
+
+    holder: Holder
+    members: tuple[ProcessRow, ...]
+    """Its processes that pass the filters, by key."""
+    expanded: bool
+    cells: tuple[str, ...]
+    sort_values: tuple[SortValue | None, ...]
+    foreign: bool
+    """Every process of it is in another PID namespace."""
+
+    @property
+    def key(self) -> RowKey:
+        """Its first process's key: what ties among groups and processes are ordered by."""
+        return self.members[0].key
+
+    @property
+    def key_text(self) -> str:
+        """``pod:ml/llama-0``, never a process row's ``GPU:PID``."""
+        return self.holder.key_text
+
+    @property
+    def command(self) -> str:
+        """What the COMMAND cell says, whole."""
+        return self.cells[_COMMAND]
+
+    def cell(self, column_key: str) -> str:
+        """The display text of one column."""
+        return self.cells[COLUMN_INDEX[column_key]]
+
+
+TableRow = ProcessRow | GroupRow
+"""A line of the process table."""
+
+_COMMAND = COLUMN_INDEX["command"]
+
+
+def gpu_list(indices: Iterable[int]) -> str:
+    """``"0"``, ``"0,2"``, ``"0-3,6"``: GPU indices with runs shortened."""
+    runs: list[list[int]] = []
+    for index in sorted(set(indices)):
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ",".join(
+        str(run[0]) if len(run) == 1 else f"{run[0]}{'-' if len(run) > 2 else ','}{run[-1]}"
+        for run in runs
+    )
+
+
+def _shared(texts: Iterable[str], many: str) -> str:
+    distinct = set(texts)
+    if len(distinct) == 1:
+        return distinct.pop()
+    return f"{len(distinct)} {many}"
+
+
+def build_group(holder: Holder, members: Sequence[ProcessRow], expanded: bool) -> GroupRow:
+    """The line for ``members`` (at least one), the processes of ``holder``."""
+    rows = tuple(sorted(members, key=lambda row: row.key))
+    cells: list[str] = []
+    sort_values: list[SortValue | None] = []
+    for index, column in enumerate(COLUMNS):
+        values = [row.sort_values[index] for row in rows]
+        known = [value for value in values if value is not None]
+        if column.key == "gpu":
+            marker = EXPANDED if expanded else COLLAPSED
+            cells.append(f"{marker} {gpu_list(row.gpu_index for row in rows)}")
+            sort_values.append(min(known) if known else None)
+        elif column.key == "pid":
+            cells.append("")
+            sort_values.append(min(known) if known else None)
+        elif column.key in _NUMBERS:
+            numbers = [float(value[0]) for value in known]
+            number = _NUMBERS[column.key](numbers) if numbers else None
+            cells.append(_format_number(column.key, number))
+            sort_values.append(_number(number))
+        elif column.key == "command":
+            count = len(rows)
+            text = f"{count} process{'' if count == 1 else 'es'} in {holder.describe()}"
+            cells.append(text)
+            sort_values.append(_text(text))
+        else:
+            text = _shared((row.cells[index] for row in rows), _MANY.get(column.key, "kinds"))
+            if column.key == "type" and text.endswith(" kinds"):
+                text = "mixed"
+            cells.append(text)
+            sort_values.append(_text(None if text == NA else text))
+    foreign = all(row.foreign for row in rows)
+    return GroupRow(holder, rows, expanded, tuple(cells), tuple(sort_values), foreign)
+
+
+def _format_number(key: str, value: float | None) -> str:
+    if key == "time":
+        return format_elapsed(value)
+    if key in ("sm", "cpu"):
+        return fmt_percent(value)
+    return fmt_bytes(None if value is None else int(value))
+
+
+def group_rows(
+    rows: Iterable[ProcessRow], column: int, reverse: bool, expanded: Collection[str]
+) -> list[TableRow]:
+    """One line per pod (job, container), sorted among the processes that have none, each
+    expanded group (by key text, in ``expanded``) followed by its processes, sorted too."""
+    loose: list[ProcessRow] = []
+    members: dict[str, list[ProcessRow]] = {}
+    holders: dict[str, Holder] = {}
+    for row in rows:
+        holder = row.holder
+        if holder is None:
+            loose.append(row)
+            continue
+        key = holder.key_text
+        if key not in members:
+            holders[key] = holder
+            members[key] = []
+        members[key].append(row)
+    top: list[TableRow] = list(loose)
+    top.extend(build_group(holders[key], found, key in expanded) for key, found in members.items())
+    shown: list[TableRow] = []
+    for item in sort_rows(top, column, reverse):
+        shown.append(item)
+        if isinstance(item, GroupRow) and item.expanded:
+            shown.extend(sort_rows(item.members, column, reverse))
+    return shown
+
+
+def cursor_after(
+    key: str | None, before: Mapping[str, TableRow], shown: Mapping[str, TableRow]
+) -> str | None:
+    """The row the cursor goes to when its row (``key``, of ``before``) is not among
+    ``shown`` (in display order): a hidden process's group, a group's first process shown."""
+    if key is None or key in shown:
+        return key
+    row = before.get(key)
+    if isinstance(row, ProcessRow):
+        holder = row.holder
+        if holder is not None and holder.key_text in shown:
+            return holder.key_text
+    elif isinstance(row, GroupRow):
+        members = {member.key_text for member in row.members}
+        return next((found for found in shown if found in members), key)
+    return key
 
 
 _DETAIL_ORDER = (

@@ -1,0 +1,175 @@
+"""Who holds a process or a GPU, as the views name it.
+
+The process table's POD, CONTAINER and JOB cells, the group a process is filed under when the
+table groups by pod, and the one pod (or Slurm job, or container) that holds a whole GPU or a
+MIG device. Plain values, no Textual: the process table, the GPU panel and the MIG tree all
+read them from here, so they name a pod the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gputop.model import GpuSample, MigDeviceSample, Owner
+from gputop.model.units import NA
+
+ELLIPSIS = "…"
+
+POD_WIDTH = 20
+"""Most cells a POD cell takes; longer names are cut in the middle (``llama-70b-…b5-x2kq9``):
+a Deployment's pods differ only at the end of their names, and start with what they run."""
+CONTAINER_WIDTH = 16
+JOB_WIDTH = 12
+SHORT_ID = 12
+"""Characters of a container id shown, as ``docker ps`` shows them."""
+SHORT_UID = 8
+"""Characters of a pod UID shown when the pod's name is not known."""
+
+
+def cut_middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, its middle replaced by an ellipsis."""
+    if len(text) <= width:
+        return text
+    if width <= len(ELLIPSIS):
+        return ELLIPSIS[:width]
+    tail = (width - len(ELLIPSIS)) // 2
+    head = width - len(ELLIPSIS) - tail
+    return text[:head] + ELLIPSIS + text[len(text) - tail :]
+
+
+def pod_name(owner: Owner | None) -> str | None:
+    """The pod's name, else a short form of its UID; None outside a pod."""
+    if owner is None:
+        return None
+    if owner.pod is not None:
+        return owner.pod
+    if owner.pod_uid is not None:
+        return f"uid {owner.pod_uid[:SHORT_UID]}"
+    return None
+
+
+def container_name(owner: Owner | None) -> str | None:
+    """The container's name, else the start of its id; None outside a container."""
+    if owner is None:
+        return None
+    if owner.container is not None:
+        return owner.container
+    if owner.container_id is not None:
+        return owner.container_id[:SHORT_ID]
+    return None
+
+
+def pod_cell(owner: Owner | None) -> str:
+    """The POD cell: the pod's name cut to ``POD_WIDTH``, or n/a."""
+    name = pod_name(owner)
+    return NA if name is None else cut_middle(name, POD_WIDTH)
+
+
+def container_cell(owner: Owner | None) -> str:
+    """The CONTAINER cell: the container's name (or short id) cut to ``CONTAINER_WIDTH``."""
+    name = container_name(owner)
+    return NA if name is None else cut_middle(name, CONTAINER_WIDTH)
+
+
+def job_cell(owner: Owner | None) -> str:
+    """The JOB cell: the Slurm job id, or n/a."""
+    if owner is None or owner.slurm_job is None:
+        return NA
+    return cut_middle(owner.slurm_job, JOB_WIDTH)
+
+
+def owner_words(owner: Owner | None) -> tuple[str, ...]:
+    """What a filter may match of ``owner``: pod, namespace, container, its id, job."""
+    if owner is None:
+        return ()
+    values = (
+        owner.pod,
+        owner.namespace,
+        owner.pod_uid,
+        owner.container,
+        owner.container_id,
+        owner.slurm_job,
+    )
+    return tuple(value for value in values if value)
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """What a process is grouped under: its pod, else its Slurm job, else its container."""
+
+    kind: str
+    """``"pod"``, ``"job"`` or ``"container"``."""
+    ident: str
+    """Unique within ``kind``: ``namespace/name`` (or the UID) of a pod, a job id, a
+    container id (or name)."""
+    name: str
+    """As shown: the pod's ``namespace/name``, the job id, the container's name."""
+
+    @property
+    def key_text(self) -> str:
+        """A row key no process row has (those are ``GPU:PID``)."""
+        return f"{self.kind}:{self.ident}"
+
+    def describe(self) -> str:
+        """``"pod ml/llama-0"``, ``"Slurm job 4242"``, ``"container trainer"``."""
+        label = {"pod": "pod", "job": "Slurm job", "container": "container"}[self.kind]
+        return f"{label} {self.name}"
+
+
+@lru_cache(maxsize=4096)
+def holder_of(owner: Owner | None) -> Holder | None:
+    """The pod, job or container ``owner`` names, None when it names none of them.
+
+    A pod is known by namespace and name where they were found (the kubelet's PodResources
+    answer names pods that way, so a GPU's holders and its processes' owners agree), else by
+    UID. Cached: the same few owners come back on every process of every tick.
+    """
+    if owner is None:
+        return None
+    if owner.pod is not None:
+        name = f"{owner.namespace}/{owner.pod}" if owner.namespace else owner.pod
+        return Holder("pod", name, name)
+    if owner.pod_uid is not None:
+        return Holder("pod", owner.pod_uid, f"uid {owner.pod_uid[:SHORT_UID]}")
+    if owner.slurm_job is not None:
+        return Holder("job", owner.slurm_job, owner.slurm_job)
+    if owner.container_id is not None or owner.container is not None:
+        ident = owner.container_id or owner.container or ""
+        return Holder("container", ident, container_name(owner) or ident)
+    return None
+
+
+def _distinct(holders: Iterable[Holder | None]) -> list[Holder]:
+    seen: dict[str, Holder] = {}
+    for holder in holders:
+        if holder is not None:
+            seen.setdefault(holder.key_text, holder)
+    return sorted(seen.values(), key=lambda holder: (holder.kind, holder.name))
+
+
+def gpu_holder(gpu: GpuSample) -> Holder | None:
+    """The one pod (or job, or container) that holds ``gpu``, None when there is not one.
+
+    The kubelet's answer (``gpu.holders``) when there is one, since it names a pod whose
+    processes are hidden from here; else the owner every process on the GPU shares. A GPU
+    with no processes, or one with a process of no pod, is held by no one in particular.
+    """
+    if gpu.holders:
+        found = _distinct(holder_of(owner) for owner in gpu.holders)
+        return found[0] if len(found) == 1 else None
+    if not gpu.processes:
+        return None
+    holders = {holder_of(process.owner) for process in gpu.processes}
+    if len(holders) != 1:
+        return None
+    return holders.pop()
+
+
+def device_holders(device: MigDeviceSample, processes: Iterable[Owner | None]) -> list[Holder]:
+    """The pods (jobs, containers) on a MIG device: the kubelet's, and its processes' owners,
+    each once, by name."""
+    return _distinct(
+        [*(holder_of(owner) for owner in device.holders), *map(holder_of, processes)]
+    )
