@@ -8,7 +8,7 @@ read them from here, so they name a pod the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -173,3 +173,12 @@ def device_holders(device: MigDeviceSample, processes: Iterable[Owner | None]) -
     return _distinct(
         [*(holder_of(owner) for owner in device.holders), *map(holder_of, processes)]
     )
+
+
+def holders_text(holders: Sequence[Holder]) -> str:
+    """``pod ml/a``, ``pods ml/a, ml/b``, or each described when they are of several kinds."""
+    if len(holders) == 1:
+        return holders[0].describe()
+    if all(holder.kind == "pod" for holder in holders):
+        return "pods " + ", ".join(holder.name for holder in holders)
+    return ", ".join(holder.describe() for holder in holders)

@@ -62,8 +62,11 @@ _SORT = Binding.Group("Sort", compact=True)
 NARROW_WIDTH = 100
 """Below this many columns the table drops its host-side columns to leave room for commands."""
 
-_NARROW_HIDDEN = frozenset({"cpu", "host_memory", "container"})
-"""The container's name is in the details and the filter; the pod stays in a column."""
+_NARROW_HIDDEN = frozenset({"cpu", "host_memory"})
+
+CONTAINER_WIDTH = 120
+"""Below this many columns CONTAINER is left out too (it is in the details and the filter):
+beside POD it would leave COMMAND a few cells. POD and JOB stay: they say whose work it is."""
 
 MIN_COMMAND = 12
 """Fewest cells COMMAND is cut to; with less room than that the table scrolls sideways."""
@@ -207,7 +210,7 @@ class ProcessTable(Widget):
         self._status = ""
         self._owners: frozenset[str] = frozenset()
         """The owner columns some process of the latest snapshot has a value in."""
-        self._columns: tuple[int, ...] = self._wanted_columns(narrow=False)
+        self._columns: tuple[int, ...] = self._wanted_columns(None)
         self.sort_column = COLUMN_INDEX["gpu_memory"]
         """Index into ``COLUMNS`` of the column rows are sorted by."""
         self.sort_reverse = COLUMNS[self.sort_column].descending
@@ -245,20 +248,22 @@ class ProcessTable(Widget):
         """Drop (or bring back) the host-side columns as the widget narrows (or widens)."""
         narrow = self.size.width < NARROW_WIDTH
         self.set_class(narrow, "-narrow")
-        if not self._set_columns(self._wanted_columns(narrow)) and (
+        if not self._set_columns(self._wanted_columns(self.size.width)) and (
             self._command_room(self._rows) != self._room
         ):
             self._apply()
         # A taller table shows rows that were off screen: once laid out, draw them.
         self.call_after_refresh(self._catch_up)
 
-    def _wanted_columns(self, narrow: bool) -> tuple[int, ...]:
-        return tuple(
-            index
-            for index, column in enumerate(COLUMNS)
-            if not (narrow and column.key in _NARROW_HIDDEN)
-            and (column.key not in OWNER_COLUMNS or column.key in self._owners)
-        )
+    def _wanted_columns(self, width: int | None) -> tuple[int, ...]:
+        """The columns for a table ``width`` cells wide (None: any width) and the owners
+        the latest processes have."""
+        hidden = set(OWNER_COLUMNS) - self._owners
+        if width is not None and width < NARROW_WIDTH:
+            hidden |= _NARROW_HIDDEN
+        if width is not None and width < CONTAINER_WIDTH:
+            hidden.add("container")
+        return tuple(index for index, column in enumerate(COLUMNS) if column.key not in hidden)
 
     def _set_columns(self, columns: tuple[int, ...]) -> bool:
         """Show ``columns`` (indices into ``COLUMNS``); False when they already are."""
@@ -368,9 +373,7 @@ class ProcessTable(Widget):
             # Rare (the first pod arrives, the last leaves): the columns are built again.
             self._owners = owners
             self.refresh_bindings()
-            if self.is_mounted and self._set_columns(
-                self._wanted_columns(self.has_class("-narrow"))
-            ):
+            if self.is_mounted and self._set_columns(self._wanted_columns(self.size.width or None)):
                 return
         if self.is_mounted:
             self._apply()
