@@ -170,9 +170,7 @@ def gpu_holder(gpu: GpuSample) -> Holder | None:
 def device_holders(device: MigDeviceSample, processes: Iterable[Owner | None]) -> list[Holder]:
     """The pods (jobs, containers) on a MIG device: the kubelet's, and its processes' owners,
     each once, by name."""
-    return _distinct(
-        [*(holder_of(owner) for owner in device.holders), *map(holder_of, processes)]
-    )
+    return _distinct([*(holder_of(owner) for owner in device.holders), *map(holder_of, processes)])
 
 
 def holders_text(holders: Sequence[Holder]) -> str:

@@ -415,6 +415,7 @@ def sort_rows(rows: Sequence[SortableT], column: int, reverse: bool) -> list[Sor
 EXPANDED = "▾"
 COLLAPSED = "▸"
 
+
 def _total(values: Iterable[float]) -> float:
     return float(sum(values))
 
