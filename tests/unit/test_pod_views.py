@@ -168,9 +168,7 @@ class TestGroups:
         assert llama.cell("gpu_memory") == "59.0GiB"  # 30 + 29
         assert llama.cell("sm") == "71%"  # the busier rank's
         assert llama.cell("time") == "1:23:20"  # the longer running
-        assert llama.cell("command") == (
-            "2 processes in pod ml/llama-70b-inference-6f7d9c8b5-x2kq9"
-        )
+        assert llama.cell("command") == ("2 processes in ml/llama-70b-inference-6f7d9c8b5-x2kq9")
         assert bert.cell("container") == "2 containers"
         assert bert.cell("gpu_memory") == "12.3GiB"
         assert bert.cell("cpu") == "55%"  # 52.0 + 2.6
@@ -207,7 +205,7 @@ class TestGroups:
         (line,) = group_rows(shown, COLUMN_INDEX["gpu_memory"], True, ())
         assert isinstance(line, GroupRow)
         assert line.cell("gpu_memory") == "300MiB"
-        assert line.cell("command").startswith("1 process in pod research/")
+        assert line.cell("command").startswith("1 process in research/")
 
     def test_a_group_of_unknown_values_reads_na_never_zero(self) -> None:
         owner = Owner(pod="p", namespace="n")
@@ -305,7 +303,7 @@ class TestMigTree:
         from gputop.ui.widgets.mig_tree import MigStyles
 
         fitted = ci13.fitted(40, MigStyles()).plain
-        assert fitted == "CI 0 · ci/gpu-test-runner-7 · …"
+        assert fitted == "CI 0 · pod ci/gpu-test-runner-7 · …"
 
     def test_device_holders_merge_the_kubelet_and_the_processes(self) -> None:
         device = MigDeviceSample(0, 1, 0, holders=(LLAMA, Owner()))

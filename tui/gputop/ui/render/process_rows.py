@@ -525,7 +525,9 @@ def build_group(holder: Holder, members: Sequence[ProcessRow], expanded: bool) -
             sort_values.append(_number(number))
         elif column.key == "command":
             count = len(rows)
-            text = f"{count} process{'' if count == 1 else 'es'} in {holder.describe()}"
+            # The POD column says it is a pod; the namespace comes early, before any cut.
+            where = holder.name if holder.kind == "pod" else holder.describe()
+            text = f"{count} process{'' if count == 1 else 'es'} in {where}"
             cells.append(text)
             sort_values.append(_text(text))
         else:

@@ -169,9 +169,9 @@ def _node(
 
 
 def _holders_piece(holders: Sequence[Holder]) -> Piece:
-    """The pods (jobs, containers) on an instance; just their names when room is short."""
+    """The pods (jobs, containers) on an instance; how many, when room is short."""
     if len(holders) == 1:
-        return Piece(Text(holders_text(holders)), Text(holders[0].name), keep=3)
+        return Piece(Text(holders_text(holders)), keep=3)
     return Piece(Text(holders_text(holders)), Text(f"{len(holders)} pods"), keep=3)
 
 
