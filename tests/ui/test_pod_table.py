@@ -8,6 +8,7 @@ import dataclasses
 import signal
 
 from textual.app import App, ComposeResult
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from gputop.model import Snapshot
@@ -50,7 +51,10 @@ def table(app: App[None]) -> ProcessTable:
 def shown(app: App[None]) -> list[str]:
     """Row keys in the order the DataTable itself draws them."""
     grid = app.query_one(DataTable)
-    return [str(grid.coordinate_to_cell_key((i, 0)).row_key.value) for i in range(grid.row_count)]
+    return [
+        str(grid.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value)
+        for i in range(grid.row_count)
+    ]
 
 
 def cursor(app: App[None]) -> str | None:

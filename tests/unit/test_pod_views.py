@@ -24,8 +24,10 @@ from gputop.ui.render.panel_lines import PanelState, detail_line, mig_lines
 from gputop.ui.render.process_rows import (
     COLUMN_INDEX,
     COLUMNS,
+    GroupCache,
     GroupRow,
     ProcessRow,
+    RowCache,
     TableRow,
     TypeFilter,
     build_rows,
@@ -218,6 +220,31 @@ class TestGroups:
         for column in ("gpu_memory", "sm", "cpu", "host_memory", "time", "user", "type"):
             assert line.cell(column) == "n/a", column
         assert all(line.sort_values[COLUMN_INDEX[c]] is None for c in ("gpu_memory", "sm", "time"))
+
+    def test_a_groups_line_is_reused_while_its_processes_only_run_on(self) -> None:
+        column = COLUMN_INDEX["gpu_memory"]
+        row_cache: RowCache = {}
+        groups: GroupCache = {}
+        node = k8s_node()
+        first = group_rows(build_rows(node, NOW, row_cache), column, True, (), groups)
+        later = group_rows(build_rows(node, NOW + 61, row_cache), column, True, (), groups)
+        before, after = first[1], later[1]
+        assert isinstance(before, GroupRow) and isinstance(after, GroupRow)
+        assert (before.cell("time"), after.cell("time")) == ("11:40", "12:41")
+        assert after.cells[COLUMN_INDEX["command"]] is before.cells[COLUMN_INDEX["command"]]
+        # A process that changed is summed again.
+        gpu1 = node.gpus[1]
+        heavier = tuple(
+            dataclasses.replace(p, memory_used=(p.memory_used or 0) * 2) for p in gpu1.processes
+        )
+        changed = dataclasses.replace(
+            node, gpus=(node.gpus[0], dataclasses.replace(gpu1, processes=heavier))
+        )
+        again = group_rows(build_rows(changed, NOW + 62, row_cache), column, True, (), groups)
+        bert = next(line for line in again if line.key_text == "pod:research/bert-finetune-0")
+        assert isinstance(bert, GroupRow)
+        assert bert.cell("gpu_memory") == "24.6GiB"
+        assert bert.cell("time") == "12:42"
 
     def test_gpu_lists_shorten_runs(self) -> None:
         assert gpu_list([1]) == "1"

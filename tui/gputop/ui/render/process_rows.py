@@ -435,7 +435,9 @@ _NUMBERS: dict[str, Callable[[Iterable[float]], float]] = {
 and running time are the busiest (longest) process's."""
 
 _MANY = {"user": "users", "pod": "pods", "container": "containers", "job": "jobs"}
-"""What a group's text cell says when its processes differ: "2 users"."""
+"""What a group's text cell says when its processes differ: "2 users" ("mixed" types)."""
+
+_KEYS = tuple(column.key for column in COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,34 +498,38 @@ def gpu_list(indices: Iterable[int]) -> str:
     )
 
 
-def _shared(texts: Iterable[str], many: str) -> str:
-    distinct = set(texts)
-    if len(distinct) == 1:
-        return distinct.pop()
-    return f"{len(distinct)} {many}"
+GroupCache = dict[str, GroupRow]
+"""The last tick's group lines by key text, for :func:`group_rows` to reuse."""
+
+
+def _by_key(row: ProcessRow) -> RowKey:
+    return row.key
 
 
 def build_group(holder: Holder, members: Sequence[ProcessRow], expanded: bool) -> GroupRow:
     """The line for ``members`` (at least one), the processes of ``holder``."""
-    rows = tuple(sorted(members, key=lambda row: row.key))
+    rows = tuple(sorted(members, key=_by_key))
+    # Column by column: one transposition instead of a pass over the rows per column.
+    texts = tuple(zip(*(row.cells for row in rows), strict=True))
+    values = tuple(zip(*(row.sort_values for row in rows), strict=True))
     cells: list[str] = []
     sort_values: list[SortValue | None] = []
-    for index, column in enumerate(COLUMNS):
-        values = [row.sort_values[index] for row in rows]
-        known = [value for value in values if value is not None]
-        if column.key == "gpu":
-            marker = EXPANDED if expanded else COLLAPSED
-            cells.append(f"{marker} {gpu_list(row.gpu_index for row in rows)}")
+    for index, key in enumerate(_KEYS):
+        column_values = values[index]
+        if key == "gpu" or key == "pid":
+            known = [value for value in column_values if value is not None]
             sort_values.append(min(known) if known else None)
-        elif column.key == "pid":
-            cells.append("")
-            sort_values.append(min(known) if known else None)
-        elif column.key in _NUMBERS:
-            numbers = [float(value[0]) for value in known]
-            number = _NUMBERS[column.key](numbers) if numbers else None
-            cells.append(_format_number(column.key, number))
+            if key == "pid":
+                cells.append("")
+            else:
+                marker = EXPANDED if expanded else COLLAPSED
+                cells.append(f"{marker} {gpu_list(row.gpu_index for row in rows)}")
+        elif key in _NUMBERS:
+            numbers = [float(value[0]) for value in column_values if value is not None]
+            number = _NUMBERS[key](numbers) if numbers else None
+            cells.append(_format_number(key, number))
             sort_values.append(_number(number))
-        elif column.key == "command":
+        elif key == "command":
             count = len(rows)
             # The POD column says it is a pod; the namespace comes early, before any cut.
             where = holder.name if holder.kind == "pod" else holder.describe()
@@ -531,9 +537,11 @@ def build_group(holder: Holder, members: Sequence[ProcessRow], expanded: bool) -
             cells.append(text)
             sort_values.append(_text(text))
         else:
-            text = _shared((row.cells[index] for row in rows), _MANY.get(column.key, "kinds"))
-            if column.key == "type" and text.endswith(" kinds"):
-                text = "mixed"
+            distinct = set(texts[index])
+            if len(distinct) == 1:
+                text = distinct.pop()
+            else:
+                text = "mixed" if key == "type" else f"{len(distinct)} {_MANY[key]}"
             cells.append(text)
             sort_values.append(_text(None if text == NA else text))
     foreign = all(row.foreign for row in rows)
@@ -548,16 +556,54 @@ def _format_number(key: str, value: float | None) -> str:
     return fmt_bytes(None if value is None else int(value))
 
 
+def _regroup(found: GroupRow, members: Sequence[ProcessRow]) -> GroupRow | None:
+    """``found`` over ``members`` (by key), when they are its processes unchanged but for
+    their running times; None when something else changed."""
+    old = found.members
+    if len(old) != len(members):
+        return None
+    for before, now in zip(old, members, strict=True):
+        if before.gpu_index != now.gpu_index or (
+            before.process is not now.process and before.process != now.process
+        ):
+            return None
+    times = [row.sort_values[_TIME] for row in members]
+    known = [value[0] for value in times if value is not None]
+    running = float(max(known)) if known else None
+    value = _number(running)
+    if value == found.sort_values[_TIME]:
+        cells, sort_values = found.cells, found.sort_values
+    else:
+        text = format_elapsed(running)
+        cells = (*found.cells[:_TIME], text, *found.cells[_TIME + 1 :])
+        sort_values = (*found.sort_values[:_TIME], value, *found.sort_values[_TIME + 1 :])
+    return GroupRow(found.holder, tuple(members), found.expanded, cells, sort_values, found.foreign)
+
+
 def group_rows(
-    rows: Iterable[ProcessRow], column: int, reverse: bool, expanded: Collection[str]
+    rows: Iterable[ProcessRow],
+    column: int,
+    reverse: bool,
+    expanded: Collection[str],
+    cache: GroupCache | None = None,
 ) -> list[TableRow]:
     """One line per pod (job, container), sorted among the processes that have none, each
-    expanded group (by key text, in ``expanded``) followed by its processes, sorted too."""
+    expanded group (by key text, in ``expanded``) followed by its processes, sorted too.
+
+    With ``cache`` (the caller's, kept from tick to tick), a group whose processes are the
+    last tick's is not summed again, only its running time (which moves every second).
+    """
     loose: list[ProcessRow] = []
     members: dict[str, list[ProcessRow]] = {}
     holders: dict[str, Holder] = {}
+    # By owner object: the processes of a pod mostly share one, and its hash is seven fields'.
+    seen: dict[int, Holder | None] = {}
     for row in rows:
-        holder = row.holder
+        owner = row.process.owner
+        if id(owner) in seen:
+            holder = seen[id(owner)]
+        else:
+            holder = seen[id(owner)] = row.holder
         if holder is None:
             loose.append(row)
             continue
@@ -567,7 +613,20 @@ def group_rows(
             members[key] = []
         members[key].append(row)
     top: list[TableRow] = list(loose)
-    top.extend(build_group(holders[key], found, key in expanded) for key, found in members.items())
+    fresh: GroupCache = {}
+    for key, found in members.items():
+        ordered = sorted(found, key=_by_key)
+        before = None if cache is None else cache.get(key)
+        group = None
+        if before is not None and before.expanded == (key in expanded):
+            group = _regroup(before, ordered)
+        if group is None:
+            group = build_group(holders[key], ordered, key in expanded)
+        fresh[key] = group
+        top.append(group)
+    if cache is not None:
+        cache.clear()
+        cache.update(fresh)
     shown: list[TableRow] = []
     for item in sort_rows(top, column, reverse):
         shown.append(item)

@@ -31,6 +31,7 @@ from gputop.ui.render.process_rows import (
     COLUMN_INDEX,
     COLUMNS,
     OWNER_COLUMNS,
+    GroupCache,
     GroupRow,
     Kill,
     ProcessRow,
@@ -187,6 +188,7 @@ class ProcessTable(Widget):
         self._clock = clock
         self._rows: list[ProcessRow] = []
         self._row_cache: RowCache = {}
+        self._group_cache: GroupCache = {}
         self._shown: dict[str, tuple[tuple[str, ...], bool]] = {}
         """Per row key, its latest (cells, foreign): what column widths are counted from."""
         self._drawn: dict[str, tuple[tuple[str, ...], bool]] = {}
@@ -425,7 +427,9 @@ class ProcessTable(Widget):
         """
         visible = visible_rows(self._rows, self.filter_text, self.type_filter)
         if self.grouped:
-            lines = group_rows(visible, self.sort_column, self.sort_reverse, self.expanded)
+            lines = group_rows(
+                visible, self.sort_column, self.sort_reverse, self.expanded, self._group_cache
+            )
         else:
             lines = list(sort_rows(visible, self.sort_column, self.sort_reverse))
         ordered = self._fitted(lines)
