@@ -267,3 +267,19 @@ async def test_help_lists_the_grouping_key() -> None:
     rows = dict(dict(help_sections([]))["Processes"])
     assert rows["p"] == "Group by pod"
     assert "expand" in rows["Enter"]
+
+
+async def test_pod_lines_draw_at_every_width() -> None:
+    """Grouped, one pod expanded, down to one column: every width draws (a cut of a pod's
+    line, its ▾ marker or the GPU list never indexes past its end)."""
+    app = TableApp(k8s_node())
+    async with app.run_test(size=(160, 12)) as pilot:
+        widget = table(app)
+        widget.expanded.add(BERT_POD)
+        await pilot.press("p")
+        for width in range(160, 0, -3):
+            await pilot.resize_terminal(width, 12)
+            await pilot.pause()
+            assert shown(app) == [LLAMA_POD, BERT_POD, "1:52010", "1:52044", "0:1893"]
+            lines = [strip.text for strip in app.screen._compositor.render_strips()]
+            assert len(lines) == 12 and all(len(line) == width for line in lines)
