@@ -35,6 +35,7 @@ from gputop.pipeline.feed import LiveFeed
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.base import Source
 from gputop.sources.gpu_select import GpuSelection, describe_visible_devices
+from gputop.sources.host.owners import open_owner_lookup
 from gputop.sources.host.procinfo import ProcessEnricher, find_host_proc_root, foreign_hint
 
 
@@ -46,7 +47,10 @@ def open_live_source() -> Source:
     """
     from gputop.sources.nvml.source import open_nvml_source
 
-    enricher = ProcessEnricher(host_proc_root=find_host_proc_root())
+    host_proc = find_host_proc_root()
+    enricher = ProcessEnricher(
+        host_proc_root=host_proc, owners=open_owner_lookup(os.environ, host_proc)
+    )
     return open_nvml_source(enrich=enricher)
 
 
