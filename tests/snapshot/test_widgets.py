@@ -282,3 +282,8 @@ def test_mig_tree_with_pods(snap_compare: SnapCompare) -> None:
     """An H100 split for pods: one pod per instance, two pods time-sharing one, and a pod the
     kubelet names on an instance whose processes are hidden."""
     assert snap_compare(WidgetApp(MigTree(), pods.mig_node()), terminal_size=(110, 16))
+
+
+def test_process_table_inside_a_pod(snap_compare: SnapCompare) -> None:
+    """gputop in a pod without hostPID: the line about its pod and the other containers."""
+    assert snap_compare(table_app(pods.inside_pod()), terminal_size=(100, 10))

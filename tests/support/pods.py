@@ -7,7 +7,16 @@ StatefulSet's ``<name>-<ordinal>``), 64-hex container ids, UIDs with ``-``.
 
 from __future__ import annotations
 
-from gputop.model import GpuSample, Memory, MigDeviceSample, Owner, ProcessSample, Reason, Snapshot
+from gputop.model import (
+    ContainerView,
+    GpuSample,
+    Memory,
+    MigDeviceSample,
+    Owner,
+    ProcessSample,
+    Reason,
+    Snapshot,
+)
 
 NOW = 1_700_000_000.0
 MIB = 1024**2
@@ -157,3 +166,30 @@ def mig_node() -> Snapshot:
         unavailable=under_mig,
     )
     return Snapshot(timestamp=None, gpus=(gpu,))
+
+
+GIVEN_GPU = "GPU-8f2a6c3e-1b7d-4e0a-9c55-2d0c4e9b7a11"
+
+
+def inside_pod() -> Snapshot:
+    """gputop in a pod without hostPID: its own process, and three of other containers on the
+    GPU the device plugin gave it (their PIDs name nothing here)."""
+    procs = (
+        ProcessSample(88121, "C", "python", 22 * GIB, foreign=True),
+        ProcessSample(88340, "C", None, 10 * GIB, foreign=True),
+        ProcessSample(90411, "C", "python3", 512 * MIB, foreign=True),
+        ProcessSample(3120, "C", "python", 4 * GIB, sm_utilization=63.0, user="me",
+                      command="python finetune.py", cpu_percent=97.0, host_memory=3 * GIB,
+                      start_time=NOW - 1500, local_pid=57),
+    )  # fmt: skip
+    view = ContainerView(
+        variable="NVIDIA_VISIBLE_DEVICES",
+        requested=GIVEN_GPU,
+        given=(GIVEN_GPU,),
+        pod="finetune-7c9f5d4b8-qk2lm",
+        namespace="research",
+        container="trainer",
+        kubernetes=True,
+    )
+    gpu = GpuSample(index=0, name="NVIDIA A100-SXM4-80GB", uuid=GIVEN_GPU, processes=procs)
+    return Snapshot(timestamp=None, gpus=(gpu,), container=view)

@@ -16,7 +16,7 @@ from gputop.ui.render.process_rows import COLUMN_INDEX, GroupRow
 from gputop.ui.screens.help import help_sections
 from gputop.ui.widgets.process_details import ProcessDetails
 from gputop.ui.widgets.process_table import ProcessTable
-from support.pods import GIB, NOW, k8s_node, slurm_node
+from support.pods import GIB, NOW, inside_pod, k8s_node, slurm_node
 
 LLAMA_POD = "pod:ml/llama-70b-inference-6f7d9c8b5-x2kq9"
 BERT_POD = "pod:research/bert-finetune-0"
@@ -283,3 +283,22 @@ async def test_pod_lines_draw_at_every_width() -> None:
             assert shown(app) == [LLAMA_POD, BERT_POD, "1:52010", "1:52044", "0:1893"]
             lines = [strip.text for strip in app.screen._compositor.render_strips()]
             assert len(lines) == 12 and all(len(line) == width for line in lines)
+
+
+async def test_inside_a_pod_a_line_says_which_and_what_the_others_hold() -> None:
+    app = TableApp(k8s_node())
+    async with app.run_test(size=(140, 20)) as pilot:
+        line = app.query_one("#process-container")
+        assert not line.display
+        table(app).show(inside_pod())
+        await pilot.pause()
+        assert line.display
+        text = str(line.render())
+        assert text.startswith("Given GPU 0 · other containers: 3 processes, 32.5GiB · pod ")
+        assert text.endswith("research/finetune-7c9f5d4b8-qk2lm, container trainer")
+        # The table moves down a line for it, and back when it goes.
+        assert app.query_one(DataTable).region.y == 2
+        table(app).show(k8s_node())
+        await pilot.pause()
+        assert not line.display
+        assert app.query_one(DataTable).region.y == 1

@@ -8,11 +8,19 @@ import dataclasses
 
 import pytest
 
-from gputop.model import GpuSample, MigDeviceSample, Owner, ProcessSample, Snapshot
+from gputop.model import (
+    ContainerView,
+    GpuSample,
+    MigDeviceSample,
+    Owner,
+    ProcessSample,
+    Snapshot,
+)
 from gputop.ui.render.owners import (
     POD_WIDTH,
     Holder,
     container_cell,
+    container_line,
     cut_middle,
     device_holders,
     gpu_holder,
@@ -46,6 +54,7 @@ from support.pods import (
     LLAMA,
     NOW,
     SLURM,
+    inside_pod,
     k8s_node,
     mig_node,
     slurm_node,
@@ -343,3 +352,45 @@ class TestMigTree:
 
 def test_columns_have_unique_keys() -> None:
     assert len({c.key for c in COLUMNS}) == len(COLUMNS)
+
+
+class TestInsideAContainer:
+    def test_the_pod_the_gpus_given_and_the_other_containers_memory(self) -> None:
+        assert container_line(inside_pod()) == (
+            "Given GPU 0 · other containers: 3 processes, 32.5GiB"
+            " · pod research/finetune-7c9f5d4b8-qk2lm, container trainer"
+        )
+
+    def test_outside_a_container_nothing_is_said(self) -> None:
+        assert container_line(k8s_node()) is None
+        assert container_line(None) is None
+
+    def test_mig_devices_all_none_and_names_not_seen_here(self) -> None:
+        node = mig_node()
+        mig = node.gpus[0].mig_devices[1].uuid
+        assert mig is not None
+        view = ContainerView(
+            variable="NVIDIA_VISIBLE_DEVICES",
+            requested=f"{mig},MIG-gone",
+            given=(mig,),
+            unmatched=("MIG-gone",),
+        )
+        line = container_line(dataclasses.replace(node, container=view))
+        assert line == "Given MIG 0:5/0 (not seen here: MIG-gone) · in a container"
+        every = ContainerView(variable="NVIDIA_VISIBLE_DEVICES", requested="all", all_gpus=True)
+        line = container_line(dataclasses.replace(node, container=every))
+        assert line == "Given all GPUs (NVIDIA_VISIBLE_DEVICES=all) · in a container"
+        none = ContainerView(variable="NV_GPU", requested="", no_gpus=True)
+        line = container_line(dataclasses.replace(node, container=none))
+        assert line == "Given no GPU (NV_GPU=(empty)) · in a container"
+        wrong = ContainerView(variable="CUDA_VISIBLE_DEVICES", requested="7")
+        line = container_line(dataclasses.replace(node, container=wrong))
+        assert line == "CUDA_VISIBLE_DEVICES=7 names no GPU here · in a container"
+
+    def test_other_containers_memory_unknown_is_na(self) -> None:
+        snap = dataclasses.replace(
+            inside_pod(),
+            gpus=(GpuSample(index=0, processes=(ProcessSample(9, foreign=True),)),),
+            container=ContainerView(pod="p"),
+        )
+        assert container_line(snap) == "Other containers: 1 process, n/a · pod p"

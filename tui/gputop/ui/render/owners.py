@@ -1,9 +1,10 @@
 """Who holds a process or a GPU, as the views name it.
 
 The process table's POD, CONTAINER and JOB cells, the group a process is filed under when the
-table groups by pod, and the one pod (or Slurm job, or container) that holds a whole GPU or a
-MIG device. Plain values, no Textual: the process table, the GPU panel and the MIG tree all
-read them from here, so they name a pod the same way.
+table groups by pod, the one pod (or Slurm job, or container) that holds a whole GPU or a
+MIG device, and, when gputop runs inside a container, what it can say of that container.
+Plain values, no Textual: the process table, the GPU panel and the MIG tree all read them
+from here, so they name a pod the same way.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gputop.model import GpuSample, MigDeviceSample, Owner
-from gputop.model.units import NA
+from gputop.model import ContainerView, GpuSample, MigDeviceSample, Owner, Snapshot
+from gputop.model.units import NA, fmt_bytes
 
 ELLIPSIS = "…"
 
@@ -180,3 +181,63 @@ def holders_text(holders: Sequence[Holder]) -> str:
     if all(holder.kind == "pod" for holder in holders):
         return "pods " + ", ".join(holder.name for holder in holders)
     return ", ".join(holder.describe() for holder in holders)
+
+
+def _device_labels(snapshot: Snapshot) -> dict[str, str]:
+    """``GPU 0`` or ``MIG 0:1/0`` (GPU:GPU instance/compute instance) by UUID."""
+    labels: dict[str, str] = {}
+    for gpu in snapshot.gpus:
+        if gpu.uuid:
+            labels[gpu.uuid] = f"GPU {gpu.index}"
+        for device in gpu.mig_devices:
+            if device.uuid:
+                gi = NA if device.gpu_instance_id is None else device.gpu_instance_id
+                ci = NA if device.compute_instance_id is None else device.compute_instance_id
+                labels[device.uuid] = f"MIG {gpu.index}:{gi}/{ci}"
+    return labels
+
+
+def _given(view: ContainerView, snapshot: Snapshot) -> str | None:
+    """Which GPUs the container was given, named as the panels name them."""
+    if view.variable is None:
+        return None
+    if view.all_gpus:
+        return f"given all GPUs ({view.variable}=all)"
+    if view.no_gpus:
+        return f"given no GPU ({view.variable}={view.requested or '(empty)'})"
+    labels = _device_labels(snapshot)
+    given = ", ".join(labels.get(uuid, uuid) for uuid in view.given)
+    text = f"given {given}" if given else f"{view.variable}={view.requested} names no GPU here"
+    if view.unmatched and view.given:
+        text += f" (not seen here: {', '.join(view.unmatched)})"
+    return text
+
+
+def container_line(snapshot: Snapshot | None) -> str | None:
+    """What gputop inside a container says of it: the GPUs it was given, the processes of
+    other containers on them with their GPU memory, and its pod; None outside one.
+
+    In that order: the pod is the one thing its user knows already, so a cut takes it first.
+    """
+    view = None if snapshot is None else snapshot.container
+    if snapshot is None or view is None:
+        return None
+    parts: list[str] = []
+    given = _given(view, snapshot)
+    if given is not None:
+        parts.append(given)
+    others = [p for gpu in snapshot.gpus for p in gpu.processes if p.foreign]
+    if others:
+        known = [p.memory_used for p in others if p.memory_used is not None]
+        memory = fmt_bytes(sum(known)) if known else NA
+        count = len(others)
+        parts.append(f"other containers: {count} process{'' if count == 1 else 'es'}, {memory}")
+    if view.pod is not None:
+        where = f"pod {view.namespace}/{view.pod}" if view.namespace else f"pod {view.pod}"
+    else:
+        where = "in a container"
+    if view.container is not None:
+        where += f", container {view.container}"
+    parts.append(where)
+    line = " · ".join(parts)
+    return line[0].upper() + line[1:]

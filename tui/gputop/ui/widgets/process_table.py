@@ -27,6 +27,7 @@ from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from gputop.model import Snapshot
 from gputop.model.units import NA
+from gputop.ui.render.owners import container_line
 from gputop.ui.render.process_rows import (
     COLUMN_INDEX,
     COLUMNS,
@@ -210,6 +211,8 @@ class ProcessTable(Widget):
         self._widths: dict[int, Counter[int]] = {}
         self._refit: set[int] = set()
         self._status = ""
+        self._container: str | None = None
+        """What is said of the container gputop runs in (None: not in one)."""
         self._owners: frozenset[str] = frozenset()
         """The owner columns some process of the latest snapshot has a value in."""
         self._columns: tuple[int, ...] = self._wanted_columns(None)
@@ -231,7 +234,9 @@ class ProcessTable(Widget):
         """Key texts of the groups whose processes are shown."""
 
     def compose(self) -> ComposeResult:
-        """A status line and the table; the filter input is added when first wanted."""
+        """A status line and the table; the filter input is added when first wanted. Inside
+        a container, a line about it comes first."""
+        yield Static(id="process-container")
         yield Static(id="process-status")
         yield ProcessGrid(id="process-data", cursor_type="row", zebra_stripes=True, cell_padding=0)
 
@@ -243,6 +248,7 @@ class ProcessTable(Widget):
     def on_mount(self) -> None:
         """Add the columns, then whatever was shown before mounting."""
         self._rebuild()
+        self._show_container()
         self.app.theme_changed_signal.subscribe(self, self._restyle)
         self.watch(self._table, "scroll_y", self._catch_up, init=False)
 
@@ -370,6 +376,11 @@ class ProcessTable(Widget):
     def show(self, snapshot: Snapshot) -> None:
         """Display the processes of ``snapshot``."""
         self._rows = build_rows(snapshot, self._clock(), self._row_cache)
+        container = container_line(snapshot)
+        if container != self._container:
+            self._container = container
+            if self.is_mounted:
+                self._show_container()
         owners = owner_columns(self._rows)
         if owners != self._owners:
             # Rare (the first pod arrives, the last leaves): the columns are built again.
@@ -379,6 +390,11 @@ class ProcessTable(Widget):
                 return
         if self.is_mounted:
             self._apply()
+
+    def _show_container(self) -> None:
+        line = self._container
+        self.set_class(line is not None, "-in-container")
+        self.query_one("#process-container", Static).update(Text(line or ""))
 
     # Sorting, filtering and the diff.
 
