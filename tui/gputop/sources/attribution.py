@@ -13,7 +13,12 @@ from collections.abc import Callable
 
 from gputop.model import ContainerView, GpuSample, MigDeviceSample, Snapshot
 from gputop.sources.base import Source
-from gputop.sources.k8s.podresources import NO_ASSIGNMENTS, Assignments, PodResourcesWatcher
+from gputop.sources.k8s.podresources import (
+    NO_ASSIGNMENTS,
+    TIMEOUT,
+    Assignments,
+    PodResourcesWatcher,
+)
 
 ContainerReader = Callable[[Snapshot], "ContainerView | None"]
 """What this container was given, worked out once from the first snapshot's GPUs."""
@@ -39,6 +44,7 @@ class AttributedSource:
         self._watcher = watcher
         self._reader = container
         self._view: ContainerView | None = None
+        self._first = True
         self._last: dict[int, tuple[GpuSample, Assignments, GpuSample]] = {}
         """GPU index -> (last input, the assignments applied, last output)."""
 
@@ -50,6 +56,11 @@ class AttributedSource:
     def poll(self) -> Snapshot:
         """The inner source's snapshot, attributed."""
         snapshot = self._inner.poll()
+        if self._first and self._watcher is not None:
+            # The first snapshot (--once, --json) waits for the kubelet's first answer, at
+            # most one call's timeout; later ones take whatever answer is there.
+            self._watcher.wait_first(TIMEOUT)
+        self._first = False
         if self._reader is not None and snapshot.gpus:
             self._view = self._reader(snapshot)
             self._reader = None  # a container's environment does not change
