@@ -33,24 +33,38 @@ REAL: dict[str, RealPath] = {
         "e01a26336924e2fb8089bcf4cf943954fd9ea616cc5678f38f65928307979459",
         "2d5133c0-65f3-40b2-b375-c04866d418e1",
     ),
-    # A kind node (kubelet.slice nesting), from a kubelet log line in a public issue:
-    # pod kube-system/cilium-bsznc, container cilium-agent.
-    "containerd-kind": RealPath(
-        "0::/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/kubelet-"
-        "kubepods-burstable-poda45947e4_314c_4694_8f05_5e1425a02de4.slice/cri-containerd-"
-        "abb37780fc913b3720641a4039186adb06f5d1de0229de0e8707f12e2fde5a21.scope\n",
-        "containerd",
-        "abb37780fc913b3720641a4039186adb06f5d1de0229de0e8707f12e2fde5a21",
-        "a45947e4-314c-4694-8f05-5e1425a02de4",
+    # A calico-node container on CRI-O, cgroup v1 (its cpu,cpuacct hierarchy), from a
+    # kubelet log quoted in opencontainers/runc issue #4620.
+    "crio-v1-calico": RealPath(
+        "4:cpu,cpuacct:/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podcafb7d2e_"
+        "c99d_4f7a_88fc_dd55531fd545.slice/crio-5421387b6d8ed001ef38d5461a4675e4822561082d3115"
+        "c254c11addad43c1a6.scope\n",
+        "cri-o",
+        "5421387b6d8ed001ef38d5461a4675e4822561082d3115c254c11addad43c1a6",
+        "cafb7d2e-c99d-4f7a-88fc-dd55531fd545",
     ),
-    # CRI-O on OpenShift 4.6 (cgroup v1, systemd driver): every controller's line.
+    # NeuVector's cgroup tests: containerd 1.4.4, cgroup v1, systemd driver, where runc's
+    # "slice:prefix:id" was left in the path (some controllers under containerd.service).
+    "containerd-v1-colons": RealPath(
+        "11:pids:/system.slice/containerd.service/kubepods-besteffort-pod2105e389_7471_476e_"
+        "a50f_6074cef29bbd.slice:cri-containerd:d3d8ccf5cca91931c6285c1d7472c413dd5a7700fddc0a"
+        "a9f89a9ac7008b003e\n"
+        "10:freezer:/kubepods-besteffort-pod2105e389_7471_476e_a50f_6074cef29bbd.slice:cri-"
+        "containerd:d3d8ccf5cca91931c6285c1d7472c413dd5a7700fddc0aa9f89a9ac7008b003e\n",
+        "containerd",
+        "d3d8ccf5cca91931c6285c1d7472c413dd5a7700fddc0aa9f89a9ac7008b003e",
+        "2105e389-7471-476e-a50f-6074cef29bbd",
+    ),
+    # NeuVector's cgroup tests: CRI-O 1.19 on OpenShift 4.6 (cgroup v1, systemd driver),
+    # some of its controllers' lines and its rdma line (at the root).
     "crio-v1": RealPath(
         "".join(
             f"{n}:{controller}:/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-"
             "pod8ca306fa_3c03_47fa_97dd_19979c345572.slice/crio-d6d725b909f37c3e232aadfbafa950a"
             "58bfe7baa579ba8c47a12be88bb921607.scope\n"
-            for n, controller in ((12, "devices"), (11, "pids"), (10, "freezer"), (4, "memory"))
+            for n, controller in ((12, "devices"), (11, "pids"), (10, "freezer"), (3, "memory"))
         )
+        + "6:rdma:/\n"
         + "1:name=systemd:/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-"
         "pod8ca306fa_3c03_47fa_97dd_19979c345572.slice/crio-d6d725b909f37c3e232aadfbafa950a58"
         "bfe7baa579ba8c47a12be88bb921607.scope\n",
@@ -58,15 +72,16 @@ REAL: dict[str, RealPath] = {
         "d6d725b909f37c3e232aadfbafa950a58bfe7baa579ba8c47a12be88bb921607",
         "8ca306fa-3c03-47fa-97dd-19979c345572",
     ),
-    # CRI-O static pod (its UID is a 32-digit config hash): cAdvisor's id label of the
-    # kube-apiserver container on OpenShift.
+    # NeuVector's cgroup tests: CRI-O 1.17 on an OpenShift 4.4 master, a static pod (its UID
+    # is the manifest's 32-digit hash), two of its controllers' lines.
     "crio-static-pod": RealPath(
-        "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pode4e6004e827fdf4594"
-        "1cf777618f60ce.slice/crio-192f5a90b165665d969bb0137b8573f2214c8f75b728ecc58dbbc7fccd"
-        "64af28.scope\n",
+        "12:hugetlb:/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod487a0dc6dcc"
+        "aeefbcfedba7a7ce1ca18.slice/crio-7a1fd6fe8cdfbd44dc78c4cc85dad7031eaab4365801684cad0a"
+        "abdeaf863f9e.scope\n"
+        "7:rdma:/\n",
         "cri-o",
-        "192f5a90b165665d969bb0137b8573f2214c8f75b728ecc58dbbc7fccd64af28",
-        "e4e6004e827fdf45941cf777618f60ce",
+        "7a1fd6fe8cdfbd44dc78c4cc85dad7031eaab4365801684cad0aabdeaf863f9e",
+        "487a0dc6dccaeefbcfedba7a7ce1ca18",
     ),
     # Qard/container-info's fixture: cgroupfs driver, cgroup v1, a best-effort pod.
     "cgroupfs-v1": RealPath(
@@ -79,7 +94,7 @@ REAL: dict[str, RealPath] = {
         "34dc0b5e626f2c5c4c5170e34b10e7654ce36f0fcd532739f4445baabea03376",
         "74c13223-5a00-11e9-b385-42010a80018d",
     ),
-    # Datadog's container-info tests: Docker, cgroupfs, v1.
+    # Datadog's container-info tests (in opentelemetry-java-instrumentation): Docker, v1.
     "docker-v1": RealPath(
         "13:name=systemd:/docker/3726184226f5d3147c25fdeab5b60097e378e8a720503a5e19ecfdf29f869860\n"
         "12:pids:/docker/3726184226f5d3147c25fdeab5b60097e378e8a720503a5e19ecfdf29f869860\n",
@@ -103,7 +118,7 @@ REAL: dict[str, RealPath] = {
         "ee059a097566fdc5ac9141bfcdfbed0c972163da891de076e0849d7b53597aac",
         None,
     ),
-    # NordicHPC/sonar's tests: Slurm on cgroup v2 (a Fox compute node) and on v1.
+    # NordicHPC/sonar's tests: Slurm on cgroup v2 (a compute node of the Fox cluster) and v1.
     "slurm-v2": RealPath(
         "0::/system.slice/slurmstepd.scope/job_1392969/step_0/user/task_0\n",
         "slurm",

@@ -54,3 +54,18 @@ def test_the_line_that_says_most_wins() -> None:
 )
 def test_nothing_known_is_nothing(text: str) -> None:
     assert parse_cgroup(text).weight == 0
+
+
+def test_a_kind_node_nests_the_pods_under_kubelet_slice() -> None:
+    # kind runs the kubelet with --cgroup-root=/kubelet: every name gets a "kubelet-" prefix.
+    uid = "a45947e4_314c_4694_8f05_5e1425a02de4"
+    cid = "ab" * 32
+    facts = parse_path(
+        "/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/"
+        f"kubelet-kubepods-burstable-pod{uid}.slice/cri-containerd-{cid}.scope"
+    )
+    assert (facts.runtime, facts.container_id, facts.pod_uid) == (
+        "containerd",
+        cid,
+        uid.replace("_", "-"),
+    )

@@ -33,7 +33,7 @@ def test_containerd_systemd_v2_pod_from_the_log_directory(tmp_path: Path) -> Non
 
 def test_containerd_names_from_its_task_config(tmp_path: Path) -> None:
     node = FakeNode(tmp_path)
-    real = REAL["containerd-kind"]
+    real = REAL["containerd-v1-colons"]
     assert real.pod_uid is not None and real.container_id is not None
     node.process(77, real.text)
     # Two containers logged: only the runtime's annotations tell which one this is.
@@ -50,7 +50,8 @@ def test_containerd_names_from_its_task_config(tmp_path: Path) -> None:
     )
     owner = lookup(node).owner(77)
     assert owner is not None
-    assert (owner.namespace, owner.pod, owner.container) == (
+    assert (owner.runtime, owner.namespace, owner.pod, owner.container) == (
+        "containerd",
         "kube-system",
         "cilium-bsznc",
         "cilium-agent",

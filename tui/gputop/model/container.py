@@ -52,7 +52,9 @@ class ContainerView:
         else:
             parts.append("in a container")
         if self.container is not None:
-            parts.append(f"container {self.container}")
+            parts.append(
+                f"({self.container})" if self.pod is None else f"container {self.container}"
+            )
         if self.node is not None:
             parts.append(f"on node {self.node}")
         text = " ".join(parts)

@@ -10,6 +10,8 @@ read here (real examples of each are in ``tests/unit/test_cgroup_paths.py``):
 * Kubernetes, cgroupfs driver: ``/kubepods/besteffort/pod<uid>/<id>`` (``/kubepods/pod<uid>/
   <id>`` for guaranteed pods);
 * Docker: ``/docker/<id>`` (cgroupfs) or ``/system.slice/docker-<id>.scope`` (systemd);
+* containerd 1.4 on cgroup v1 with the systemd driver: runc's unconverted
+  ``…/kubepods-besteffort-pod<uid>.slice:cri-containerd:<id>``;
 * podman: ``…/libpod-<id>.scope`` (and a ``/container`` sub-group under it on cgroup v2);
 * Slurm: ``/slurm/uid_<n>/job_<n>/step_…`` (v1) or ``/system.slice/slurmstepd.scope/job_<n>/…``
   (v2; ``<node>_slurmstepd.scope`` when several slurmd run on one host).
@@ -68,7 +70,15 @@ def pod_uid(text: str) -> str:
 def parse_path(path: str) -> CgroupFacts:
     """The facts of one cgroup path (``/kubepods/besteffort/pod…/…``)."""
     runtime = container_id = uid = job = None
-    parts = [part for part in path.split("/") if part and part != ".."]
+    # containerd 1.4 with the systemd driver on cgroup v1 could leave runc's
+    # "slice:prefix:id" spelling in the path as it is: split at ":" too.
+    parts = [
+        piece
+        for part in path.split("/")
+        if part and part != ".."
+        for piece in part.split(":")
+        if piece
+    ]
     slurm = False
     for n, part in enumerate(parts):
         scope = _SCOPE.fullmatch(part)
@@ -78,8 +88,9 @@ def parse_path(path: str) -> CgroupFacts:
             continue
         if _HEX64.fullmatch(part):
             container_id = part
-            if runtime is None and n > 0 and parts[n - 1] == "docker":
-                runtime = "docker"
+            before = parts[n - 1] if n > 0 else ""
+            if runtime is None and before in _RUNTIMES:
+                runtime = _RUNTIMES[before]
             continue
         if "kubepods" in part or (part.startswith("pod") and uid is None):
             found = _POD.search(part)

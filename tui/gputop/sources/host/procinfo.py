@@ -30,7 +30,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol, TypeVar
@@ -48,6 +48,16 @@ FOREIGN_HINT = (
 
 HOST_PROC_CANDIDATES = (Path("/host/proc"),)
 """Where monitoring containers conventionally mount the host's procfs."""
+
+HOST_PROC_VARIABLE = "GPUTOP_HOST_PROC"
+"""Where the host's procfs is mounted, when not at one of ``HOST_PROC_CANDIDATES``."""
+
+
+def host_proc_candidates(environ: Mapping[str, str]) -> tuple[Path, ...]:
+    """``$GPUTOP_HOST_PROC`` first when set, then the conventional places."""
+    given = environ.get(HOST_PROC_VARIABLE)
+    return (Path(given), *HOST_PROC_CANDIDATES) if given else HOST_PROC_CANDIDATES
+
 
 CPU_MIN_GAP = 0.1
 """Seconds; a cpu_percent over a shorter span is noise (and resets psutil's baseline)."""
