@@ -225,7 +225,7 @@ class ProcessTable(Widget):
         self._room = 0
         """Cells COMMAND was last fitted to."""
         self.filter_text = ""
-        """Words every shown row must contain (user, command, PID, GPU)."""
+        """Words every shown row must contain (user, command, PID, GPU, pod, container, job)."""
         self.type_filter = TypeFilter.ALL
         """Which process types are shown."""
         self.grouped = False
@@ -728,7 +728,7 @@ class ProcessTable(Widget):
         field = self._filter_field()
         if field is None:
             field = Input(
-                placeholder="user, command, PID or GPU  (Enter keeps, Esc clears)",
+                placeholder="user, command, PID, GPU or pod  (Enter keeps, Esc clears)",
                 id="process-filter",
                 compact=True,
             )
