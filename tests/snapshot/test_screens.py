@@ -246,12 +246,12 @@ def test_a_kubernetes_node(snap_compare: SnapCompare) -> None:
     """Two GPUs of a node running pods: GPU 0 is the vLLM pod's (the kubelet says so), so its
     panel names it; GPU 1 is shared by two pods. POD and CONTAINER columns; ``p`` offered."""
     base = capture("rtx-a5000x2-v13.xml")
-    node = pods.k8s_node()
+    # The live table's clock is the wall clock: no start times, no moving TIME.
+    node = pods.timeless(pods.k8s_node())
     gpus = tuple(
         dataclasses.replace(
             gpu,
-            # The live table's clock is the wall clock: no start times, no moving TIME.
-            processes=tuple(dataclasses.replace(p, start_time=None) for p in pods_gpu.processes),
+            processes=pods_gpu.processes,
             holders=(pods.LLAMA,) if gpu.index == 0 else (),
         )
         for gpu, pods_gpu in zip(base.gpus, node.gpus, strict=True)

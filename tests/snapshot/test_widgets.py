@@ -274,7 +274,9 @@ def test_mig_tree_h100_7x1g(snap_compare: SnapCompare) -> None:
 def test_process_table_grouped_by_pod(snap_compare: SnapCompare) -> None:
     """A Kubernetes node, one line per pod (``p``), the training pod expanded (Enter)."""
     assert snap_compare(
-        table_app(pods.k8s_node()), press=["p", "down", "enter"], terminal_size=(120, 12)
+        table_app(pods.timeless(pods.k8s_node())),
+        press=["p", "down", "enter"],
+        terminal_size=(120, 12),
     )
 
 
@@ -286,4 +288,4 @@ def test_mig_tree_with_pods(snap_compare: SnapCompare) -> None:
 
 def test_process_table_inside_a_pod(snap_compare: SnapCompare) -> None:
     """gputop in a pod without hostPID: the line about its pod and the other containers."""
-    assert snap_compare(table_app(pods.inside_pod()), terminal_size=(100, 10))
+    assert snap_compare(table_app(pods.timeless(pods.inside_pod())), terminal_size=(100, 10))

@@ -7,6 +7,8 @@ StatefulSet's ``<name>-<ordinal>``), 64-hex container ids, UIDs with ``-``.
 
 from __future__ import annotations
 
+import dataclasses
+
 from gputop.model import (
     ContainerView,
     GpuSample,
@@ -75,6 +77,21 @@ def _process(
         host_memory=memory // 8,
         start_time=NOW - running,
         owner=owner,
+    )
+
+
+def timeless(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` with no start times: TIME reads n/a, so a picture does not depend on how
+    running times are written."""
+    return dataclasses.replace(
+        snapshot,
+        gpus=tuple(
+            dataclasses.replace(
+                gpu,
+                processes=tuple(dataclasses.replace(p, start_time=None) for p in gpu.processes),
+            )
+            for gpu in snapshot.gpus
+        ),
     )
 
 

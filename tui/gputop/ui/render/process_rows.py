@@ -429,10 +429,10 @@ _NUMBERS: dict[str, Callable[[Iterable[float]], float]] = {
     "sm": _most,
     "cpu": _total,
     "host_memory": _total,
-    "time": _most,
 }
-"""How a group's column is made of its processes' values: memory and CPU add up, SM %
-and running time are the busiest (longest) process's."""
+"""How a group's column is made of its processes' values: memory and CPU add up, SM % is
+the busiest process's. TIME is the longest running process's own cell (:func:`_longest`),
+whatever TIME's format and sort value."""
 
 _MANY = {"user": "users", "pod": "pods", "container": "containers", "job": "jobs"}
 """What a group's text cell says when its processes differ: "2 users" ("mixed" types)."""
@@ -524,6 +524,10 @@ def build_group(holder: Holder, members: Sequence[ProcessRow], expanded: bool) -
             else:
                 marker = EXPANDED if expanded else COLLAPSED
                 cells.append(f"{marker} {gpu_list(row.gpu_index for row in rows)}")
+        elif key == "time":
+            longest = _longest(rows)
+            cells.append(NA if longest is None else longest.cells[_TIME])
+            sort_values.append(None if longest is None else longest.sort_values[_TIME])
         elif key in _NUMBERS:
             numbers = [float(value[0]) for value in column_values if value is not None]
             number = _NUMBERS[key](numbers) if numbers else None
@@ -548,9 +552,18 @@ def build_group(holder: Holder, members: Sequence[ProcessRow], expanded: bool) -
     return GroupRow(holder, rows, expanded, tuple(cells), tuple(sort_values), foreign)
 
 
+def _longest(rows: Iterable[ProcessRow]) -> ProcessRow | None:
+    """The row TIME sorts first (descending: the longest running), None if none is known."""
+    longest: ProcessRow | None = None
+    best: SortValue | None = None
+    for row in rows:
+        value = row.sort_values[_TIME]
+        if value is not None and (best is None or value > best):
+            longest, best = row, value
+    return longest
+
+
 def _format_number(key: str, value: float | None) -> str:
-    if key == "time":
-        return format_elapsed(value)
     if key in ("sm", "cpu"):
         return fmt_percent(value)
     return fmt_bytes(None if value is None else int(value))
@@ -567,14 +580,12 @@ def _regroup(found: GroupRow, members: Sequence[ProcessRow]) -> GroupRow | None:
             before.process is not now.process and before.process != now.process
         ):
             return None
-    times = [row.sort_values[_TIME] for row in members]
-    known = [value[0] for value in times if value is not None]
-    running = float(max(known)) if known else None
-    value = _number(running)
-    if value == found.sort_values[_TIME]:
+    longest = _longest(members)
+    text = NA if longest is None else longest.cells[_TIME]
+    value = None if longest is None else longest.sort_values[_TIME]
+    if text == found.cells[_TIME] and value == found.sort_values[_TIME]:
         cells, sort_values = found.cells, found.sort_values
     else:
-        text = format_elapsed(running)
         cells = (*found.cells[:_TIME], text, *found.cells[_TIME + 1 :])
         sort_values = (*found.sort_values[:_TIME], value, *found.sort_values[_TIME + 1 :])
     return GroupRow(found.holder, tuple(members), found.expanded, cells, sort_values, found.foreign)
