@@ -3,8 +3,7 @@ that moves it breaks here and nowhere else (a test holds every other module to t
 
 Today that is a Linux terminal driver whose input thread sleeps until there is input,
 taking a toast off the screen to put its replacement up (``withdraw_notification``), and
-a DataTable that forgets what it drew when it measures its columns again (and that puts
-its rows in an order given by row key).
+a DataTable that forgets what it drew when it measures its columns again.
 
 Textual's ``LinuxDriver`` waits for keys with a 0.1 s timeout, so its input thread wakes ten
 times a second for the whole life of the app, keys or not: about a sixth of gputop's CPU on
@@ -25,12 +24,11 @@ import selectors
 import sys
 import time
 from codecs import getincrementaldecoder
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import IO, Any, TypeVar
 
 from textual import constants
 from textual._parser import ParseError
-from textual._two_way_dict import TwoWayDict
 from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
@@ -211,11 +209,3 @@ class RemeasuredDataTable(DataTable[CellType]):
             self._measured = widths
             self._update_count += 1
             self.refresh()
-
-    def order_rows(self, keys: Sequence[str]) -> None:
-        """Put the rows in the order of ``keys`` (each row's key, once): what ``sort`` does,
-        by row key instead of a key function of cell values, which a row's cells may not
-        make unique (the process table's pod lines have no PID)."""
-        self._row_locations = TwoWayDict({RowKey(key): place for place, key in enumerate(keys)})
-        self._update_count += 1
-        self.refresh()
