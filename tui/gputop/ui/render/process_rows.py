@@ -444,8 +444,8 @@ _KEYS = tuple(column.key for column in COLUMNS)
 class GroupRow:
     """One line for the processes of a pod (or Slurm job, or container) in the grouped table.
 
-    It has a process row's cells: the GPUs, the pod, memory and CPU summed, SM % and running
-    time the most of any of its processes, and "3 processes in pod ml/llama-0" as its
+    It has a process row's cells: the GPUs, the pod, memory and CPU summed, the highest SM %
+    and the longest running time of its processes, and "3 processes in ml/llama-0" as its
     command. Its processes follow it when it is expanded.
     """
 
@@ -602,7 +602,7 @@ def group_rows(
     expanded group (by key text, in ``expanded``) followed by its processes, sorted too.
 
     With ``cache`` (the caller's, kept from tick to tick), a group whose processes are the
-    last tick's is not summed again, only its running time (which moves every second).
+    last tick's is not summed again: only its running time, which moves on its own, is.
     """
     loose: list[ProcessRow] = []
     members: dict[str, list[ProcessRow]] = {}
