@@ -158,3 +158,35 @@ def test_without_grpcio_the_note_says_what_to_install(tmp_path: Path) -> None:
         )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == MISSING_GRPC
+
+
+def test_the_tui_is_told_once_when_the_kubelet_cannot_be_asked(tmp_path: Path) -> None:
+    import socket as sockets
+
+    from fakes.nvml_scenarios import gpu_sample, snapshot
+    from gputop.pipeline.core import Pipeline
+    from gputop.pipeline.feed import LiveFeed
+
+    box = snapshot(gpu_sample(0))
+
+    class Box:
+        def poll(self) -> Snapshot:
+            return box
+
+        def close(self) -> None:
+            pass
+
+    dead = tmp_path / "dead.sock"
+    listener = sockets.socket(sockets.AF_UNIX)
+    listener.bind(str(dead))  # there, but nobody listens: every call fails
+    try:
+        watcher = PodResourcesWatcher(dead, refresh=60, timeout=0.5)
+        pipeline = Pipeline(LiveFeed(AttributedSource(Box(), watcher=watcher)))
+        first = pipeline.start()
+        second = pipeline.advance()
+        pipeline.close()
+    finally:
+        listener.close()
+    assert len(first.notes) == 1 and "kubelet PodResources" in first.notes[0]
+    assert second.notes == ()
+    assert first.snapshot.gpus[0].holders == ()
