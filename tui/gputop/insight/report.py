@@ -25,17 +25,23 @@ How the figures are computed (the README documents these):
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypeVar
+from itertools import compress, islice, repeat
+from operator import eq, lt, sub
+from typing import TypeVar, cast
 
 from gputop.insight.diagnosis import DEFAULT_THRESHOLDS, DiagnosisThresholds, GpuState, gpu_state
 from gputop.insight.series import known, percentile, value_or_nan
+from gputop.insight.steps import Intervals, StepSums, count_stats
 from gputop.insight.textfmt import fmt_duration
-from gputop.model import GpuSample, Snapshot
+from gputop.model import GpuSample, Memory, Reason, Snapshot, Utilization
+from gputop.model.columns import GpuColumns, SnapshotColumns
 from gputop.model.fields import IDENTITY
 from gputop.model.machine import Machine, Machines
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_watts
@@ -120,7 +126,7 @@ _N = TypeVar("_N", int, float)
 
 def _forward(times: Sequence[float]) -> float:
     """The sum of the steps of ``times`` that go forward: last - first when all do."""
-    return sum(max(b - a, 0.0) for a, b in itertools.pairwise(times))
+    return math.fsum(max(b - a, 0.0) for a, b in itertools.pairwise(times))
 
 
 def _peak(a: _N | None, b: _N | None) -> _N | None:
@@ -130,6 +136,9 @@ def _peak(a: _N | None, b: _N | None) -> _N | None:
 
 
 class _GpuAccumulator:
+    """One GPU's samples, every one kept (for the charts, and for a gap threshold worked
+    out once all are in)."""
+
     __slots__ = (
         "end",
         "index",
@@ -145,7 +154,7 @@ class _GpuAccumulator:
         "uuid",
     )
 
-    def __init__(self, gpu: GpuSample) -> None:
+    def __init__(self, gpu: GpuSample | GpuColumns) -> None:
         self.index = gpu.index
         self.name = gpu.name
         self.uuid = gpu.uuid
@@ -178,6 +187,25 @@ class _GpuAccumulator:
         if draw is not None and (self.peak_power is None or draw > self.peak_power):
             self.peak_power = draw
 
+    def add_columns(
+        self, run: SnapshotColumns, intervals: Intervals | None, gpu: GpuColumns, states: bytes
+    ) -> None:
+        """The GPU's samples in a run of snapshots."""
+        if not run.offsets:
+            return
+        self.start = self.start or run.first
+        self.end = run.last
+        self.name = self.name or gpu.name
+        self.uuid = self.uuid or gpu.uuid
+        self.times.extend(run.offsets)
+        self.utilization.extend(gpu.utilization)
+        self.power.extend(gpu.power)
+        self.states.extend(states)
+        self.peak_memory = _peak(self.peak_memory, _top(gpu.memory_used))
+        if gpu.memory_total is not None:
+            self.memory_total = gpu.memory_total
+        self.peak_power = _peak(self.peak_power, _top(gpu.power))
+
     def extend(self, later: _GpuAccumulator) -> None:
         """Append the samples of ``later``, which come after this one's."""
         self.name = self.name or later.name
@@ -194,48 +222,15 @@ class _GpuAccumulator:
         self.peak_power = _peak(self.peak_power, later.peak_power)
 
     def summary(self, max_gap_s: float) -> GpuSummary:
-        times, power, states = self.times, self.power, self.states
-        per_state = [0.0] * len(STATES)
-        gap = 0.0
-        joules = 0.0
-        backward = False
-        for i in range(len(times) - 1):
-            step = times[i + 1] - times[i]
-            if step < 0:
-                backward = True
-                continue
-            if step > max_gap_s:
-                gap += step
-                continue
-            per_state[states[i]] += step
-            before, after = power[i], power[i + 1]
-            if before == before and after == after:  # neither is NaN
-                joules += (before + after) / 2 * step
+        sums = StepSums(len(STATES))
+        sums.add(self.times, self.power, self.states, max_gap_s)
         utils = sorted(known(self.utilization))
-        held_known = self.peak_memory is not None
-        return GpuSummary(
-            index=self.index,
-            name=self.name,
-            uuid=self.uuid,
-            samples=len(times),
-            start=None if backward else self.start,
-            end=None if backward else self.end,
-            duration_s=_forward(times),
-            utilization_samples=len(utils),
-            utilization_mean_pct=statistics.fmean(utils) if utils else None,
-            utilization_p50_pct=percentile(utils, 0.50) if utils else None,
-            utilization_p95_pct=percentile(utils, 0.95) if utils else None,
-            busy_s=per_state[_STATE_CODE[GpuState.BUSY]],
-            waiting_s=per_state[_STATE_CODE[GpuState.WAITING]] if held_known else None,
-            idle_s=per_state[_STATE_CODE[GpuState.IDLE]] if held_known else None,
-            throttled_s=per_state[_STATE_CODE[GpuState.THROTTLED]],
-            unknown_s=per_state[_STATE_CODE[GpuState.UNKNOWN]],
-            gap_s=gap,
-            peak_memory_used_bytes=self.peak_memory,
-            memory_total_bytes=self.memory_total,
-            peak_power_w=self.peak_power,
-            energy_wh=joules / 3600 if self.peak_power is not None else None,
+        stats = (
+            (len(utils), statistics.fmean(utils), percentile(utils, 0.50), percentile(utils, 0.95))
+            if utils
+            else (0, None, None, None)
         )
+        return _summary(self, len(self.times), sums, stats)
 
     def trace(self) -> GpuTrace:
         throttled = _STATE_CODE[GpuState.THROTTLED]
@@ -246,6 +241,158 @@ class _GpuAccumulator:
             power=self.power,
             throttled=[code == throttled for code in self.states],
         )
+
+
+class _RunningGpu:
+    """One GPU's figures added up as its samples come, none kept: the gap threshold is
+    known from the start."""
+
+    __slots__ = (
+        "end",
+        "first",
+        "index",
+        "last",
+        "max_gap_s",
+        "memory_total",
+        "name",
+        "peak_memory",
+        "peak_power",
+        "samples",
+        "start",
+        "sums",
+        "utilization",
+        "uuid",
+    )
+
+    def __init__(self, gpu: GpuSample | GpuColumns, max_gap_s: float) -> None:
+        self.index = gpu.index
+        self.name = gpu.name
+        self.uuid = gpu.uuid
+        self.max_gap_s = max_gap_s
+        self.memory_total: int | None = None
+        self.peak_memory: int | None = None
+        self.peak_power: float | None = None
+        self.start: datetime | None = None
+        self.end: datetime | None = None
+        self.samples = 0
+        self.sums = StepSums(len(STATES))
+        self.utilization: Counter[float] = Counter()
+        """How many samples had each utilization (NaN: not reported)."""
+        self.first: tuple[float, float, int] | None = None
+        """(time, power, state) of the first sample: where a part before this one joins."""
+        self.last: tuple[float, float, int] | None = None
+        """(time, power, state) of the last sample: the next interval starts there."""
+
+    def add(self, moment: datetime, offset: float, gpu: GpuSample, state: GpuState) -> None:
+        self.start = self.start or moment
+        self.end = moment
+        self.name = self.name or gpu.name
+        self.uuid = self.uuid or gpu.uuid
+        draw = value_or_nan(gpu.power.draw)
+        self._join((offset, draw, _STATE_CODE[state]))
+        self.last = (offset, draw, _STATE_CODE[state])
+        self.samples += 1
+        self.utilization[value_or_nan(gpu.utilization.gpu)] += 1
+        self.peak_memory = _peak(self.peak_memory, gpu.memory.used)
+        if gpu.memory.total is not None:
+            self.memory_total = gpu.memory.total
+        self.peak_power = _peak(self.peak_power, gpu.power.draw)
+
+    def add_columns(
+        self, run: SnapshotColumns, intervals: Intervals, gpu: GpuColumns, states: bytes
+    ) -> None:
+        """The GPU's samples in a run of snapshots (``intervals``: between the run's times)."""
+        offsets, power = run.offsets, gpu.power
+        if not offsets:
+            return
+        self.start = self.start or run.first
+        self.end = run.last
+        self.name = self.name or gpu.name
+        self.uuid = self.uuid or gpu.uuid
+        self._join((offsets[0], power[0], states[0]))
+        self.sums.add_intervals(intervals, power, states)
+        self.last = (offsets[-1], power[-1], states[-1])
+        self.samples += len(offsets)
+        self.utilization.update(gpu.utilization)
+        self.peak_memory = _peak(self.peak_memory, _top(gpu.memory_used))
+        if gpu.memory_total is not None:
+            self.memory_total = gpu.memory_total
+        self.peak_power = _peak(self.peak_power, _top(power))
+
+    def _join(self, sample: tuple[float, float, int]) -> None:
+        """The interval from the last sample to ``sample``, the next one."""
+        last = self.last
+        if last is None:
+            self.first = sample
+        else:
+            self.sums.add(
+                (last[0], sample[0]), (last[1], sample[1]), (last[2], sample[2]), self.max_gap_s
+            )
+
+    def extend(self, later: _RunningGpu) -> None:
+        """Take in the figures of ``later``, whose samples come after this one's."""
+        if later.first is not None:
+            self._join(later.first)
+            self.last = later.last
+        self.sums.merge(later.sums)
+        self.samples += later.samples
+        self.utilization.update(later.utilization)
+        self.name = self.name or later.name
+        self.uuid = self.uuid or later.uuid
+        self.start = self.start or later.start
+        self.end = later.end or self.end
+        if later.memory_total is not None:
+            self.memory_total = later.memory_total
+        self.peak_memory = _peak(self.peak_memory, later.peak_memory)
+        self.peak_power = _peak(self.peak_power, later.peak_power)
+
+    def summary(self, max_gap_s: float) -> GpuSummary:
+        return _summary(self, self.samples, self.sums, count_stats(self.utilization))
+
+
+def _top(values: Sequence[_N | None] | None) -> _N | None:
+    """The largest reported value (neither None nor NaN); None if none is."""
+    if not values:
+        return None
+    reported: Sequence[_N] = (
+        [value for value in values if value is not None]
+        if None in values
+        else cast("Sequence[_N]", values)
+    )
+    return max(compress(reported, map(eq, reported, reported)), default=None)
+
+
+def _summary(
+    gpu: _GpuAccumulator | _RunningGpu,
+    samples: int,
+    sums: StepSums,
+    stats: tuple[int, float | None, float | None, float | None],
+) -> GpuSummary:
+    per_state = [part.value for part in sums.per_state]
+    held_known = gpu.peak_memory is not None
+    return GpuSummary(
+        index=gpu.index,
+        name=gpu.name,
+        uuid=gpu.uuid,
+        samples=samples,
+        start=None if sums.backward else gpu.start,
+        end=None if sums.backward else gpu.end,
+        duration_s=sums.forward_s.value,
+        utilization_samples=stats[0],
+        utilization_mean_pct=stats[1],
+        utilization_p50_pct=stats[2],
+        utilization_p95_pct=stats[3],
+        busy_s=per_state[_STATE_CODE[GpuState.BUSY]],
+        waiting_s=per_state[_STATE_CODE[GpuState.WAITING]] if held_known else None,
+        idle_s=per_state[_STATE_CODE[GpuState.IDLE]] if held_known else None,
+        throttled_s=per_state[_STATE_CODE[GpuState.THROTTLED]],
+        unknown_s=per_state[_STATE_CODE[GpuState.UNKNOWN]],
+        gap_s=sums.gap_s.value,
+        peak_memory_used_bytes=gpu.peak_memory,
+        memory_total_bytes=gpu.memory_total,
+        peak_power_w=gpu.peak_power,
+        energy_wh=sums.energy_j.value / 3600 if gpu.peak_power is not None else None,
+    )
 
 
 class ReportBuilder:
@@ -259,6 +406,9 @@ class ReportBuilder:
         origin: the moment offsets count from; None takes the first timed snapshot. Builders
             fed consecutive parts of one recording share it, so that :meth:`merged` can join
             them.
+        keep_samples: keep every sample of every GPU (for :meth:`traces` and
+            :meth:`merged`). False adds the figures up as samples come, in memory that does
+            not grow with the recording; it needs ``max_gap_s`` (see :func:`gap_threshold`).
     """
 
     def __init__(
@@ -268,13 +418,17 @@ class ReportBuilder:
         min_auto_gap_s: float = MIN_AUTO_GAP_S,
         thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS,
         origin: datetime | None = None,
+        keep_samples: bool = True,
     ) -> None:
         if max_gap_s is not None and max_gap_s <= 0:
             raise ValueError("max_gap_s must be positive")
+        if not keep_samples and max_gap_s is None:
+            raise ValueError("a report that keeps no samples needs max_gap_s")
         self._max_gap_s = max_gap_s
         self._min_auto_gap_s = min_auto_gap_s
         self._thresholds = thresholds
-        self._gpus: dict[str, _GpuAccumulator] = {}
+        self._keep = keep_samples
+        self._gpus: dict[str, _GpuAccumulator | _RunningGpu] = {}
         """By UUID (``index:N`` for a GPU without one)."""
         self._machines = Machines()
         self._origin = origin
@@ -284,6 +438,7 @@ class ReportBuilder:
         self._snapshots = 0
         self._untimed = 0
         self._backward = 0
+        self._states = _StateCache(thresholds)
 
     def add(self, snapshot: Snapshot) -> None:
         """Take one snapshot into account (the next in time order)."""
@@ -303,16 +458,54 @@ class ReportBuilder:
         offset = (moment - self._origin).total_seconds()
         self._offsets.append(offset)
         thresholds = self._thresholds
-        seen: set[str] = set()
-        for gpu in snapshot.gpus:
-            key = gpu.uuid or f"index:{gpu.index}"
-            if key in seen:  # an edited capture giving two GPUs one UUID: still two GPUs
-                key = f"{key}@{gpu.index}"
-            seen.add(key)
-            accumulator = self._gpus.get(key)
-            if accumulator is None:
-                accumulator = self._gpus[key] = _GpuAccumulator(gpu)
-            accumulator.add(moment, offset, gpu, gpu_state(gpu, thresholds))
+        for key, gpu in zip(_keys(snapshot.gpus), snapshot.gpus, strict=True):
+            self._accumulator(key, gpu).add(moment, offset, gpu, gpu_state(gpu, thresholds))
+
+    def _accumulator(self, key: str, gpu: GpuSample | GpuColumns) -> _GpuAccumulator | _RunningGpu:
+        accumulator = self._gpus.get(key)
+        if accumulator is None:
+            if self._keep:
+                accumulator = _GpuAccumulator(gpu)
+            else:
+                assert self._max_gap_s is not None
+                accumulator = _RunningGpu(gpu, self._max_gap_s)
+            self._gpus[key] = accumulator
+        return accumulator
+
+    def add_columns(self, run: SnapshotColumns) -> None:
+        """Take a run of consecutive snapshots into account, read column by column: the
+        same figures as :meth:`add` of each of them."""
+        if not len(run):
+            return
+        self._snapshots += len(run)
+        self._machines.add(
+            Snapshot(
+                timestamp=None,
+                host=run.host,
+                gpus=tuple(GpuSample(index=g.index, name=g.name, uuid=g.uuid) for g in run.gpus),
+            )
+        )
+        if self._origin is None:
+            self._origin = run.origin
+        elif self._origin != run.origin:
+            raise ValueError("a run of columns must count from the report's origin")
+        offsets = run.offsets
+        self._first = self._first or run.first
+        if self._last is not None and run.first < self._last:
+            self._backward += 1
+        self._backward += sum(map(lt, islice(offsets, 1, None), offsets))
+        self._last = run.last
+        self._offsets.extend(offsets)
+        # Worked out once for all GPUs; only a report that keeps no samples adds them up now.
+        intervals = None if self._keep else Intervals(offsets, self.max_gap_s)
+        for key, gpu in zip(_keys(run.gpus), run.gpus, strict=True):
+            accumulator = self._accumulator(key, gpu)
+            states = self._states.of(gpu)
+            if isinstance(accumulator, _RunningGpu):
+                assert intervals is not None
+                accumulator.add_columns(run, intervals, gpu, states)
+            else:
+                accumulator.add_columns(run, intervals, gpu, states)
 
     def add_all(self, snapshots: Iterable[Snapshot]) -> ReportBuilder:
         """:meth:`add` each snapshot; returns self for chaining."""
@@ -340,10 +533,13 @@ class ReportBuilder:
         if not parts:
             return cls()
         first = parts[0]
+        if any(part._keep != first._keep for part in parts):
+            raise ValueError("parts of a report must all keep their samples, or none")
         whole = cls(
             max_gap_s=first._max_gap_s,
             min_auto_gap_s=first._min_auto_gap_s,
             thresholds=first._thresholds,
+            keep_samples=first._keep,
         )
         for part in parts:
             if None not in (part._origin, first._origin) and part._origin != first._origin:
@@ -362,7 +558,11 @@ class ReportBuilder:
                 existing = whole._gpus.get(key)
                 if existing is None:
                     whole._gpus[key] = accumulator
+                elif isinstance(existing, _GpuAccumulator):
+                    assert isinstance(accumulator, _GpuAccumulator)
+                    existing.extend(accumulator)
                 else:
+                    assert isinstance(accumulator, _RunningGpu)
                     existing.extend(accumulator)
         return whole
 
@@ -371,11 +571,7 @@ class ReportBuilder:
         """The gap threshold in use (worked out from the samples when not given)."""
         if self._max_gap_s is not None:
             return self._max_gap_s
-        offsets = self._offsets
-        steps = [b - a for a, b in itertools.pairwise(offsets) if b > a]
-        if not steps:
-            return self._min_auto_gap_s
-        return max(self._min_auto_gap_s, 3 * statistics.median(steps))
+        return gap_threshold(self._offsets, self._min_auto_gap_s)
 
     def summary(self, source: str = "", warnings: Iterable[str] = ()) -> RecordingSummary:
         """Every GPU's figures, in index order."""
@@ -395,19 +591,112 @@ class ReportBuilder:
         )
 
     def traces(self) -> tuple[GpuTrace, ...]:
-        """Every GPU's samples over time, in index order."""
-        return tuple(gpu.trace() for gpu in self._in_order())
+        """Every GPU's samples over time, in index order (none when no sample was kept)."""
+        return tuple(gpu.trace() for gpu in self._in_order() if isinstance(gpu, _GpuAccumulator))
 
     @property
     def backward_steps(self) -> int:
         """Times a snapshot was older than the one before it."""
         return self._backward
 
-    def _in_order(self) -> list[_GpuAccumulator]:
+    def _in_order(self) -> list[_GpuAccumulator | _RunningGpu]:
         return [self._gpus[key] for key in sorted(self._gpus, key=self._order)]
 
     def _order(self, key: str) -> tuple[int, str]:
         return self._gpus[key].index, key
+
+
+def gap_threshold(offsets: Sequence[float], floor: float = MIN_AUTO_GAP_S) -> float:
+    """The automatic gap threshold of snapshots taken at ``offsets`` (seconds, in order;
+    NaN, a snapshot without a time, is left out): three times the median interval that went
+    forward, at least ``floor``.
+
+    The intervals are counted, not listed: a log's sampling intervals take few values, and
+    a list of them would be the largest thing a long log's report holds.
+    """
+    timed = compress(offsets, map(eq, offsets, offsets))
+    first, second = itertools.tee(timed)
+    next(second, None)
+    steps = Counter(filter((0.0).__lt__, map(sub, second, first)))
+    total = steps.total()
+    if not total:
+        return floor
+    ordered = sorted(steps.items())
+    # statistics.median of the listed intervals, taken from their counts.
+    middle = total // 2
+    median = _ranked(ordered, middle)
+    if total % 2 == 0:
+        median = (_ranked(ordered, middle - 1) + median) / 2
+    return max(floor, 3 * median)
+
+
+def _ranked(counted: Sequence[tuple[float, int]], rank: int) -> float:
+    """The value of rank ``rank`` (from 0) among sorted (value, count) pairs."""
+    seen = 0
+    for value, count in counted:
+        seen += count
+        if rank < seen:
+            return value
+    raise IndexError(rank)
+
+
+def _keys(gpus: Sequence[GpuSample] | Sequence[GpuColumns]) -> list[str]:
+    """Each GPU's key in a report: its UUID, else ``index:N``."""
+    keys: list[str] = []
+    seen: set[str] = set()
+    for gpu in gpus:
+        key = gpu.uuid or f"index:{gpu.index}"
+        if key in seen:  # an edited capture giving two GPUs one UUID: still two GPUs
+            key = f"{key}@{gpu.index}"
+        seen.add(key)
+        keys.append(key)
+    return keys
+
+
+_StateKey = tuple[float, int, "tuple[str, ...] | None"]
+_NO_MEMORY_COLUMN = 2
+_MEMORY_MISSING = 3
+
+
+class _StateCache(dict[_StateKey, int]):
+    """The state number of a sample of columns, by what decides it: utilization, memory
+    held (0 below the threshold, 1 at or above, 2 no such column, 3 not reported) and
+    clock-event reasons.
+    Each new combination is classified by ``gpu_state`` itself, on a sample holding just
+    those values, so columns are classified as the samples they stand for."""
+
+    def __init__(self, thresholds: DiagnosisThresholds) -> None:
+        super().__init__()
+        self._thresholds = thresholds
+
+    def __missing__(self, key: _StateKey) -> int:
+        utilization, held, reasons = key
+        used = None if held > 1 else self._thresholds.held_memory_bytes if held else 0
+        gpu = GpuSample(
+            index=0,
+            utilization=Utilization(gpu=None if utilization != utilization else utilization),
+            memory=Memory(used=used),
+            throttle_reasons=reasons,
+            unavailable=(("memory.used", Reason.NOT_IN_LOG),) if held == _NO_MEMORY_COLUMN else (),
+        )
+        code = self[key] = _STATE_CODE[gpu_state(gpu, self._thresholds)]
+        return code
+
+    def of(self, gpu: GpuColumns) -> bytes:
+        """The state number of each of ``gpu``'s samples."""
+        threshold = self._thresholds.held_memory_bytes
+        used = gpu.memory_used
+        held: Iterable[int]
+        if used is None:
+            held = repeat(_NO_MEMORY_COLUMN)
+        elif None in used:
+            held = [_MEMORY_MISSING if u is None else int(u >= threshold) for u in used]
+        else:
+            held = map(threshold.__le__, cast("Sequence[int]", used))
+        reasons: Iterable[tuple[str, ...] | None] = (
+            repeat(None) if gpu.throttle_reasons is None else gpu.throttle_reasons
+        )
+        return bytes(map(self.__getitem__, zip(gpu.utilization, held, reasons, strict=False)))
 
 
 def summarize(

@@ -27,14 +27,18 @@ import threading
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
+from itertools import islice
+from operator import add, ne
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
+from gputop.model.columns import SnapshotColumns
+from gputop.sources.csvlog.bulk import RunReader
 from gputop.sources.csvlog.parse import (
     AppsSchema,
     Schema,
@@ -55,6 +59,9 @@ _NO_STAMP = math.nan
 _SEPARATOR = b", "
 _LOWER_LINE = re.compile(rb"\n[a-z]")
 """A line that starts with a lower-case letter (after the newline before it)."""
+_RUN_BYTES = 1 << 20
+"""How much of the log `runs` reads at once."""
+_SMALLEST_RUN = 16
 _SETTLE = 0.5
 """Seconds a followed log must stay still before its last snapshot is taken as whole."""
 
@@ -585,6 +592,68 @@ class CsvRecording:
         while self._scan_until(index):
             yield self.snapshot(index)
             index += 1
+
+    def runs(
+        self, start: int = 0, stop: int | None = None, run_bytes: int = _RUN_BYTES
+    ) -> Iterator[SnapshotColumns | Snapshot]:
+        """Snapshots ``start`` to ``stop`` (all of them by default) in order, as
+        ``snapshot`` gives them, but runs of plain snapshots of up to ``run_bytes`` handed
+        over as columns (``bulk``): what `report` reads."""
+        self._scan_all()
+        starts, ends, firsts = self._starts, self._ends, self._schema_firsts
+        count = len(starts) if stop is None else min(stop, len(starts))
+        # Where runs must end: a new header, or anything between two snapshots.
+        breaks = [*firsts[1:], count]
+        breaks.extend(
+            itertools.compress(
+                range(1, count),
+                map(ne, islice(starts, 1, None), map(add, ends, itertools.repeat(1))),
+            )
+        )
+        breaks = [*sorted({spot for spot in breaks if spot < count}), count]
+        readers: dict[int, RunReader] = {}
+        index = max(start, 0)
+        while index < count:
+            layout = bisect.bisect_right(firsts, index) - 1
+            limit = breaks[bisect.bisect_right(breaks, index)]
+            begin = starts[index]
+            end = min(limit, max(bisect.bisect_right(starts, begin + run_bytes), index + 1))
+            reader = readers.get(layout)
+            if reader is None:
+                reader = readers[layout] = RunReader(self._schemas[layout])
+            yield from self._run(reader, index, end)
+            index = end
+
+    def _run(
+        self, reader: RunReader, index: int, stop: int
+    ) -> Iterator[SnapshotColumns | Snapshot]:
+        """Snapshots ``index`` to ``stop`` (back to back), as columns where they are plain."""
+        begin = self._starts[index]
+        data = self._data.read(begin, self._ends[stop - 1] - begin)
+        offsets = [start - begin for start in self._starts[index:stop]]
+        run = reader.read(data, offsets, self._stamps[index:stop], self._base)
+        if run is not None:
+            yield run
+        elif stop - index > _SMALLEST_RUN:
+            # Halves: one odd snapshot costs only the rows around it.
+            middle = (index + stop) // 2
+            yield from self._run(reader, index, middle)
+            yield from self._run(reader, middle, stop)
+        else:
+            for position in range(index, stop):
+                yield self.snapshot(position)
+
+    @property
+    def origin(self) -> datetime | None:
+        """The time of the first timed snapshot, which ``seconds`` count from."""
+        self._scan_all()
+        return self._base
+
+    def seconds(self) -> Sequence[float]:
+        """When each snapshot was taken, in seconds after the first timed one (NaN: no
+        time): the offsets `report` counts from, without reading a row."""
+        self._scan_all()
+        return self._stamps
 
     def close(self) -> None:
         """Close the file (and remove a temporary copy)."""
