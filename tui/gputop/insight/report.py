@@ -38,7 +38,7 @@ from typing import TypeVar, cast
 
 from gputop.insight.diagnosis import DEFAULT_THRESHOLDS, DiagnosisThresholds, GpuState, gpu_state
 from gputop.insight.series import known, percentile, value_or_nan
-from gputop.insight.steps import Intervals, StepSums, count_stats
+from gputop.insight.steps import Intervals, StepSums, count_stats, ranked
 from gputop.insight.textfmt import fmt_duration
 from gputop.model import GpuSample, Memory, Reason, Snapshot, Utilization
 from gputop.model.columns import GpuColumns, SnapshotColumns
@@ -624,20 +624,10 @@ def gap_threshold(offsets: Sequence[float], floor: float = MIN_AUTO_GAP_S) -> fl
     ordered = sorted(steps.items())
     # statistics.median of the listed intervals, taken from their counts.
     middle = total // 2
-    median = _ranked(ordered, middle)
+    median = ranked(ordered, middle)
     if total % 2 == 0:
-        median = (_ranked(ordered, middle - 1) + median) / 2
+        median = (ranked(ordered, middle - 1) + median) / 2
     return max(floor, 3 * median)
-
-
-def _ranked(counted: Sequence[tuple[float, int]], rank: int) -> float:
-    """The value of rank ``rank`` (from 0) among sorted (value, count) pairs."""
-    seen = 0
-    for value, count in counted:
-        seen += count
-        if rank < seen:
-            return value
-    raise IndexError(rank)
 
 
 def _keys(gpus: Sequence[GpuSample] | Sequence[GpuColumns]) -> list[str]:
