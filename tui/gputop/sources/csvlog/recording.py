@@ -32,7 +32,6 @@ from datetime import datetime, timedelta
 from itertools import islice
 from operator import add, ne
 from pathlib import Path
-from types import TracebackType
 from typing import BinaryIO
 
 from gputop.errors import BadCapture
@@ -47,6 +46,7 @@ from gputop.sources.csvlog.parse import (
     parse_block,
     parse_timestamp,
 )
+from gputop.sources.indexed import WAIT_SLICE, IndexedLog
 from gputop.sources.stamps import last_at_or_before
 
 _CHUNK = 1 << 20
@@ -54,7 +54,6 @@ _MAX_LINE = 1 << 16
 """A line longer than this is no nvidia-smi CSV row (the widest query is about 6 KB)."""
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 31
-_WAIT_SLICE = 0.25
 _NO_STAMP = math.nan
 _SEPARATOR = b", "
 _LOWER_LINE = re.compile(rb"\n[a-z]")
@@ -209,7 +208,7 @@ def _open_data(path: Path, follow: bool, warnings: list[str]) -> _Data:
     return _FileData(handle, follow=follow)
 
 
-class CsvRecording:
+class CsvRecording(IndexedLog):
     """The snapshots of a `--query-gpu` CSV log, in order, by index or time (a Timeline)."""
 
     def __init__(self, path: Path, data: _Data, warnings: list[str], *, follow: bool) -> None:
@@ -278,7 +277,7 @@ class CsvRecording:
                 said = True
                 assert waiting is not None
                 waiting()
-            self._data.wait(_WAIT_SLICE)
+            self._data.wait(WAIT_SLICE)
         self.snapshot(0)
 
     def _no_header(self) -> str:
@@ -509,38 +508,22 @@ class CsvRecording:
                         self._close_block()
                         continue
                     break  # a followed log: this is all there is for now
-                self._data.wait(_WAIT_SLICE)  # a gzip still being inflated: it will end
+                self._data.wait(WAIT_SLICE)  # a gzip still being inflated: it will end
         return len(self._starts) > index
 
     def _scan_all(self) -> None:
         self._scan_until(2**62)
 
-    def wait_for(self, index: int, timeout: float | None = None) -> bool:
-        """Scan until snapshot ``index`` exists, waiting for a followed log to grow."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._scan_until(index):
-            if not self.following:
-                return False
-            pause = _WAIT_SLICE
-            if deadline is not None:
-                pause = min(pause, deadline - time.monotonic())
-                if pause <= 0:
-                    return False
-            self._data.wait(pause)
-        return True
-
     # -- the Timeline --------------------------------------------------------------------
 
-    def __len__(self) -> int:
-        self._scan_all()
+    def _reach(self, index: int) -> bool:
+        return self._scan_until(index)
+
+    def _count(self) -> int:
         return len(self._starts)
 
-    def _resolve(self, index: int) -> int:
-        if index < 0:
-            index += len(self)
-        if index < 0 or not self._scan_until(index):
-            raise IndexError(f"snapshot {index} is out of range")
-        return index
+    def _pause(self, seconds: float) -> None:
+        self._data.wait(seconds)
 
     def snapshot(self, index: int) -> Snapshot:
         """The snapshot at ``index`` (negative counts from the end).
@@ -586,12 +569,6 @@ class CsvRecording:
             return 0
         seconds = (moment - self._base).total_seconds()
         return last_at_or_before(self._stamps, seconds, ordered=self._ordered)
-
-    def __iter__(self) -> Iterator[Snapshot]:
-        index = 0
-        while self._scan_until(index):
-            yield self.snapshot(index)
-            index += 1
 
     def runs(
         self, start: int = 0, stop: int | None = None, run_bytes: int = _RUN_BYTES
@@ -658,14 +635,3 @@ class CsvRecording:
     def close(self) -> None:
         """Close the file (and remove a temporary copy)."""
         self._data.close()
-
-    def __enter__(self) -> CsvRecording:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
