@@ -4,6 +4,7 @@ order and closing behave alike in each."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from gputop.sources.smi.text import open_text
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 
-OPENERS = {
+OPENERS: dict[str, Callable[[Path], IndexedLog]] = {
     "csv-h100-590.csv": CsvRecording.open,
     "h100-mig-590-q-l.txt": open_text,
     "h100-590-dmon.txt": open_monitor_log,

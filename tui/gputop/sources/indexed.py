@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -49,6 +50,14 @@ class IndexedLog(ABC):
     @abstractmethod
     def snapshot(self, index: int) -> Snapshot:
         """The snapshot at ``index`` (negative counts from the end)."""
+
+    @abstractmethod
+    def timestamp(self, index: int) -> datetime | None:
+        """When snapshot ``index`` was taken, from the index (None: no time)."""
+
+    @abstractmethod
+    def index_at(self, moment: datetime) -> int:
+        """The last snapshot taken at or before ``moment`` (the first, if all are later)."""
 
     @abstractmethod
     def close(self) -> None:
