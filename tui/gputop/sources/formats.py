@@ -27,7 +27,7 @@ from typing import Protocol
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
 from gputop.sources import csvlog, dmon
-from gputop.sources.logs import SpooledOpener, spool_stream
+from gputop.sources.logs import SpooledOpener, spool_gzip, spool_stream
 from gputop.sources.smi import text
 from gputop.sources.smi.recording import Recording as XmlRecording
 
@@ -186,6 +186,14 @@ def _enough(head: bytes) -> bool:
     return not head.startswith(_GZIP_MAGIC) and (b"\n" in text or text.startswith(b"<"))
 
 
+def _starts_gzip(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(2) == _GZIP_MAGIC
+    except OSError:
+        return False  # the reader says what is wrong with it
+
+
 def is_pipe(path: Path) -> bool:
     """A FIFO, socket or character device: read once, as it comes, never sought in."""
     try:
@@ -279,8 +287,12 @@ def open_recording(
     """
     path = Path(path)
     chosen = None if format_name is None else by_name(format_name)
-    if path.is_dir() or (chosen is not None and not is_pipe(path)):
+    if path.is_dir():
         return (chosen or FORMATS[0]).open(path, follow=follow, waiting=waiting)
+    if chosen is not None and not is_pipe(path):
+        if chosen.spooled is not None and _starts_gzip(path):
+            return spool_gzip(path, chosen.spooled, follow=follow)
+        return chosen.open(path, follow=follow, waiting=waiting)
     if is_pipe(path):
         try:
             head, fd = _head_of_pipe(path, waiting)
@@ -303,7 +315,11 @@ def open_recording(
         recording.path = path  # warnings name what the user gave, not the relay
         return recording
     head = _head_of_file(path, follow, waiting)
-    return _identify(path, head).open(path, follow=follow, waiting=waiting)
+    found = _identify(path, head)
+    if found.spooled is not None and head.startswith(_GZIP_MAGIC):
+        # A text log is read from a plain file it can seek in: inflated into one first.
+        return spool_gzip(path, found.spooled, follow=follow)
+    return found.open(path, follow=follow, waiting=waiting)
 
 
 def _identify(path: Path, head: bytes) -> Format:
