@@ -80,6 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=format_names(),
         help="read FILE as this format instead of telling it by its content",
     )
+    parser.add_argument(
+        "--query-gpu",
+        metavar="FIELDS",
+        help="the fields of a CSV log written with `noheader`, as given to nvidia-smi "
+        "(e.g. --query-gpu timestamp,index,utilization.gpu,memory.used)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     charts = parser.add_mutually_exclusive_group()
     charts.add_argument(
@@ -241,6 +247,7 @@ def build_report(
     *,
     charts: bool = True,
     columns: bool = True,
+    query_gpu: str | None = None,
 ) -> tuple[ReportBuilder, list[str]]:
     """Read the recording at ``path`` into a ReportBuilder; also return the reader's warnings.
 
@@ -254,7 +261,7 @@ def build_report(
     from gputop.cli.opening import open_recording
     from gputop.sources.smi.recording import Recording
 
-    with open_recording(path, _say, format_name) as recording:
+    with open_recording(path, _say, format_name, query_gpu) as recording:
         if columns and isinstance(recording, CsvRecording):
             builder = _csv_report(recording, max_gap, jobs, charts)
             return builder, list(recording.warnings)
@@ -307,7 +314,12 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
     charts = bool(args.charts or (args.charts is None and interactive)) and not args.json
     try:
         builder, warnings = build_report(
-            _input_path(path), args.max_gap, args.jobs, args.format, charts=charts
+            _input_path(path),
+            args.max_gap,
+            args.jobs,
+            args.format,
+            charts=charts,
+            query_gpu=args.query_gpu,
         )
     except OSError as error:
         raise BadCapture(f"{path}: {error.strerror or error}") from None

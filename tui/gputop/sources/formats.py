@@ -279,14 +279,21 @@ def open_recording(
     follow: bool = False,
     format_name: str | None = None,
     waiting: Callable[[], None] | None = None,
+    query_gpu: str | None = None,
 ) -> AnyRecording:
-    """Open a recording in whichever format it is (or ``format_name``'s).
+    """Open a recording in whichever format it is (or ``format_name``'s). ``query_gpu``:
+    the fields of a `--query-gpu` CSV log written with ``noheader``, as given to
+    nvidia-smi (the log is then read as CSV).
 
     Raises:
         BadCapture: unreadable, or in no format gputop reads (the line lists them).
     """
     path = Path(path)
     chosen = None if format_name is None else by_name(format_name)
+    if query_gpu is not None:
+        if chosen is not None and chosen.name != "csv":
+            raise BadCapture(f"--query-gpu names the columns of a CSV log, not of {chosen.name}")
+        chosen = _with_query(query_gpu)
     if path.is_dir():
         return (chosen or FORMATS[0]).open(path, follow=follow, waiting=waiting)
     if chosen is not None and not is_pipe(path):
@@ -322,10 +329,29 @@ def open_recording(
     return found.open(path, follow=follow, waiting=waiting)
 
 
+def _with_query(query_gpu: str) -> Format:
+    """The CSV format, its columns named by ``query_gpu`` (checked here, before any read)."""
+    csvlog.query_schema(query_gpu)
+    csv = by_name("csv")
+
+    def open_csv(
+        path: Path | str, *, follow: bool = False, waiting: Callable[[], None] | None = None
+    ) -> AnyRecording:
+        return csvlog.CsvRecording.open(path, follow=follow, waiting=waiting, query=query_gpu)
+
+    return Format(csv.name, csv.description, csv.looks_like, open_csv)
+
+
 def _identify(path: Path, head: bytes) -> Format:
     if not head.strip(_BLANK) or (head.startswith(_GZIP_MAGIC) and not _inflated(head)):
         return FORMATS[0]  # its reader says why: empty, only white space, a bad gzip
     found = detect(head)
+    if found is None and csvlog.looks_like_noheader(
+        _inflated(head) if head.startswith(_GZIP_MAGIC) else head
+    ):
+        raise BadCapture(
+            f"{path}: a `--query-gpu` CSV log without its header line; {csvlog.NOHEADER_HINT}"
+        )
     if found is None:
         raise BadCapture(f"{path}: not a recording gputop reads; it reads {readable_formats()}")
     return found

@@ -82,6 +82,58 @@ def looks_like(head: bytes) -> bool:
     return True
 
 
+NOHEADER_HINT = (
+    "a log written with `noheader` is read when its fields are named as they were given "
+    "to nvidia-smi: --query-gpu timestamp,index,utilization.gpu,memory.used"
+)
+
+_QUERY_NAME = re.compile(r"[a-z_][a-zA-Z0-9_.]*")
+_NUMBER_CELL = re.compile(r"-?[0-9]+(\.[0-9]+)? ?(%|MiB|W|MHz|C)?")
+
+
+def query_schema(query: str) -> Schema:
+    """The columns of a `noheader` log, from the fields given to `--query-gpu=`.
+
+    Raises:
+        BadCapture: not a comma list of field names, or none that gputop reads.
+    """
+    names = [name.strip() for name in query.split(",")]
+    bad = next((name for name in names if not _QUERY_NAME.fullmatch(name)), None)
+    if bad is not None:
+        raise BadCapture(
+            f"--query-gpu {query}: {bad!r} is not a field name (give them as to nvidia-smi: "
+            "timestamp,index,utilization.gpu)"
+        )
+    try:
+        return Schema.parse(", ".join(names))
+    except BadCapture:
+        raise BadCapture(
+            f"--query-gpu {query}: names no field gputop reads (see `nvidia-smi "
+            "--help-query-gpu`; gputop reads e.g. timestamp, index, utilization.gpu, "
+            "memory.used, power.draw)"
+        ) from None
+
+
+def looks_like_noheader(head: bytes) -> bool:
+    """Whether ``head`` starts a `--query-gpu` CSV log written with ``noheader``: its first
+    line is cells of values (a time, numbers with or without their unit, `[N/A]`), no
+    header."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0]
+    try:
+        line = text.decode("ascii").rstrip("\r")
+    except UnicodeDecodeError:
+        return False
+    cells = line.split(", ")
+    if len(cells) < 2 or is_header(line):
+        return False
+    return any(
+        parse_timestamp(cell) is not None
+        or _NUMBER_CELL.fullmatch(cell)
+        or (cell.startswith("[") and cell.endswith("]"))
+        for cell in cells
+    )
+
+
 class _Data:
     """The log's bytes by offset: how many have come, and whether more may."""
 
@@ -250,15 +302,20 @@ class CsvRecording(IndexedLog):
         *,
         follow: bool = False,
         waiting: Callable[[], None] | None = None,
+        query: str | None = None,
     ) -> CsvRecording:
-        """Open a CSV log (a file, .gz, or pipe).
+        """Open a CSV log (a file, .gz, or pipe). ``query``: the fields it holds, as given
+        to `nvidia-smi --query-gpu=` (``timestamp,index,utilization.gpu``), for a log
+        written with ``noheader`` (a header line in the log still says what follows it).
 
         Raises:
             BadCapture: missing, unreadable, or no header and snapshot could be read.
         """
         path = Path(path)
+        schema = None if query is None else query_schema(query)
         warnings: list[str] = []
         recording = cls(path, _open_data(path, follow, warnings), warnings, follow=follow)
+        recording._schema = schema
         try:
             recording._check_first(waiting)
         except BadCapture:
@@ -284,8 +341,8 @@ class CsvRecording(IndexedLog):
         if self._data.available() == 0:
             return "empty file"
         return (
-            "not an `nvidia-smi --query-gpu ... --format=csv` log (its first line is not a "
-            "header of query fields; a `noheader` log cannot be read)"
+            "not an `nvidia-smi --query-gpu ... --format=csv` log: its first line is not a "
+            f"header of query fields ({NOHEADER_HINT})"
         )
 
     @property
