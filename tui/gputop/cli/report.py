@@ -50,6 +50,7 @@ CSV_SNAPSHOTS_PER_DOCUMENT = 100
 towards splitting a log among workers."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_PIPE_WAIT_S = 0.5
 
 STDIN = Path("-")
 """`gputop report -`: the recording comes on standard input."""
@@ -262,6 +263,10 @@ def build_report(
     from gputop.sources.smi.recording import Recording
 
     with open_recording(path, _say, format_name, query_gpu) as recording:
+        # A pipe is followed as it comes: a report covers all of it, read once it has ended
+        # (else it would end at whatever had come when the reading caught up).
+        while recording.following:
+            recording.wait_for(len(recording), timeout=_PIPE_WAIT_S)
         if columns and isinstance(recording, CsvRecording):
             builder = _csv_report(recording, max_gap, jobs, charts)
             return builder, list(recording.warnings)

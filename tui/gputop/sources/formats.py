@@ -115,7 +115,8 @@ FORMATS: list[Format] = [
     ),
     Format(
         "csv",
-        "`nvidia-smi --query-gpu=... --format=csv [-l N]` logs (with their header line)",
+        "`nvidia-smi --query-gpu=... --format=csv [-l N]` logs (with their header line, or "
+        "its fields named by --query-gpu)",
         csvlog.looks_like,
         csvlog.CsvRecording.open,
     ),
