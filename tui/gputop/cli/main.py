@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
         "nvidia-smi (e.g. --query-gpu timestamp,index,utilization.gpu,memory.used)",
     )
     parser.add_argument(
+        "--apps",
+        metavar="FILE",
+        type=Path,
+        help="with --replay of a `--query-gpu` CSV log: the `nvidia-smi --query-compute-apps="
+        "timestamp,gpu_uuid,pid,process_name,used_memory --format=csv -l 1` log kept beside it",
+    )
+    parser.add_argument(
         "--follow",
         action="store_true",
         help="with --replay FILE: keep reading documents appended to FILE as they arrive, "
@@ -141,6 +148,7 @@ def parse_options(argv: Sequence[str]) -> Options:
         follow=ns.follow,
         format=ns.format,
         query_gpu=ns.query_gpu,
+        apps=ns.apps,
     )
     if options.follow and options.replay is None:
         raise BadArguments(
@@ -150,6 +158,8 @@ def parse_options(argv: Sequence[str]) -> Options:
         raise BadArguments("--format names the format of a recording: use it with --replay FILE")
     if options.query_gpu is not None and options.replay is None:
         raise BadArguments("--query-gpu names the columns of a CSV log: use it with --replay FILE")
+    if options.apps is not None and options.replay is None:
+        raise BadArguments("--apps names the processes of a CSV log: use it with --replay FILE")
     if options.at is not None and options.replay is None:
         raise BadArguments("--at picks a snapshot of a recording: use it with --replay FILE")
     if options.log is not None and options.replay is not None and not options.headless:

@@ -36,6 +36,8 @@ class Options:
     `--replay -` is followed whatever this says)."""
     query_gpu: str | None = None
     """--query-gpu FIELDS: the columns of a `noheader` CSV log, as given to nvidia-smi."""
+    apps: Path | None = None
+    """--apps FILE: a `--query-compute-apps` CSV log beside the replayed `--query-gpu` one."""
 
     @property
     def headless(self) -> bool:

@@ -43,6 +43,8 @@ class RecordingInput:
     """--format: the format to read it as (else told by its content)."""
     query_gpu: str | None = None
     """--query-gpu: the columns of a `noheader` CSV log."""
+    apps: Path | None = None
+    """--apps: the `--query-compute-apps` log beside it."""
 
     @property
     def may_wait(self) -> bool:
@@ -63,7 +65,11 @@ class RecordingInput:
             BadCapture: the recording cannot be read.
         """
         return open_any(
-            self.path, follow=self.follow, format_name=self.format, query_gpu=self.query_gpu
+            self.path,
+            follow=self.follow,
+            format_name=self.format,
+            query_gpu=self.query_gpu,
+            apps=self.apps,
         )
 
 
@@ -85,7 +91,7 @@ def recording_input(options: Options) -> RecordingInput:
     pipe = is_pipe(path)
     name = "standard input" if reads_stdin(options) else str(options.replay)
     return RecordingInput(
-        path, options.follow or pipe, name, pipe, options.format, options.query_gpu
+        path, options.follow or pipe, name, pipe, options.format, options.query_gpu, options.apps
     )
 
 

@@ -87,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the fields of a CSV log written with `noheader`, as given to nvidia-smi "
         "(e.g. --query-gpu timestamp,index,utilization.gpu,memory.used)",
     )
+    parser.add_argument(
+        "--apps",
+        metavar="FILE",
+        type=Path,
+        help="with a `--query-gpu` CSV log: the `nvidia-smi --query-compute-apps=timestamp,"
+        "gpu_uuid,pid,process_name,used_memory --format=csv -l 1` log kept beside it",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     charts = parser.add_mutually_exclusive_group()
     charts.add_argument(
@@ -249,6 +256,7 @@ def build_report(
     charts: bool = True,
     columns: bool = True,
     query_gpu: str | None = None,
+    apps: Path | None = None,
 ) -> tuple[ReportBuilder, list[str]]:
     """Read the recording at ``path`` into a ReportBuilder; also return the reader's warnings.
 
@@ -262,7 +270,7 @@ def build_report(
     from gputop.cli.opening import open_recording
     from gputop.sources.smi.recording import Recording
 
-    with open_recording(path, _say, format_name, query_gpu) as recording:
+    with open_recording(path, _say, format_name, query_gpu, apps) as recording:
         # A pipe is followed as it comes: a report covers all of it, read once it has ended
         # (else it would end at whatever had come when the reading caught up).
         while recording.following:
@@ -325,6 +333,7 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
             args.format,
             charts=charts,
             query_gpu=args.query_gpu,
+            apps=args.apps,
         )
     except OSError as error:
         raise BadCapture(f"{path}: {error.strerror or error}") from None

@@ -27,6 +27,7 @@ from typing import Protocol
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
 from gputop.sources import csvlog, dmon
+from gputop.sources.csvlog.apps import AppsLog, WithApps, sampling_interval
 from gputop.sources.logs import SpooledOpener, spool_gzip, spool_stream
 from gputop.sources.smi import text
 from gputop.sources.smi.recording import Recording as XmlRecording
@@ -275,6 +276,38 @@ def _head_of_file(path: Path, follow: bool, waiting: Callable[[], None] | None) 
 
 
 def open_recording(
+    path: Path | str,
+    *,
+    follow: bool = False,
+    format_name: str | None = None,
+    waiting: Callable[[], None] | None = None,
+    query_gpu: str | None = None,
+    apps: Path | None = None,
+) -> AnyRecording:
+    """Open a recording (see ``_open``); ``apps``: a `--query-compute-apps` CSV log kept
+    beside a `--query-gpu` one, whose processes its snapshots take (``csvlog.apps``).
+
+    Raises:
+        BadCapture: unreadable, or in no format gputop reads (the line lists them).
+    """
+    recording = _open(
+        path, follow=follow, format_name=format_name, waiting=waiting, query_gpu=query_gpu
+    )
+    if apps is None:
+        return recording
+    try:
+        if not isinstance(recording, csvlog.CsvRecording):
+            raise BadCapture(
+                f"--apps {apps}: the processes of a `--query-gpu` CSV log; {path} is not one"
+            )
+        log = AppsLog.read(Path(apps))
+        return WithApps(recording, log, sampling_interval(recording.seconds()))
+    except BadCapture:
+        recording.close()
+        raise
+
+
+def _open(
     path: Path | str,
     *,
     follow: bool = False,

@@ -372,7 +372,7 @@ def _gpu(schema: Schema, cells: Sequence[str], position: int) -> tuple[GpuSample
     return gpu, values
 
 
-def _with_processes(
+def with_processes(
     gpus: list[GpuSample], processes: Sequence[tuple[str | None, str | None, ProcessSample]]
 ) -> list[GpuSample]:
     """Each GPU with the processes whose GPU UUID or bus id is its own (all of them, for
@@ -406,7 +406,7 @@ def parse_block(
         gpus.append(gpu)
         if not first:
             first = values
-    gpus = _with_processes(gpus, processes)
+    gpus = with_processes(gpus, processes)
     stamp = first.get("timestamp")
     return Snapshot(
         timestamp=stamp if isinstance(stamp, datetime) else None,
