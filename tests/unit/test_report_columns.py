@@ -247,3 +247,26 @@ def test_parts_of_one_report_join_into_the_report_of_the_whole(tmp_path: Path) -
                         builder.add_columns(item)
     joined = ReportBuilder.merged(parts)
     assert summary_to_json(joined.summary()) == summary_to_json(whole.summary())
+
+
+def test_apps_rows_written_with_the_gpu_query_are_read_row_by_row(tmp_path: Path) -> None:
+    """A `--query-compute-apps` query in the same log, as wide as the GPU rows: its rows
+    join the snapshot before them (processes change the states), so those snapshots are
+    not read as columns."""
+    lines = []
+    moment = START
+    for second in range(300):
+        moment += timedelta(seconds=1)
+        lines.append("timestamp, uuid, utilization.gpu [%], memory.used [MiB]")
+        for gpu in range(2):
+            lines.append(f"{_stamp(moment)}, GPU-{gpu}, 2 %, 100 MiB")
+        if 100 <= second < 200:
+            lines.append("pid, process_name, used_memory [MiB], gpu_uuid")
+            lines.append("4242, python, 90 MiB, GPU-1")
+    path = tmp_path / "gpu-log.csv"
+    path.write_text("\n".join(lines) + "\n")
+    rows, columns = _both(path)
+    for report in columns:
+        assert report == rows
+    gpus = json.loads(json.dumps(rows["json"]))["gpus"]
+    assert gpus[1]["waiting_s"] >= 99.0 and gpus[0]["waiting_s"] == 0.0

@@ -30,7 +30,7 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from itertools import islice
-from operator import add, ne
+from operator import add, ne, sub
 from pathlib import Path
 from typing import BinaryIO
 
@@ -664,7 +664,7 @@ class CsvRecording(IndexedLog):
         """Snapshots ``index`` to ``stop`` (back to back), as columns where they are plain."""
         begin = self._starts[index]
         data = self._data.read(begin, self._ends[stop - 1] - begin)
-        offsets = [start - begin for start in self._starts[index:stop]]
+        offsets = list(map(sub, self._starts[index:stop], itertools.repeat(begin)))
         run = reader.read(data, offsets, self._stamps[index:stop], self._base)
         if run is not None:
             yield run
