@@ -117,8 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs",
         type=jobs_count,
         metavar="N",
-        help="parse with N processes (default: one per CPU for recordings of "
-        f"{PARALLEL_MIN_DOCUMENTS} documents or more, in a plain, uncompressed file)",
+        help="parse with N processes (default: one per CPU for XML recordings of "
+        f"{PARALLEL_MIN_DOCUMENTS} documents or more, in a plain, uncompressed file, and for "
+        f"CSV logs of {PARALLEL_MIN_DOCUMENTS * CSV_SNAPSHOTS_PER_DOCUMENT} snapshots or more)",
     )
     return parser
 
