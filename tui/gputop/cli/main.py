@@ -46,6 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
         "`nvidia-smi -q`; dmon: `nvidia-smi dmon`/`pmon`)",
     )
     parser.add_argument(
+        "--query-gpu",
+        metavar="FIELDS",
+        help="with --replay: the fields of a CSV log written with `noheader`, as given to "
+        "nvidia-smi (e.g. --query-gpu timestamp,index,utilization.gpu,memory.used)",
+    )
+    parser.add_argument(
+        "--apps",
+        metavar="FILE",
+        type=Path,
+        help="with --replay of a `--query-gpu` CSV log: the `nvidia-smi --query-compute-apps="
+        "timestamp,gpu_uuid,pid,process_name,used_memory --format=csv -l 1` log kept beside it",
+    )
+    parser.add_argument(
         "--follow",
         action="store_true",
         help="with --replay FILE: keep reading documents appended to FILE as they arrive, "
@@ -134,6 +147,8 @@ def parse_options(argv: Sequence[str]) -> Options:
         log=ns.log,
         follow=ns.follow,
         format=ns.format,
+        query_gpu=ns.query_gpu,
+        apps=ns.apps,
     )
     if options.follow and options.replay is None:
         raise BadArguments(
@@ -141,6 +156,10 @@ def parse_options(argv: Sequence[str]) -> Options:
         )
     if options.format is not None and options.replay is None:
         raise BadArguments("--format names the format of a recording: use it with --replay FILE")
+    if options.query_gpu is not None and options.replay is None:
+        raise BadArguments("--query-gpu names the columns of a CSV log: use it with --replay FILE")
+    if options.apps is not None and options.replay is None:
+        raise BadArguments("--apps names the processes of a CSV log: use it with --replay FILE")
     if options.at is not None and options.replay is None:
         raise BadArguments("--at picks a snapshot of a recording: use it with --replay FILE")
     if options.log is not None and options.replay is not None and not options.headless:
