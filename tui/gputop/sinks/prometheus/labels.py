@@ -100,13 +100,24 @@ def one_pod(holders: Iterable[Owner], processes: Iterable[ProcessSample]) -> Lab
     return labels
 
 
+_POD_LABELS = (dcgm.CONTAINER, dcgm.NAMESPACE, dcgm.POD)
+
+
+def with_labels(base: Labels, extra: Labels) -> Labels:
+    """``base`` with ``extra`` added before its pod labels, which dcgm-exporter renders
+    last (they are attributes; the others, labels)."""
+    if not any(name in base for name in _POD_LABELS):
+        return {**base, **extra}
+    core = {k: v for k, v in base.items() if k not in _POD_LABELS}
+    pods = {k: v for k, v in base.items() if k in _POD_LABELS}
+    return {**core, **extra, **pods}
+
+
 def process_labels(base: Labels, process: ProcessSample, detail: ProcessDetail) -> Labels:
     """A process's series labels: its device's (``base``), then ``pid``, ``process_name`` and
     (``full`` only) ``user`` and ``command``, then its pod's."""
-    labels = dict(base)
     # The device's own pod labels go: the process says its own below.
-    for name in (dcgm.CONTAINER, dcgm.NAMESPACE, dcgm.POD):
-        labels.pop(name, None)
+    labels = {k: v for k, v in base.items() if k not in _POD_LABELS}
     labels["pid"] = str(process.pid)
     if process.name:
         labels["process_name"] = process.name

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import cast
 
-from prometheus_client.metrics_core import Metric
 from prometheus_client import utils as _client_utils
+from prometheus_client.metrics_core import Metric
 
 from gputop.model import GpuSample, MigDeviceSample, Snapshot
 from gputop.model.fields import GPU_FIELDS, MIG_FIELDS, PROCESS_FIELDS, Field, Value
@@ -33,6 +33,7 @@ from gputop.sinks.prometheus.labels import (
     mig_labels,
     one_pod,
     process_labels,
+    with_labels,
 )
 from gputop.sinks.prometheus.tracker import GpuExtras
 
@@ -193,10 +194,11 @@ def _clock_events(
     window = {dcgm.WINDOW_LABEL: str(window_ms)}
     if not extras.clock_events:
         # As dcgm-exporter does when no event was seen: one series, no clock_event, 0.
-        families.add(dcgm.CLOCK_EVENTS, {**base, **window}, 0.0)
+        families.add(dcgm.CLOCK_EVENTS, with_labels(base, window), 0.0)
         return
     for name, count in extras.clock_events:
-        labels = {**base, **window, dcgm.CLOCK_EVENT_LABEL: name}
+        # dcgm-exporter's labels map renders sorted: clock_event, then window_size_in_ms.
+        labels = with_labels(base, {dcgm.CLOCK_EVENT_LABEL: name, **window})
         families.add(dcgm.CLOCK_EVENTS, labels, float(count))
 
 
@@ -213,7 +215,7 @@ def _throttle(families: _Families, base: Labels, gpu: GpuSample) -> None:
     text = "1 while this clock-event (throttle) reason is active, by NVML's name."
     for reason in (*_REASONS, *(name for name in active if name not in _REASONS)):
         value = 1.0 if reason in active else 0.0
-        families.own(_THROTTLE.prometheus, text, {**base, "reason": reason}, value)
+        families.own(_THROTTLE.prometheus, text, with_labels(base, {"reason": reason}), value)
 
 
 _PROCESS_EXPORTED = tuple(f for f in PROCESS_FIELDS if f.prometheus is not None)
@@ -251,7 +253,7 @@ def _diagnosis(families: _Families, base: Labels, extras: GpuExtras | None) -> N
     )
     for state in STATES:
         value = 1.0 if extras.state == state else 0.0
-        families.own("gputop_gpu_state", text, {**base, "state": state}, value)
+        families.own("gputop_gpu_state", text, with_labels(base, {"state": state}), value)
     if extras.waiting_seconds is not None:
         families.own(
             "gputop_gpu_waiting_seconds",
