@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import ssl
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,19 +25,28 @@ class Exporter:
     port: int
     process: subprocess.Popen[str]
 
+    context: ssl.SSLContext | None = None
+    """Trusts the exporter's certificate, when it serves TLS."""
+
     def metrics(self) -> str:
         """One scrape of ``/metrics``."""
-        status, body = http_get(f"{self.url}/metrics")
+        status, body = http_get(f"{self.url}/metrics", context=self.context)
         assert status == 200, (status, body[:200])
         return body.decode()
 
 
 @contextmanager
 def running_exporter(
-    *args: str, fake: str = str(FOUR), env: dict[str, str] | None = None, timeout: float = 30.0
+    *args: str,
+    fake: str = str(FOUR),
+    env: dict[str, str] | None = None,
+    timeout: float = 30.0,
+    tls: Path | None = None,
 ) -> Iterator[Exporter]:
     """`gputop export ARGS --listen 127.0.0.1:PORT` on a free port, ready to scrape; stopped
-    (SIGTERM, then killed) on the way out, also when the test fails."""
+    (SIGTERM, then killed) on the way out, also when the test fails. ``tls``: the
+    certificate of an exporter that serves HTTPS (its web config is in ``args``); the
+    readiness check then asks without credentials and takes a 401 as ready."""
     port = free_port()
     command, environ = gputop_command(fake, **(env or {}))
     process = subprocess.Popen(
@@ -48,7 +58,9 @@ def running_exporter(
         stderr=subprocess.PIPE,
         text=True,
     )
-    exporter = Exporter(f"http://127.0.0.1:{port}", port, process)
+    context = None if tls is None else ssl.create_default_context(cafile=str(tls))
+    scheme = "http" if tls is None else "https"
+    exporter = Exporter(f"{scheme}://127.0.0.1:{port}", port, process, context)
     try:
 
         def died() -> str | None:
@@ -57,7 +69,9 @@ def running_exporter(
             return process.stderr.read() if process.stderr else ""
 
         wait_until(
-            lambda: http_get(f"{exporter.url}/metrics", timeout=2)[0] == 200,
+            lambda: (
+                http_get(f"{exporter.url}/metrics", timeout=2, context=context)[0] in (200, 401)
+            ),
             timeout=timeout,
             what="gputop export",
             alive=died,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -37,10 +38,12 @@ def wait_until(
         time.sleep(0.1)
 
 
-def http_get(url: str, *, timeout: float = 5.0) -> tuple[int, bytes]:
+def http_get(
+    url: str, *, timeout: float = 5.0, context: ssl.SSLContext | None = None
+) -> tuple[int, bytes]:
     """Status and body of a GET (an error status is returned, not raised)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as answer:
+        with urllib.request.urlopen(url, timeout=timeout, context=context) as answer:
             return int(answer.status), bytes(answer.read())
     except urllib.error.HTTPError as error:
         return int(error.code), bytes(error.read())

@@ -28,7 +28,7 @@ from gputop.model import Snapshot
 from gputop.sources.formats import open_recording
 from gputop.sources.smi.recording import snapshot_from_path
 from support.command import ROOT, gputop_command
-from support.exporter import FOUR, running_exporter, stop
+from support.exporter import FOUR, running_exporter
 from support.net import free_port, http_get
 from unit.test_export_render import find, series
 
@@ -254,36 +254,16 @@ def https_get(port: int, cert: Path, auth: tuple[str, str] | None) -> tuple[int,
 
 def test_tls_and_basic_auth_from_a_web_config(tmp_path: Path) -> None:
     config = web_config(tmp_path)
-    port = free_port()
-    command, environ = gputop_command(str(FOUR))
-    process = subprocess.Popen(
-        [*command, "export", "--listen", f"127.0.0.1:{port}", "--web-config-file", str(config)],
-        cwd=ROOT,
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     cert = tmp_path / "server.crt"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                status, body = https_get(port, cert, ("alice", "s3cret"))
-                break
-            except (OSError, urllib.error.URLError):
-                assert process.poll() is None, process.stderr.read() if process.stderr else ""
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
+    with running_exporter("--web-config-file", str(config), tls=cert) as exporter:
+        status, body = https_get(exporter.port, cert, ("alice", "s3cret"))
         assert status == 200 and b"DCGM_FI_DEV_FB_USED{" in body
-        assert https_get(port, cert, ("alice", "wrong"))[0] == 401
-        assert https_get(port, cert, ("mallory", "s3cret"))[0] == 401
-        assert https_get(port, cert, None)[0] == 401
+        assert https_get(exporter.port, cert, ("alice", "wrong"))[0] == 401
+        assert https_get(exporter.port, cert, ("mallory", "s3cret"))[0] == 401
+        assert https_get(exporter.port, cert, None)[0] == 401
         # Plain HTTP on the TLS port gets nothing.
         with pytest.raises((OSError, urllib.error.URLError, http.client.HTTPException)):
-            http_get(f"http://127.0.0.1:{port}/metrics", timeout=3)
-    finally:
-        assert stop(process) == 0
+            http_get(f"http://127.0.0.1:{exporter.port}/metrics", timeout=3)
 
 
 def run_export(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
