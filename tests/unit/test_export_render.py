@@ -3,10 +3,12 @@ dcgm-exporter's, None never emitted, privacy, pods, clock events, waiting, stale
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -322,3 +324,23 @@ def test_added_labels_go_before_the_pod_labels_as_dcgm_exporter_renders() -> Non
     ]  # fmt: skip
     state = lines_of(text, "gputop_gpu_state")[0]
     assert label_names(state)[-4:] == ["state", "container", "namespace", "pod"]
+
+
+def test_the_readme_lists_every_exported_name() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## `gputop export`") :]
+    section = section[: section.index("\n## ", 1)]
+    # The table abbreviates a group as `DCGM_FI_DEV_FB_TOTAL`, `_FB_USED`: match either.
+    shown = set(re.findall(r"`(DCGM_\w+|gputop_\w+|_\w+)", section))
+
+    def listed(name: str) -> bool:
+        short = "_" + name.split("_", 3)[-1] if name.startswith("DCGM_FI_") else name
+        return name in shown or short in shown
+
+    for table in (GPU_FIELDS, MIG_FIELDS, PROCESS_FIELDS):
+        for field in table:
+            assert field.prometheus is None or listed(field.prometheus), field.prometheus
+    text = render(h100_mig_box(2, 2, 4))
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            assert listed(line.split()[2]), line
