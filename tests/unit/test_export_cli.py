@@ -352,3 +352,15 @@ def test_replay_at_holds_that_document() -> None:
         assert find(first, "DCGM_FI_DEV_FB_USED", GPU_I_ID=str(device.gpu_instance_id)) == wanted
         assert find(again, "DCGM_FI_DEV_FB_USED", GPU_I_ID=str(device.gpu_instance_id)) == wanted
     assert find(again, "gputop_stale") == [0.0]  # a recording held on purpose is not stale
+
+
+def test_the_energy_counter_in_millijoules() -> None:
+    with running_exporter(fake="plain-8") as exporter:
+        text = exporter.metrics()
+    assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in text
+    values = series(text)
+    for gpu in range(8):
+        assert find(values, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu=str(gpu)) == [8_765_432_100]
+    # A capture's cards do not report it (the fake answers as an older GPU): not emitted.
+    with running_exporter() as exporter:
+        assert "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{" not in exporter.metrics()

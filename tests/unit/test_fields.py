@@ -54,7 +54,10 @@ def test_prometheus_names_are_dcgm_exporters_or_ours() -> None:
         for f in table:
             framebuffer = (f.prometheus or "").startswith("DCGM_FI_DEV_FB_")
             ratio = (f.prometheus or "").startswith("DCGM_FI_PROF_")  # DCGM's 0..1, from %
-            expected = 1 / 1024**2 if framebuffer else 1 / 100 if ratio else 1.0
+            millijoules = f.prometheus == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+            expected = (
+                1 / 1024**2 if framebuffer else 1 / 100 if ratio else 1000 if millijoules else 1.0
+            )
             assert f.export_scale == expected, f.path
             assert not ratio or f.unit == "%", f.path
             assert framebuffer is (f.value is Value.BYTES), f.path

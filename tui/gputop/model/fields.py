@@ -179,6 +179,14 @@ POWER_LIMIT = Field(
 )
 """The enforced limit (what the GPU is held to), which DCGM and nvidia-smi name so; their
 ``power.limit`` / ``POWER_MGMT_LIMIT`` is the one set by management, often the same."""
+ENERGY = Field(
+    "power.energy",
+    "energy",
+    "J",
+    prometheus="DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    export_scale=1000,
+)
+"""A counter since the driver was loaded; DCGM's is in mJ."""
 TEMP = Field(
     "temperature.gpu",
     "temp",
@@ -188,6 +196,13 @@ TEMP = Field(
     query="temperature.gpu",
     prometheus="DCGM_FI_DEV_GPU_TEMP",
 )
+TEMP_MEMORY = Field(
+    "temperature.memory",
+    "memory temp",
+    "°C",
+    prometheus="DCGM_FI_DEV_MEMORY_TEMP",
+)
+"""HBM parts report it; others say not supported."""
 TEMP_SLOWDOWN = Field(
     "temperature.slowdown",
     "slowdown temp",
@@ -322,7 +337,9 @@ GPU_FIELDS: tuple[Field, ...] = (
     MEM_RESERVED,
     POWER_DRAW,
     POWER_LIMIT,
+    ENERGY,
     TEMP,
+    TEMP_MEMORY,
     TEMP_SLOWDOWN,
     TEMP_SHUTDOWN,
     FAN,
