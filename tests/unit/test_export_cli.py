@@ -364,3 +364,27 @@ def test_the_energy_counter_in_millijoules() -> None:
     # A capture's cards do not report it (the fake answers as an older GPU): not emitted.
     with running_exporter() as exporter:
         assert "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{" not in exporter.metrics()
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--interval", "nan"), ("--interval",)),
+        (("--at", "3"), ("--replay",)),
+        (("--gpu", "7"), ("7",)),
+        (("--replay", "snapshots/no-such-file.xml"), ("no-such-file",)),
+        (("--export-processes", "everything"), ("--export-processes",)),
+    ],
+)
+def test_bad_options_are_one_line(args: tuple[str, ...], words: tuple[str, ...]) -> None:
+    one_line_exit_2(run_export("--listen", f"127.0.0.1:{free_port()}", *args), *words)
+
+
+def test_no_driver_is_one_line_and_exit_1() -> None:
+    command, environ = gputop_command("no-driver")
+    done = subprocess.run(
+        [*command, "export", "--listen", f"127.0.0.1:{free_port()}"],
+        cwd=ROOT, env=environ, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "driver" in done.stderr
