@@ -95,14 +95,24 @@ DCGM_COUNTER = re.compile(r"^(DCGM_\w+) counter metrics should have \"_total\" s
 
 @pytest.mark.parametrize(
     ("fake", "args"),
-    [(str(FOUR), ()), ("h100-mig-8x7", ()), (str(FOUR), ("--replay", str(MIG_TEXT)))],
-    ids=["4x3090", "8x7-mig", "replay-mig"],
+    [
+        (str(FOUR), ()),
+        ("h100-mig-8x7", ()),
+        (str(FOUR), ("--replay", str(MIG_TEXT))),
+        (str(FOUR), ("--replay", str(ROOT / "snapshots" / "h200-mig-590-q.txt"))),
+        (str(FOUR), ("--replay", str(ROOT / "snapshots" / "a100-sxm4-80gb-mig-v12.xml"))),
+    ],
+    ids=["4x3090", "8x7-mig", "replay-h100-mig", "replay-h200-mig", "replay-a100-mig"],
 )
 def test_promtool_accepts_the_output(fake: str, args: tuple[str, ...]) -> None:
     assert PROMTOOL.exists(), "promtool: run scripts/install-system-deps"
     with running_exporter(*args, fake=fake) as exporter:
         time.sleep(1.2)  # a second sample: GPM activity, clock events
         text = exporter.metrics()
+    # Each series once: Prometheus drops a scrape that repeats one.
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    keys = [line.rsplit(" ", 1)[0] for line in lines]
+    assert len(keys) == len(set(keys))
     # dcgm-exporter's modelName label is camelCase: promtool's only complaint about labels.
     code, problems = promtool(text.replace("modelName=", "model_name="))
     assert code in (0, 3), problems  # 1 would be a format error
