@@ -96,12 +96,15 @@ def running_prometheus(
                 log.seek(0)
                 return log.read()[-2000:]
 
-            wait_until(
-                lambda: http_get(f"{url}/-/ready", timeout=2)[0] == 200,
-                timeout=timeout,
-                what="prometheus",
-                alive=died,
-            )
+            def ready() -> bool:
+                if http_get(f"{url}/-/ready", timeout=2)[0] != 200:
+                    return False
+                # Ours, not another test's server that took the same free port first.
+                status, body = http_get(f"{url}/api/v1/status/flags", timeout=2)
+                flags = json.loads(body).get("data", {}) if status == 200 else {}
+                return bool(flags.get("storage.tsdb.path") == str(directory / "data"))
+
+            wait_until(ready, timeout=timeout, what="prometheus", alive=died)
             yield url
         finally:
             if process.poll() is None:

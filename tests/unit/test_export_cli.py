@@ -4,9 +4,7 @@ serves, by promtool, with TLS and basic auth, a hung driver, and bad input."""
 from __future__ import annotations
 
 import base64
-import datetime
 import http.client
-import ipaddress
 import re
 import signal
 import socket
@@ -17,20 +15,13 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import bcrypt
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
-from gputop.model import Snapshot
-from gputop.sources.formats import open_recording
 from gputop.sources.smi.recording import snapshot_from_path
 from support.command import ROOT, gputop_command
 from support.exporter import FOUR, running_exporter
+from support.metrics import document, find, series, web_config
 from support.net import free_port, http_get
-from unit.test_export_render import find, series
 
 MIB = 1024 * 1024
 PROMTOOL = Path("/usr/bin/promtool")
@@ -126,15 +117,6 @@ def test_promtool_accepts_the_output(fake: str, args: tuple[str, ...]) -> None:
     assert camel and all(not DCGM_COUNTER.match(line) for line in camel)
 
 
-def document(path: Path, index: int = 0) -> Snapshot:
-    """Document ``index`` (negative: from the end) of a recording in any format."""
-    recording = open_recording(path)
-    try:
-        return recording.snapshot(index % len(recording))
-    finally:
-        recording.close()
-
-
 def test_mig_instances_of_a_capture_carry_gpu_i_labels() -> None:
     expected = document(MIG_TEXT)
     with running_exporter("--replay", str(MIG_TEXT), "--hostname", "node-a") as exporter:
@@ -206,47 +188,6 @@ def test_a_hung_driver_call_is_served_stale_and_scrapes_stay_fast() -> None:
         # GPU 0's last values are still served.
         assert find(values, "DCGM_FI_DEV_POWER_USAGE", gpu="0")
         assert slowest < 1.0
-
-
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = directory / "server.crt", directory / "server.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
-
-
-def web_config(directory: Path, password: bytes = b"s3cret") -> Path:
-    cert, key = self_signed(directory)
-    hashed = bcrypt.hashpw(password, bcrypt.gensalt(rounds=6)).decode().replace("$2b$", "$2y$")
-    config = directory / "web-config.yml"
-    config.write_text(
-        f"tls_server_config:\n  cert_file: {cert.name}\n  key_file: {key.name}\n"
-        f"basic_auth_users:\n  alice: {hashed}\n"
-    )
-    return config
 
 
 def https_get(port: int, cert: Path, auth: tuple[str, str] | None) -> tuple[int, bytes]:
@@ -343,7 +284,7 @@ def test_sigterm_and_ctrl_c_stop_cleanly() -> None:
         with running_exporter() as exporter:
             exporter.process.send_signal(sig)
             code = exporter.process.wait(10)
-            err = exporter.process.stderr.read() if exporter.process.stderr else ""
+            err = exporter.stderr()
         assert code == 0, err
         assert "Traceback" not in err
 
@@ -398,3 +339,11 @@ def test_no_driver_is_one_line_and_exit_1() -> None:
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "driver" in done.stderr
+
+
+def test_gpu_selects_what_is_exported() -> None:
+    with running_exporter("--gpu", "1,3") as exporter:
+        values = series(exporter.metrics())
+    assert sorted(
+        label for label in ("0", "1", "2", "3") if find(values, "DCGM_FI_DEV_FB_USED", gpu=label)
+    ) == ["1", "3"]

@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from fakes.nvml_scenarios import GIB, MIB, gpu_sample, h100_mig_box, mig_gpu, snapshot
 from gputop.insight.diagnosis import gpu_state
@@ -26,8 +25,7 @@ from gputop.sinks.prometheus.labels import ProcessDetail
 from gputop.sinks.prometheus.latest import LatestSample
 from gputop.sinks.prometheus.render import Exported, exposition, snapshot_families
 from gputop.sinks.prometheus.tracker import ExportTracker
-
-Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+from support.metrics import find, series
 
 DCGM_ORDER = ["gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname",
               "DCGM_FI_DRIVER_VERSION"]  # fmt: skip
@@ -58,25 +56,6 @@ def lines_of(text: str, name: str) -> list[str]:
 def label_names(line: str) -> list[str]:
     inside = line[line.index("{") + 1 : line.rindex("}")]
     return [part.split("=", 1)[0] for part in inside.split('",') if part]
-
-
-def series(text: str) -> Series:
-    out: Series = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            name = sample.name
-            if family.type == "counter" and name == family.name + "_total":
-                name = family.name  # the parser's OpenMetrics suffix: not in the text
-            out[(name, tuple(sorted(sample.labels.items())))] = sample.value
-    return out
-
-
-def find(values: Series, name: str, **labels: str) -> list[float]:
-    return [
-        value
-        for (metric, pairs), value in values.items()
-        if metric == name and all((k, v) in pairs for k, v in labels.items())
-    ]
 
 
 def test_gpu_series_carry_dcgm_exporters_labels_in_its_order() -> None:

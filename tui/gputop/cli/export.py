@@ -44,8 +44,10 @@ DEFAULT_LISTEN = "127.0.0.1:9400"
 """dcgm-exporter's port, on this machine only: exposing it is a choice (``--listen``)."""
 
 
-class _Stop(Exception):
-    """SIGTERM: leave the server loop and stop as on Ctrl-C."""
+class _Stop(BaseException):
+    """SIGTERM: leave the server loop and stop as on Ctrl-C. A BaseException, as
+    KeyboardInterrupt is: the server swallows an ``Exception`` raised while it accepts a
+    request, and the signal can arrive just then."""
 
 
 def build_parser() -> argparse.ArgumentParser:
