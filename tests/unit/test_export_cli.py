@@ -19,8 +19,8 @@ import pytest
 
 from gputop.sources.smi.recording import snapshot_from_path
 from support.command import ROOT, gputop_command
-from support.exporter import FOUR, running_exporter
-from support.metrics import document, find, series, web_config
+from support.exporter import FOUR, running_exporter, stop
+from support.metrics import Series, document, find, series, web_config
 from support.net import free_port, http_get
 
 MIB = 1024 * 1024
@@ -347,3 +347,57 @@ def test_gpu_selects_what_is_exported() -> None:
     assert sorted(
         label for label in ("0", "1", "2", "3") if find(values, "DCGM_FI_DEV_FB_USED", gpu=label)
     ) == ["1", "3"]
+
+
+def test_replay_plays_at_the_recorded_pace_then_holds_the_last(tmp_path: Path) -> None:
+    from gputop.sinks.smi_xml import snapshot_to_xml
+    from support.apps import varied_stream
+
+    stream = varied_stream(document(FOUR), 3, step=2.0)
+    recording = tmp_path / "run.xml"
+    recording.write_bytes(b"".join(snapshot_to_xml(shot) for shot in stream))
+    expected = [document(recording, index) for index in range(3)]
+    utilization = [[gpu.utilization.gpu for gpu in shot.gpus] for shot in expected]
+    assert len({tuple(row) for row in utilization}) == 3  # each document differs
+
+    def scraped(values: Series) -> list[float | None]:
+        return [find(values, "DCGM_FI_DEV_GPU_UTIL", gpu=str(i))[0] for i in range(4)]
+
+    with running_exporter("--replay", str(recording), "--interval", "0.25") as exporter:
+        seen = [scraped(series(exporter.metrics()))]
+        deadline = time.monotonic() + 15
+        while seen[-1] != utilization[-1] and time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = scraped(series(exporter.metrics()))
+            if now != seen[-1]:
+                seen.append(now)
+        time.sleep(2.5)
+        held = scraped(series(exporter.metrics()))
+    # Document by document, in order (a slow start may miss the first), to the last, held.
+    assert len(seen) >= 2 and seen == utilization[len(utilization) - len(seen) :]
+    assert held == utilization[-1]
+
+
+def test_listens_on_ipv6_in_brackets() -> None:
+    port = free_port()
+    command, environ = gputop_command(str(FOUR))
+    process = subprocess.Popen(
+        [*command, "export", "--listen", f"[::1]:{port}"],
+        cwd=ROOT,
+        env=environ,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, body = http_get(f"http://[::1]:{port}/metrics", timeout=2)
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        assert status == 200 and b"DCGM_FI_DEV_GPU_UTIL{" in body
+    finally:
+        assert stop(process) == 0
