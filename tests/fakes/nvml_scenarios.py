@@ -47,7 +47,14 @@ def gpu_sample(index: int = 0, **changes: object) -> GpuSample:
         temperature=Temperature(
             gpu=71.0, memory=None, slowdown=93.0, shutdown=98.0, max_operating=88.0
         ),
-        power=Power(draw=251.5, limit=300.0, default_limit=300.0, min_limit=100.0, max_limit=300.0),
+        power=Power(
+            draw=251.5,
+            limit=300.0,
+            default_limit=300.0,
+            min_limit=100.0,
+            max_limit=300.0,
+            energy=8_765_432.1,
+        ),
         fan_speed=64.0,
         performance_state="P2",
         clocks=Clocks(graphics=1740, sm=1740, memory=7600, video=1545),

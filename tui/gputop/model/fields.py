@@ -179,6 +179,14 @@ POWER_LIMIT = Field(
 )
 """The enforced limit (what the GPU is held to), which DCGM and nvidia-smi name so; their
 ``power.limit`` / ``POWER_MGMT_LIMIT`` is the one set by management, often the same."""
+ENERGY = Field(
+    "power.energy",
+    "energy",
+    "J",
+    prometheus="DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    export_scale=1000,
+)
+"""A counter since the driver was loaded; DCGM's is in mJ."""
 TEMP = Field(
     "temperature.gpu",
     "temp",
@@ -188,6 +196,13 @@ TEMP = Field(
     query="temperature.gpu",
     prometheus="DCGM_FI_DEV_GPU_TEMP",
 )
+TEMP_MEMORY = Field(
+    "temperature.memory",
+    "memory temp",
+    "°C",
+    prometheus="DCGM_FI_DEV_MEMORY_TEMP",
+)
+"""HBM parts report it; others say not supported."""
 TEMP_SLOWDOWN = Field(
     "temperature.slowdown",
     "slowdown temp",
@@ -322,7 +337,9 @@ GPU_FIELDS: tuple[Field, ...] = (
     MEM_RESERVED,
     POWER_DRAW,
     POWER_LIMIT,
+    ENERGY,
     TEMP,
+    TEMP_MEMORY,
     TEMP_SLOWDOWN,
     TEMP_SHUTDOWN,
     FAN,
@@ -375,7 +392,8 @@ MIG_FIELDS: tuple[Field, ...] = (
     Field("profile_derived", "profile derived", value=Value.FLAG, json="profile_derived"),
     Field("profile_from_name", "profile from name", value=Value.FLAG, json="profile_from_name"),
     Field("uuid", "UUID", value=Value.TEXT, json="uuid"),
-    Field("sm_count", "SMs", json="sm_count", prometheus="gputop_mig_sm_count"),
+    # Not ``…_sm_count``: Prometheus keeps ``_count`` for histograms and summaries.
+    Field("sm_count", "SMs", json="sm_count", prometheus="gputop_mig_streaming_multiprocessors"),
     Field(
         "memory.total",
         "memory total",
@@ -394,9 +412,17 @@ MIG_FIELDS: tuple[Field, ...] = (
         prometheus="DCGM_FI_DEV_FB_USED",
         export_scale=1 / MIB,
     ),
+    Field(
+        "utilization.gpu",
+        "graphics activity",
+        "%",
+        prometheus="DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        export_scale=1 / 100,
+    ),
 )
 """A MIG device's fields, in ``--json`` order; DCGM exports MIG devices under the GPU's
-names with ``GPU_I_ID`` labels, so do we."""
+names with ``GPU_I_ID`` labels, so do we. A MIG instance's graphics activity (GPM, Hopper
+and later: None elsewhere) is DCGM's ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``, a ratio of 0 to 1."""
 
 OWNER_PARTS: tuple[tuple[str, str], ...] = (
     ("container_id", "Container id"),

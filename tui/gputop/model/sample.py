@@ -92,6 +92,9 @@ class Power:
     default_limit: float | None = None
     min_limit: float | None = None
     max_limit: float | None = None
+    energy: float | None = None
+    """Joules used since the driver was loaded (NVML's total energy counter, Volta and
+    later; live only: no recording format carries it)."""
 
 
 @dataclass(frozen=True, slots=True)
