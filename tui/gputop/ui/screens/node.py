@@ -9,6 +9,7 @@ exporter's labels name them, and Esc goes back to the fleet.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import ClassVar
 
@@ -35,8 +36,11 @@ class NodeScreen(MainScreen):
     ]
 
     def __init__(self, settings: UiSettings, host: str) -> None:
-        """The screen of ``host``; its ticks arrive through ``show_tick``."""
-        super().__init__(settings)
+        """The screen of ``host``; its ticks arrive through ``show_tick``.
+
+        The header always names the node: it is the remote machine's name, not this one's.
+        """
+        super().__init__(dataclasses.replace(settings, show_host=True))
         self.host = host
 
     def on_mount(self) -> None:
