@@ -35,7 +35,7 @@ STALE_AGE = 300.0
 POINTS = 40
 """Samples of each node's history (``query_range`` at the scrape interval)."""
 
-B, W, I = GpuState.BUSY, GpuState.WAITING, GpuState.IDLE
+B, W, IDLE = GpuState.BUSY, GpuState.WAITING, GpuState.IDLE
 
 
 def _pods(gpu: GpuSample, pods: Sequence[Owner]) -> GpuSample:
@@ -76,9 +76,9 @@ def demo_specs() -> list[NodeSpec]:
     )
     return [
         NodeSpec("node-a", rtx, (B, B, W, W)),
-        NodeSpec("node-b", eight_gpus(rtx), (I, I, I, B, I, I, B, B)),
+        NodeSpec("node-b", eight_gpus(rtx), (IDLE, IDLE, IDLE, B, IDLE, IDLE, B, B)),
         NodeSpec("node-c", a100_held, (W,), exporter="dcgm-exporter"),
-        NodeSpec("node-d", t4, (I,), stale=True),
+        NodeSpec("node-d", t4, (IDLE,), stale=True),
         NodeSpec("node-e", a5000_held, (B, B), exporter="dcgm-exporter"),
     ]
 
@@ -89,8 +89,8 @@ def node_view(spec: NodeSpec, history: Sequence[Snapshot]) -> NodeView:
         GpuWindow(
             index=gpu.index,
             state=state,
-            utilization_mean={B: 80.0, W: 0.0, I: 0.0}.get(state),
-            memory_used_mean=0 if state is I else gpu.memory.used,
+            utilization_mean={B: 80.0, W: 0.0, IDLE: 0.0}.get(state),
+            memory_used_mean=0 if state is IDLE else gpu.memory.used,
             seconds_waiting=240.0 if state is W else None,
         )
         for gpu, state in zip(snapshot.gpus, spec.states, strict=True)

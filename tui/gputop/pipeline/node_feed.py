@@ -60,8 +60,8 @@ class NodeFeed:
             self._error = f"{self._host} is not in the latest answer"
         elif view.stale:
             age = age_seconds(view.newest_sample or view.snapshot.timestamp, fleet.taken_at)
-            old = "" if age is None else f": newest sample {fmt_age(age)} old"
-            self._error = f"stale{old} (its exporter is not being scraped)"
+            # Short: the header cuts its left half, and this is the part that matters.
+            self._error = "stale" if age is None else f"stale: newest sample {fmt_age(age)} old"
         else:
             self._error = None
 

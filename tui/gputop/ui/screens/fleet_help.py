@@ -28,7 +28,9 @@ def fleet_help_sections(app_bindings: Iterable[BindingType]) -> list[tuple[str, 
     wanted = {"toggle_pause", "resume", "toggle_mig"}
     node = [
         *binding_rows(NodeScreen.BINDINGS),
-        *binding_rows(b for b in MainScreen.BINDINGS if isinstance(b, Binding) and b.action in wanted),
+        *binding_rows(
+            b for b in MainScreen.BINDINGS if isinstance(b, Binding) and b.action in wanted
+        ),
         ("Tab", "GPU panels, processes, MIG tree"),
     ]
     shared = [(title, rows) for title, rows in help_sections(()) if title in NODE_SECTIONS]

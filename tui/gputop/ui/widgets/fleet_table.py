@@ -175,7 +175,9 @@ class FleetTable(Widget):
         for index in self._columns:
             text = row.cells[index]
             style = stale if row.stale else missing if text == NA else Style()
-            cells.append(Text(text, style=style, justify="right" if COLUMNS[index].right else "left"))
+            cells.append(
+                Text(text, style=style, justify="right" if COLUMNS[index].right else "left")
+            )
         return cells
 
     def _rebuild(self) -> None:

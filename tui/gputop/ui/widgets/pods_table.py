@@ -85,4 +85,6 @@ class PodsTable(Widget):
         pods = len({(row[1], row[2]) for row in rows})
         status = f"{pods} pod{'s' if pods != 1 else ''} on {devices} device"
         status += "s" if devices != 1 else ""
-        self.query_one("#pods-status", Static).update(Text(f"{status}  ·  from the exporter's labels"))
+        self.query_one("#pods-status", Static).update(
+            Text(f"{status}  ·  from the exporter's labels")
+        )
