@@ -38,8 +38,8 @@ def run_fleet_tui(
     """Run the fleet view until the user quits; returns the exit status.
 
     Args:
-        source: the fleet (Prometheus, or exporters scraped directly); closed on exit,
-            unless a query is still stuck on the network (the process is ending anyway).
+        source: the fleet (Prometheus, or exporters scraped directly); its owner closes
+            it after this returns.
         refresh: seconds between fleet refreshes.
         history: seconds of a node's past loaded when its screen opens.
         source_label: what the header calls the source (the server's address).
@@ -53,6 +53,7 @@ def run_fleet_tui(
     try:
         app.run()
     finally:
-        if loop.stop(1.0):
-            source.close()
+        # A query stuck on the network cannot be interrupted: the thread is a daemon and
+        # the source's own timeouts bound it.
+        loop.stop(1.0)
     return app.return_code if app.return_code is not None else 0
