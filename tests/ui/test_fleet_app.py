@@ -191,3 +191,18 @@ async def test_help_lists_the_fleet_keys() -> None:
         node_rows = dict(help_screen.sections[2][1])
         assert node_rows["Esc"] == "Fleet"
         assert "gputop cluster keys" in screen_text(app)
+
+
+async def test_a_node_turning_stale_widens_its_column_to_say_so() -> None:
+    stale = demo_fleet()
+    fresh = dataclasses.replace(
+        stale, nodes=tuple(dataclasses.replace(node, stale=False) for node in stale.nodes)
+    )
+    app = fleet_app(MemoryFleet([fresh, stale], {}))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.pause()
+        assert "stale" not in screen_text(app)
+        app.loop.advance()  # type: ignore[attr-defined]
+        await pilot.pause()
+        line = next(line for line in screen_text(app).splitlines() if "node-d" in line)
+        assert "stale 5 min" in line
