@@ -206,3 +206,17 @@ async def test_a_node_turning_stale_widens_its_column_to_say_so() -> None:
         await pilot.pause()
         line = next(line for line in screen_text(app).splitlines() if "node-d" in line)
         assert "stale 5 min" in line
+
+
+async def test_a_node_screen_says_what_it_waits_for_until_its_history_arrives() -> None:
+    app = fleet_app(demo_source())
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.pause()
+        # Pushed without asking the loop: the history is still on its way.
+        app.push_screen(NodeScreen(app.settings, "node-b", 5.0))
+        await pilot.pause()
+        assert "node-b  reading node-b's recent samples…" in screen_text(app)
+        app.loop.open_node("node-b")
+        await pilot.pause()
+        assert "reading" not in screen_text(app)
+        assert len(app.screen.query(GpuPanel)) == 8

@@ -162,7 +162,7 @@ class FleetApp(App[int]):
         """Open ``host``'s screen; its history and ticks come through the loop."""
         if self.node_screen() is not None:
             return
-        self.push_screen(NodeScreen(self.settings, host))
+        self.push_screen(NodeScreen(self.settings, host, self.refresh_interval))
         self.loop.open_node(host)
 
     def close_node(self) -> None:

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
+from gputop.model import Snapshot
 from gputop.pipeline.tick import Tick
 from gputop.ui.screens.main import MainScreen
 from gputop.ui.settings import UiSettings
@@ -35,12 +36,20 @@ class NodeScreen(MainScreen):
         Binding("escape", "back", "Fleet", key_display="Esc"),
     ]
 
-    def __init__(self, settings: UiSettings, host: str) -> None:
+    def __init__(self, settings: UiSettings, host: str, interval: float = 5.0) -> None:
         """The screen of ``host``; its ticks arrive through ``show_tick``.
 
         The header always names the node: it is the remote machine's name, not this one's.
         """
-        super().__init__(dataclasses.replace(settings, show_host=True))
+        # Until the node's history arrives (a query_range away) the header says what is
+        # awaited, as it does for a driver still starting, instead of a blank screen.
+        placeholder = Tick(
+            seq=0,
+            snapshot=Snapshot(timestamp=None, host=host),
+            interval=interval,
+            waiting=f"reading {host}'s recent samples…",
+        )
+        super().__init__(dataclasses.replace(settings, show_host=True), placeholder)
         self.host = host
 
     def on_mount(self) -> None:
