@@ -33,6 +33,8 @@ DEFAULT_WINDOW = 300.0
 DEFAULT_LOOKBACK = 600.0
 """How far back a node's last values are looked for: an exporter silent for longer is gone
 from a fresh start (one seen before in this run is kept, marked stale)."""
+RETRY_INTERVALS = 5.0
+"""Seconds before asking again for the scrape interval of targets that had none yet."""
 DISCOVERY_EVERY = 60.0
 """Seconds between asking which metric families exist and what the scrape interval is."""
 DCGM_DEFAULT_INTERVAL = 30.0
@@ -102,6 +104,8 @@ class PrometheusFleet:
         self._discovered_at = -math.inf
         self._intervals: dict[str, float] = {}
         self._interval: float | None = None
+        self._intervals_at = -math.inf
+        self._unknown_intervals = False
         self._nodes: dict[str, NodeView] = {}
         self._matchers: dict[str, _Matcher] = {}
 
@@ -164,6 +168,9 @@ class PrometheusFleet:
         if self._families is None or now - self._discovered_at >= DISCOVERY_EVERY:
             self._discover()
             self._discovered_at = now
+        elif self._unknown_intervals and now - self._intervals_at >= RETRY_INTERVALS:
+            # A target too young for its interval to show at the last look: look again.
+            self._learn_intervals()
         families = self._families or ()
         step = self._step()
         queries: dict[str, str] = {
@@ -200,14 +207,21 @@ class PrometheusFleet:
         )
 
     def _step(self) -> float:
-        interval = self._interval or DCGM_DEFAULT_INTERVAL
-        return max(1.0, min(interval / 2, 15.0))
+        """The freshness subquery's resolution: half an interval (1 s until one is known)."""
+        if self._interval is None:
+            return 1.0
+        return max(1.0, min(self._interval / 2, 15.0))
 
     def _discover(self) -> None:
         names = self._client.label_values(
             "__name__", ['{__name__=~"DCGM_.+|gputop_.+"}']
         )
         self._families = fam.present(names)
+        self._learn_intervals()
+
+    def _learn_intervals(self) -> None:
+        self._intervals_at = self._clock()
+        self._unknown_intervals = False
         try:
             series = self._client.query_matrix(f"up[{INTERVAL_SPAN:g}s]")
         except PrometheusError:
@@ -274,12 +288,19 @@ class PrometheusFleet:
         taken: float,
     ) -> NodeView:
         instance = builder.instance or ""
+        if instance not in self._intervals:
+            self._unknown_intervals = True
         last = newest.get(instance)
         interval = self._intervals.get(instance, self._interval or DCGM_DEFAULT_INTERVAL)
         stale = last is not None and taken - last > STALE_INTERVALS * interval + 1.0
-        if last is None and instance in self._intervals:
-            stale = True  # scraped, but no successful scrape within the lookback
-        snapshot = builder.snapshot(_time(last) if last is not None else None)
+        stamp = None if last is None else _time(last)
+        if last is None:
+            # No successful scrape found: its exporter stopped answering (or Prometheus
+            # does not scrape it itself, when it has no ``up``). Its last time is kept.
+            stale = instance in self._intervals
+            prior = self._nodes.get(builder.host)
+            stamp = prior.newest_sample if prior is not None else None
+        snapshot = builder.snapshot(stamp)
         extras = {e.index: e for e in builder.extras()}
         windows: list[GpuWindow] = []
         host = builder.host
