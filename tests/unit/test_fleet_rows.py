@@ -98,7 +98,19 @@ def test_a_node_without_windows_shows_unknown_counts_not_zero() -> None:
     node = dataclasses.replace(demo_fleet().nodes[0], windows=())
     row = build_rows([node], TAKEN)[0]
     assert (row.cell("busy"), row.cell("waiting"), row.cell("idle")) == (NA, NA, NA)
-    assert row.cell("gpus") == "4"
+    assert row.cell("gpus") == "4" and row.cell("unknown") == "4"
+
+
+def test_gpus_without_a_state_are_counted_as_unknown() -> None:
+    fleet = demo_fleet()
+    assert "unknown" not in text(summary(fleet))
+    a = fleet.nodes[0]
+    windows = (*a.windows[:3], dataclasses.replace(a.windows[3], state=GpuState.UNKNOWN))
+    nodes = (dataclasses.replace(a, windows=windows), *fleet.nodes[1:])
+    changed = dataclasses.replace(fleet, nodes=nodes)
+    assert " · 1 unknown" in text(summary(changed))
+    row = build_rows(nodes, TAKEN)[0]
+    assert (row.cell("waiting"), row.cell("unknown")) == ("1", "1")
 
 
 def test_sorting_puts_unknown_last_and_stale_oldest() -> None:

@@ -24,6 +24,7 @@ from gputop.model.fleet import FleetSnapshot
 from gputop.sinks.fleet_json import fleet_dict, fleet_text
 from gputop.sources.fleet import FleetSource
 
+
 @dataclass(frozen=True, slots=True)
 class ClusterOptions:
     """What the fleet screen needs besides its source."""
@@ -53,9 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="scrape these exporters' /metrics directly (no Prometheus server)",
     )
     parser.add_argument("--once", action="store_true", help="print the fleet once and exit")
-    parser.add_argument(
-        "--json", action="store_true", help="print the fleet as JSON once and exit"
-    )
+    parser.add_argument("--json", action="store_true", help="print the fleet as JSON once and exit")
     parser.add_argument(
         "--window",
         type=window_seconds,
@@ -162,9 +161,7 @@ def _auth(ns: argparse.Namespace) -> object:
         raise BadArguments("a basic auth password needs --basic-auth-user")
     if ns.ca_file is not None and not ns.ca_file.is_file():
         raise BadArguments(f"--ca-file {ns.ca_file}: no such file")
-    return Auth(
-        bearer_token=token, basic=basic, headers=_headers(ns.header), ca_file=ns.ca_file
-    )
+    return Auth(bearer_token=token, basic=basic, headers=_headers(ns.header), ca_file=ns.ca_file)
 
 
 def build_source(ns: argparse.Namespace) -> tuple[FleetSource, str]:

@@ -25,13 +25,15 @@ COLUMNS: tuple[Column, ...] = (
     Column("busy", "BUSY", right=True, descending=True),
     Column("waiting", "WAIT", right=True, descending=True),
     Column("idle", "IDLE", right=True, descending=True),
+    Column("unknown", "UNKNOWN", right=True, descending=True),
     Column("util", "UTIL", right=True, descending=True),
     Column("held", "HELD IDLE", right=True, descending=True),
     Column("power", "POWER", right=True, descending=True),
     Column("age", "AGE", right=True, descending=True),
     Column("exporter", "EXPORTER", right=False, descending=False),
 )
-"""HELD IDLE: GPU memory held on GPUs that are idle or waiting (memory a job keeps and does
+"""UNKNOWN: GPUs with too few samples in the window, or no utilization series, to say; HELD
+IDLE: GPU memory held on GPUs that are idle or waiting (memory a job keeps and does
 not use); UTIL: mean utilization over the window of the node's GPUs."""
 
 COLUMN_INDEX = {column.key: index for index, column in enumerate(COLUMNS)}
@@ -122,6 +124,9 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
     busy = count(windows, BUSY_STATES)
     waiting = count(windows, (GpuState.WAITING,))
     idle = count(windows, (GpuState.IDLE,))
+    # A GPU without a window (no series of it in the window) is as unknown as one whose
+    # window says so.
+    unknown = gpus - busy - waiting - idle
     known = bool(windows)
     util = mean_utilization(node)
     held = held_memory(node)
@@ -140,6 +145,7 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
         number(busy),
         number(waiting),
         number(idle),
+        str(unknown),
         fmt_percent(util),
         fmt_bytes(held),
         fmt_watts(power),
@@ -152,6 +158,7 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
         float(busy) if known else None,
         float(waiting) if known else None,
         float(idle) if known else None,
+        float(unknown),
         util,
         None if held is None else float(held),
         power,

@@ -73,6 +73,15 @@ def summary(fleet: FleetSnapshot | None) -> tuple[Segment, ...]:
         said.append((" waiting", "text"))
         if waiting:
             said += [(": ", "dim"), (_places(waiting), "text")]
+        judged = sum(
+            window.state is not GpuState.UNKNOWN
+            for node in nodes
+            if not node.stale
+            for window in node.windows
+        )
+        fresh_gpus = sum(len(node.snapshot.gpus) for node in nodes if not node.stale)
+        if fresh_gpus > judged:
+            said += [(" · ", "dim"), (f"{fresh_gpus - judged} unknown", "dim")]
         stale = sum(node.stale for node in nodes)
         if stale:
             word = "node" if stale == 1 else "nodes"

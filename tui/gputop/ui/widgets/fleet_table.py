@@ -36,8 +36,8 @@ _ARROWS = {False: "▲", True: "▼"}
 _SORT = Binding.Group("Sort", compact=True)
 
 NARROW_HIDDEN: tuple[tuple[int, frozenset[str]], ...] = (
-    (64, frozenset({"exporter", "util", "power"})),
-    (90, frozenset({"exporter"})),
+    (64, frozenset({"exporter", "unknown", "util", "power"})),
+    (100, frozenset({"exporter", "unknown"})),
 )
 """(below this width, the columns dropped): the counts and the host stay longest."""
 

@@ -1,0 +1,124 @@
+"""The real `gputop cluster --prometheus URL` in a real terminal (tmux), over a real Prometheus
+scraping real dcgm-exporter expositions (``snapshots/dcgm/``): the fleet shows every node,
+Enter opens a node with its GPU panels, MIG devices and pods, Esc comes back, q exits 0.
+
+The servers, Prometheus and tmux are started on 127.0.0.1 by the test and stopped by it,
+also when it fails.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from support.prometheus import ExpositionServer, RunningPrometheus, running_prometheus, serving
+
+REPO = Path(__file__).resolve().parents[2]
+DCGM = REPO / "snapshots" / "dcgm"
+EXPOSITIONS = ("titanv-k8s.prom", "h100-mig-pods.prom", "v100x4-r6i3n0.prom")
+TIMEOUT = 30.0
+
+if shutil.which("tmux") is None:  # pragma: no cover - CI installs tmux (.ci/run)
+    pytest.fail("tmux is required for the end-to-end tests", pytrace=False)
+
+
+class Terminal:
+    """`gputop cluster` in a detached 140x40 tmux session on its own server socket."""
+
+    def __init__(self, tmp: Path, args: list[str]) -> None:
+        self.socket = f"gputop-e2e-{uuid.uuid4().hex[:8]}"
+        self.rc_file = tmp / f"{self.socket}.rc"
+        command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "gputop", *args])
+        script = (
+            f"cd {shlex.quote(str(REPO))} && unset COLUMNS LINES && "
+            "export TERM=xterm-256color COLORTERM=truecolor && "
+            f"{command}; echo $? > {self.rc_file}"
+        )
+        self._tmux("new-session", "-d", "-s", "t", "-x", "140", "-y", "40", script)
+
+    def _tmux(self, *args: str) -> str:
+        result = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False
+        )
+        return result.stdout
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "t")
+
+    def wait_for(self, *texts: str) -> str:
+        deadline = time.monotonic() + TIMEOUT
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if all(text in screen for text in texts):
+                return screen
+            if self.rc_file.exists():
+                break
+            time.sleep(0.2)
+        raise AssertionError(f"never showed {texts!r}; screen was:\n{screen}")
+
+    def press(self, *keys: str) -> None:
+        for key in keys:
+            self._tmux("send-keys", "-t", "t", key)
+            time.sleep(0.2)
+
+    def exit_code(self) -> int:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            if self.rc_file.exists() and self.rc_file.read_text().strip():
+                return int(self.rc_file.read_text())
+            time.sleep(0.1)
+        raise AssertionError(f"gputop did not exit; screen was:\n{self.screen()}")
+
+    def close(self) -> None:
+        self._tmux("kill-server")
+
+
+@pytest.fixture
+def fleet() -> Iterator[tuple[RunningPrometheus, list[ExpositionServer]]]:
+    """A Prometheus scraping three real dcgm-exporter expositions, each its own target."""
+    texts = [(DCGM / name).read_text() for name in EXPOSITIONS]
+    with serving(texts) as servers, running_prometheus([s.target for s in servers]) as server:
+        server.wait_for("up == 1", len(servers))
+        server.wait_for("count_over_time(up[1m]) > 2", len(servers))
+        yield server, servers
+
+
+@pytest.fixture
+def terminals() -> Iterator[list[Terminal]]:
+    opened: list[Terminal] = []
+    yield opened
+    for terminal in opened:
+        terminal.close()
+
+
+def test_the_fleet_then_a_node_with_mig_and_pods_then_back(
+    fleet: tuple[RunningPrometheus, list[ExpositionServer]],
+    terminals: list[Terminal],
+    tmp_path: Path,
+) -> None:
+    prometheus, _ = fleet
+    term = Terminal(tmp_path, ["cluster", "--prometheus", prometheus.url, "--refresh", "1"])
+    terminals.append(term)
+    # 5 TITAN V + 1 H100 + 3 V100: every node and every GPU of the three expositions.
+    screen = term.wait_for("dcgm-exporter-lcxpl", "gsrh100-074", "r6i3n0", "of 9 GPUs idle")
+    assert "3 of 3 nodes" in screen and "scrape 1 s" in screen
+    assert "stale" not in screen
+    term.press("/", *"gsrh", "Enter")
+    term.wait_for("1 of 3 nodes")
+    term.press("Enter")
+    node = term.wait_for("gsrh100-074  driver 535.129.03", "H100 80GB HBM3", "Esc Fleet")
+    assert "1g.10gb" in node  # its MIG instances, in the panel
+    assert "text-embedding-predictor" in node and "model-playground-stg" in node  # pods
+    term.press("Escape")
+    term.wait_for("1 of 3 nodes", "of 9 GPUs idle")
+    term.press("q")
+    assert term.exit_code() == 0
