@@ -24,7 +24,6 @@ from gputop.model.fleet import FleetSnapshot
 from gputop.sinks.fleet_json import fleet_dict, fleet_text
 from gputop.sources.fleet import FleetSource
 
-
 @dataclass(frozen=True, slots=True)
 class ClusterOptions:
     """What the fleet screen needs besides its source."""
@@ -54,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="scrape these exporters' /metrics directly (no Prometheus server)",
     )
     parser.add_argument("--once", action="store_true", help="print the fleet once and exit")
-    parser.add_argument("--json", action="store_true", help="print the fleet as JSON once and exit")
+    parser.add_argument(
+        "--json", action="store_true", help="print the fleet as JSON once and exit"
+    )
     parser.add_argument(
         "--window",
         type=window_seconds,
@@ -161,7 +162,9 @@ def _auth(ns: argparse.Namespace) -> object:
         raise BadArguments("a basic auth password needs --basic-auth-user")
     if ns.ca_file is not None and not ns.ca_file.is_file():
         raise BadArguments(f"--ca-file {ns.ca_file}: no such file")
-    return Auth(bearer_token=token, basic=basic, headers=_headers(ns.header), ca_file=ns.ca_file)
+    return Auth(
+        bearer_token=token, basic=basic, headers=_headers(ns.header), ca_file=ns.ca_file
+    )
 
 
 def build_source(ns: argparse.Namespace) -> tuple[FleetSource, str]:
@@ -216,8 +219,8 @@ def _print_once(source: FleetSource, out: TextIO, *, as_json: bool) -> int:
 def run_fleet_tui(source: FleetSource, options: ClusterOptions) -> int:
     """The interactive fleet screen (``gputop.cli.fleet_tui``); a node screen loads the
     window, or ten minutes if that is longer, so its sparklines are full."""
-    from gputop.pipeline.fleet_loop import DEFAULT_NODE_HISTORY
     from gputop.cli.fleet_tui import run_fleet_tui as run
+    from gputop.pipeline.fleet_loop import DEFAULT_NODE_HISTORY
 
     return run(
         source,

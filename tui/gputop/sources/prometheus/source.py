@@ -193,7 +193,9 @@ class PrometheusFleet:
             error = f"{self._client.url} has no dcgm-exporter or gputop series"
         fresh = answers.pop("#fresh", [])
         taken = max((s.timestamp for s in fresh), default=time.time())
-        windows = {key: answers.pop(key, []) for key in ("#util_mean", "#util_count", "#mem_mean")}
+        windows = {
+            key: answers.pop(key, []) for key in ("#util_mean", "#util_count", "#mem_mean")
+        }
         newest = {s.labels.get("instance", ""): s.value for s in fresh}
         nodes = self._nodes_from(answers, newest, windows, taken)
         return FleetSnapshot(
@@ -211,7 +213,9 @@ class PrometheusFleet:
         return max(1.0, min(self._interval / 2, 15.0))
 
     def _discover(self) -> None:
-        names = self._client.label_values("__name__", ['{__name__=~"DCGM_.+|gputop_.+"}'])
+        names = self._client.label_values(
+            "__name__", ['{__name__=~"DCGM_.+|gputop_.+"}']
+        )
         self._families = fam.present(names)
         self._learn_intervals()
 
@@ -227,7 +231,9 @@ class PrometheusFleet:
             times = [at for at, _ in one.points]
             gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b > a]
             if gaps:
-                intervals[one.labels.get("instance", "")] = nice_interval(statistics.median(gaps))
+                intervals[one.labels.get("instance", "")] = nice_interval(
+                    statistics.median(gaps)
+                )
         self._intervals = intervals
 
     def _run(
