@@ -122,3 +122,47 @@ def test_the_fleet_then_a_node_with_mig_and_pods_then_back(
     term.wait_for("1 of 3 nodes", "of 9 GPUs idle")
     term.press("q")
     assert term.exit_code() == 0
+
+
+def row_of(screen: str, host: str) -> str:
+    return next((line for line in screen.splitlines() if line.lstrip().startswith(host)), "")
+
+
+def test_a_killed_exporter_turns_stale_and_prometheus_down_is_said_then_recovers(
+    fleet: tuple[RunningPrometheus, list[ExpositionServer]],
+    terminals: list[Terminal],
+    tmp_path: Path,
+) -> None:
+    prometheus, servers = fleet
+    term = Terminal(tmp_path, ["cluster", "--prometheus", prometheus.url, "--refresh", "1"])
+    terminals.append(term)
+    term.wait_for("dcgm-exporter-lcxpl", "gsrh100-074", "r6i3n0")
+    servers[0].stop()  # the TITAN V box's exporter
+    deadline = time.monotonic() + TIMEOUT
+    while "stale" not in row_of(term.screen(), "dcgm-exporter-lcxpl"):
+        assert time.monotonic() < deadline, term.screen()
+        time.sleep(0.3)
+    screen = term.screen()
+    assert "1 node stale" in screen
+    # Kept with its last values: five GPUs, not dropped, not zero.
+    assert row_of(screen, "dcgm-exporter-lcxpl").split()[1] == "5"
+    assert "stale" not in row_of(screen, "r6i3n0")
+    # Its node screen says so and draws its GPUs stale.
+    term.press("/", *"lcxpl", "Enter", "Enter")
+    node = term.wait_for("dcgm-exporter-lcxpl  driver", "⚠ stale: newest sample")
+    # Five GPUs (one line each at this size), each with its stale line.
+    assert node.count("TITAN V") == 5
+    assert node.count("stale: no new values for this GPU") == 5
+    term.press("Escape", "Escape")
+    term.wait_for("3 of 3 nodes")
+    prometheus.stop()
+    down = term.wait_for(f"⚠ cannot reach Prometheus at {prometheus.url}")
+    assert "3 of 3 nodes" in down and "showing the answer of" in down  # the last good rows
+    prometheus.start()
+    deadline = time.monotonic() + TIMEOUT
+    while "cannot reach Prometheus" in term.screen():
+        assert time.monotonic() < deadline, term.screen()
+        time.sleep(0.3)
+    term.wait_for("gsrh100-074", "r6i3n0", "3 of 3 nodes")
+    term.press("q")
+    assert term.exit_code() == 0
