@@ -22,7 +22,11 @@ from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from support.command import ROOT, gputop_command
+
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+DCGM = ROOT / "snapshots" / "dcgm"
+"""Real dcgm-exporter expositions (snapshots/README.md credits each)."""
 
 READY_TIMEOUT = 60.0
 
@@ -219,3 +223,17 @@ def running_prometheus(
     finally:
         prometheus.stop()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def cluster(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The real `gputop cluster` command, run from the repository's root."""
+    command, environ = gputop_command()
+    return subprocess.run(
+        [*command, "cluster", *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=ROOT,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
