@@ -1,37 +1,197 @@
-"""A real Prometheus on 127.0.0.1 for the tests, and small HTTP servers it scrapes.
+"""A real Prometheus server (Debian's /usr/bin/prometheus) scraping targets, for tests, and
+small HTTP servers for it to scrape.
 
-``running_prometheus`` writes a ``prometheus.yml`` (1 s scrapes) into a temporary directory,
-starts Debian's ``prometheus`` on a free port, waits until it says it is ready, and always
-stops it (also when the test fails). ``ExpositionServer`` serves a fixed ``/metrics`` text
-(a real dcgm-exporter exposition, or gputop's format) on its own free port, so each one is a
-scrape target with its own ``instance`` that a test can stop and start again.
+``running_prometheus(["127.0.0.1:9400"], interval=1.0)`` writes a config in a temporary
+directory, starts Prometheus on a free port of 127.0.0.1 with its storage there, waits until
+it is ready and yields its URL (a :class:`RunningPrometheus`: a ``str`` that can also
+``stop()`` and ``start()`` the server again on the same port and storage); it is stopped on
+the way out, also when the test fails. ``query(url, promql)`` asks its HTTP API for an
+instant vector. ``ExpositionServer`` serves a fixed ``/metrics`` text (a real dcgm-exporter
+exposition) on its own free port, so each one is a target with its own ``instance`` that a
+test can stop; ``cluster(...)`` runs the real ``gputop cluster`` command.
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import shutil
-import socket
+import signal
 import subprocess
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator, Sequence
+import urllib.parse
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import IO, Any
 
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+from support.command import ROOT, gputop_command
+from support.net import free_port, http_get, wait_until
 
-READY_TIMEOUT = 60.0
+__all__ = ["free_port"]
+
+PROMETHEUS = Path("/usr/bin/prometheus")
+"""Installed by scripts/install-system-deps (Debian's package ``prometheus``)."""
+DCGM = ROOT / "snapshots" / "dcgm"
+"""Real dcgm-exporter expositions (snapshots/README.md credits each)."""
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def prometheus_binary() -> Path:
+    """The Prometheus server to start; fails the test plainly when it is missing."""
+    found = shutil.which("prometheus") or (str(PROMETHEUS) if PROMETHEUS.exists() else None)
+    if found is None:
+        raise AssertionError(
+            "Prometheus is not installed: run scripts/install-system-deps (Debian: "
+            "apt-get install prometheus)"
+        )
+    return Path(found)
+
+
+def scrape_config(
+    targets: Sequence[str], interval: float, *, job: str = "gputop", extra: str = ""
+) -> str:
+    """A prometheus.yml scraping ``targets`` every ``interval`` seconds (``extra``: more
+    lines for the scrape job, indented as its keys, e.g. ``scheme: https``)."""
+    seconds = f"{interval:g}s"
+    listed = ", ".join(json.dumps(target) for target in targets)
+    return (
+        "global:\n"
+        f"  scrape_interval: {seconds}\n"
+        f"  evaluation_interval: {seconds}\n"
+        "scrape_configs:\n"
+        f"  - job_name: {json.dumps(job)}\n"
+        f"    scrape_interval: {seconds}\n"
+        f"    scrape_timeout: {seconds}\n"
+        f"    static_configs:\n"
+        f"      - targets: [{listed}]\n" + extra
+    )
+
+
+class RunningPrometheus(str):
+    """The server's URL (``http://127.0.0.1:PORT``), which can also stop and start it."""
+
+    directory: Path
+    port: int
+    _process: subprocess.Popen[bytes] | None
+    _log: IO[str]
+    _timeout: float
+
+    def __new__(cls, directory: Path, port: int, log: IO[str], timeout: float) -> RunningPrometheus:
+        self = super().__new__(cls, f"http://127.0.0.1:{port}")
+        self.directory = directory
+        self.port = port
+        self._process = None
+        self._log = log
+        self._timeout = timeout
+        return self
+
+    @property
+    def url(self) -> str:
+        """The server's URL."""
+        return str(self)
+
+    @property
+    def pid(self) -> int | None:
+        """The running process's id."""
+        return None if self._process is None else self._process.pid
+
+    def start(self) -> None:
+        """Start the server (again, on the same port and storage) and wait until it is ready."""
+        process = subprocess.Popen(
+            [
+                str(prometheus_binary()),
+                f"--config.file={self.directory / 'prometheus.yml'}",
+                f"--storage.tsdb.path={self.directory / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            cwd=self.directory,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self._process = process
+
+        def died() -> str | None:
+            if process.poll() is None:
+                return None
+            self._log.seek(0)
+            return self._log.read()[-2000:]
+
+        wait_until(
+            lambda: http_get(f"{self}/-/ready", timeout=2)[0] == 200,
+            timeout=self._timeout,
+            what="prometheus",
+            alive=died,
+        )
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 15 s)."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def wait_for(self, promql: str, count: int = 1, timeout: float = 30.0) -> None:
+        """Wait until ``promql`` returns at least ``count`` series (the targets were scraped)."""
+        wait_for_query(self, promql, lambda result: len(result) >= count, timeout=timeout)
+
+
+@contextmanager
+def running_prometheus(
+    scrape_targets: Sequence[str],
+    interval: float = 1.0,
+    *,
+    config: str | None = None,
+    timeout: float = 60.0,
+) -> Iterator[RunningPrometheus]:
+    """Prometheus scraping ``scrape_targets`` (``host:port``) every ``interval`` s; yields
+    its URL. ``config``: a whole prometheus.yml instead."""
+    with tempfile.TemporaryDirectory(prefix="gputop-prometheus-") as tmp:
+        directory = Path(tmp)
+        (directory / "prometheus.yml").write_text(config or scrape_config(scrape_targets, interval))
+        with (directory / "prometheus.log").open("w+") as log:
+            server = RunningPrometheus(directory, free_port(), log, timeout)
+            try:
+                server.start()
+                yield server
+            finally:
+                server.stop()
+
+
+def query(url: str, promql: str) -> list[dict[str, Any]]:
+    """The instant vector Prometheus at ``url`` answers for ``promql`` (its ``result``)."""
+    status, body = http_get(f"{url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}")
+    assert status == 200, (status, body[:300])
+    answer = json.loads(body)
+    assert answer["status"] == "success", answer
+    result: list[dict[str, Any]] = answer["data"]["result"]
+    return result
+
+
+def wait_for_query(
+    url: str,
+    promql: str,
+    done: Callable[[list[dict[str, Any]]], bool],
+    *,
+    timeout: float = 60.0,
+) -> list[dict[str, Any]]:
+    """Ask ``promql`` until ``done`` accepts the answer (scrapes take an interval or two)."""
+    end = time.monotonic() + timeout
+    while True:
+        result = query(url, promql)
+        if done(result):
+            return result
+        if time.monotonic() > end:
+            raise AssertionError(f"{promql}: not there after {timeout:g} s: {result}")
+        time.sleep(0.5)
 
 
 class ExpositionServer:
@@ -87,7 +247,7 @@ class ExpositionServer:
             server.server_close()
 
 
-@contextlib.contextmanager
+@contextmanager
 def serving(texts: Sequence[str]) -> Iterator[list[ExpositionServer]]:
     """One started ``ExpositionServer`` per text, all stopped at the end."""
     servers: list[ExpositionServer] = []
@@ -100,122 +260,15 @@ def serving(texts: Sequence[str]) -> Iterator[list[ExpositionServer]]:
             server.stop()
 
 
-class RunningPrometheus:
-    """A Prometheus process the test controls: its URL, and stop/start on the same port."""
-
-    def __init__(self, directory: Path, port: int, args: Sequence[str]) -> None:
-        """Run in ``directory`` (config and data) on ``port``."""
-        self.directory = directory
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
-        self._args = list(args)
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log = directory / "prometheus.log"
-
-    def start(self, ready_path: str = "/-/ready", auth: str | None = None) -> None:
-        """Start it and wait until it is ready."""
-        command = [
-            PROMETHEUS,
-            f"--config.file={self.directory / 'prometheus.yml'}",
-            f"--storage.tsdb.path={self.directory / 'data'}",
-            f"--web.listen-address=127.0.0.1:{self.port}",
-            "--log.level=warn",
-            *self._args,
-        ]
-        with self._log.open("ab") as log:
-            self._process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-        deadline = time.monotonic() + READY_TIMEOUT
-        request = urllib.request.Request(self.url + ready_path)
-        if auth is not None:
-            request.add_header("Authorization", auth)
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"prometheus exited: {self._log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(request, timeout=1) as answer:
-                    if answer.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"prometheus not ready in {READY_TIMEOUT:g} s")
-
-    def stop(self) -> None:
-        """Stop it (SIGTERM, then SIGKILL after 10 s)."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-    @property
-    def pid(self) -> int | None:
-        """The running process's id."""
-        return None if self._process is None else self._process.pid
-
-    def wait_for(self, promql: str, count: int = 1, timeout: float = 30.0) -> None:
-        """Wait until ``promql`` returns at least ``count`` series (the targets were scraped)."""
-        import json
-        import urllib.parse
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            query = urllib.parse.urlencode({"query": promql})
-            try:
-                with urllib.request.urlopen(f"{self.url}/api/v1/query?{query}", timeout=2) as r:
-                    if len(json.load(r)["data"]["result"]) >= count:
-                        return
-            except (urllib.error.URLError, OSError, KeyError, ValueError):
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"{promql!r} did not return {count} series in {timeout:g} s")
-
-
-def config(targets: Sequence[str], interval: str = "1s") -> str:
-    """A prometheus.yml scraping ``targets`` (``host:port``) every ``interval``."""
-    listed = ", ".join(f"'{t}'" for t in targets)
-    return (
-        "global:\n"
-        f"  scrape_interval: {interval}\n"
-        f"  scrape_timeout: {interval}\n"
-        "scrape_configs:\n"
-        "  - job_name: gpus\n"
-        "    static_configs:\n"
-        f"      - targets: [{listed}]\n"
+def cluster(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The real `gputop cluster` command, run from the repository's root."""
+    command, environ = gputop_command()
+    return subprocess.run(
+        [*command, "cluster", *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=ROOT,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
     )
-
-
-@contextlib.contextmanager
-def running_prometheus(
-    targets: Sequence[str],
-    *,
-    interval: str = "1s",
-    args: Sequence[str] = (),
-    files: dict[str, str] | None = None,
-    ready_auth: str | None = None,
-) -> Iterator[RunningPrometheus]:
-    """A real Prometheus scraping ``targets`` every ``interval``, stopped at the end.
-
-    ``files`` are written beside the config (a ``--web.config.file``, say); ``args`` are
-    added to the command line; ``ready_auth`` is the Authorization header of the readiness
-    check when the server asks for one.
-    """
-    directory = Path(tempfile.mkdtemp(prefix="gputop-prometheus-"))
-    (directory / "prometheus.yml").write_text(config(targets, interval))
-    for name, text in (files or {}).items():
-        (directory / name).write_text(text)
-    prometheus = RunningPrometheus(
-        directory, free_port(), [a.replace("{dir}", str(directory)) for a in args]
-    )
-    try:
-        prometheus.start(auth=ready_auth)
-        yield prometheus
-    finally:
-        prometheus.stop()
-        shutil.rmtree(directory, ignore_errors=True)

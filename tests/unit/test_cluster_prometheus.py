@@ -9,38 +9,28 @@ exposition holds.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.command import ROOT, gputop_command
-from support.prometheus import ExpositionServer, RunningPrometheus, running_prometheus, serving
 
 from gputop.model.fleet import GpuState
 from gputop.model.sample import Reason
 from gputop.sources.prometheus.client import PrometheusClient
 from gputop.sources.prometheus.source import PrometheusFleet
+from support.prometheus import (
+    DCGM,
+    ExpositionServer,
+    RunningPrometheus,
+    cluster,
+    running_prometheus,
+    serving,
+)
 
-DCGM = ROOT / "snapshots" / "dcgm"
 CAPTURES = sorted(DCGM.glob("*.prom"))
 MIB = 1024 * 1024
-
-
-def cluster(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """The real `gputop cluster` command."""
-    command, environ = gputop_command()
-    return subprocess.run(
-        [*command, "cluster", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=ROOT,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -64,18 +54,19 @@ def fleet_json(
     result = cluster("--prometheus", prometheus.url, "--json")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    document: dict[str, Any] = json.loads(result.stdout)
+    document = json.loads(result.stdout)
+    assert isinstance(document, dict)
     return document
 
 
 def _node(document: dict[str, Any], host: str) -> dict[str, Any]:
-    nodes = {node["host"]: node for node in document["nodes"]}
+    nodes: dict[str, dict[str, Any]] = {node["host"]: node for node in document["nodes"]}
     assert host in nodes, sorted(nodes)
     return nodes[host]
 
 
 def _gpu(node: dict[str, Any], uuid: str) -> dict[str, Any]:
-    gpus = {gpu["uuid"]: gpu for gpu in node["gpus"]}
+    gpus: dict[str, dict[str, Any]] = {gpu["uuid"]: gpu for gpu in node["gpus"]}
     assert uuid in gpus, sorted(gpus)
     return gpus[uuid]
 
@@ -160,7 +151,8 @@ def test_pods_and_label_sets_that_differ_in_one_family(fleet_json: dict[str, Any
     ada = _gpu(mixed, "GPU-fc60126e-514d-3522-2828-c5daa8e99d85")
     assert (ada["utilization_encoder"], ada["utilization_decoder"]) == (9.0, 46.0)
     assert ada["memory_free"] == 11275 * MIB
-    t4 = _gpu(_node(fleet_json, "nvidia-dcgm-exporter-ml2wh"), "GPU-e1200d64-e918-4277-cad9-75da90b9f618")  # fmt: skip
+    t4_node = _node(fleet_json, "nvidia-dcgm-exporter-ml2wh")
+    t4 = _gpu(t4_node, "GPU-e1200d64-e918-4277-cad9-75da90b9f618")
     assert t4["holders"] == [
         {"pod": "dcgmproftester", "namespace": "default", "container": "dcgmproftester11"}
     ]
@@ -220,7 +212,8 @@ def test_node_history_from_query_range(
         source.close()
     assert len(history) >= 2
     stamps = [s.timestamp for s in history]
-    assert stamps == sorted(stamps)
+    assert None not in stamps
+    assert stamps == sorted(s for s in stamps if s is not None)
     newest = history[-1]
     assert newest.host == "ub20-a100-k8s"
     assert newest.gpus[0].power.draw == pytest.approx(409.692)

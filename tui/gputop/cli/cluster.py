@@ -23,6 +23,8 @@ from gputop.errors import BadArguments, GputopError
 from gputop.model.fleet import FleetSnapshot
 from gputop.sinks.fleet_json import fleet_dict, fleet_text
 from gputop.sources.fleet import FleetSource
+from gputop.sources.prometheus.client import Auth
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterOptions:
@@ -53,9 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="scrape these exporters' /metrics directly (no Prometheus server)",
     )
     parser.add_argument("--once", action="store_true", help="print the fleet once and exit")
-    parser.add_argument(
-        "--json", action="store_true", help="print the fleet as JSON once and exit"
-    )
+    parser.add_argument("--json", action="store_true", help="print the fleet as JSON once and exit")
     parser.add_argument(
         "--window",
         type=window_seconds,
@@ -136,9 +136,7 @@ def _headers(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(headers)
 
 
-def _auth(ns: argparse.Namespace) -> object:
-    from gputop.sources.prometheus.client import Auth
-
+def _auth(ns: argparse.Namespace) -> Auth:
     token = None
     if ns.bearer_token_file is not None:
         token = _read_secret(ns.bearer_token_file, "--bearer-token-file")
@@ -162,9 +160,7 @@ def _auth(ns: argparse.Namespace) -> object:
         raise BadArguments("a basic auth password needs --basic-auth-user")
     if ns.ca_file is not None and not ns.ca_file.is_file():
         raise BadArguments(f"--ca-file {ns.ca_file}: no such file")
-    return Auth(
-        bearer_token=token, basic=basic, headers=_headers(ns.header), ca_file=ns.ca_file
-    )
+    return Auth(bearer_token=token, basic=basic, headers=_headers(ns.header), ca_file=ns.ca_file)
 
 
 def build_source(ns: argparse.Namespace) -> tuple[FleetSource, str]:
@@ -174,14 +170,11 @@ def build_source(ns: argparse.Namespace) -> tuple[FleetSource, str]:
         from gputop.sources.prometheus.direct import DirectFleet, parse_targets
 
         targets = parse_targets(ns.targets)
-        return (
-            DirectFleet(targets, auth=auth, timeout=ns.timeout, window=ns.window),  # type: ignore[arg-type]
-            ns.targets,
-        )
+        return DirectFleet(targets, auth=auth, timeout=ns.timeout, window=ns.window), ns.targets
     from gputop.sources.prometheus.client import PrometheusClient
     from gputop.sources.prometheus.source import PrometheusFleet
 
-    client = PrometheusClient(ns.prometheus, auth, timeout=ns.timeout)  # type: ignore[arg-type]
+    client = PrometheusClient(ns.prometheus, auth, timeout=ns.timeout)
     return PrometheusFleet(client, window=ns.window), client.url
 
 

@@ -27,8 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gputop",
         description="A terminal UI for NVIDIA GPUs: live through NVML, or replaying "
         "recorded `nvidia-smi -q -x` output.",
-        epilog="Subcommands: `gputop report FILE` summarises a recording; `gputop cluster "
-        "--prometheus URL` shows a fleet.",
+        epilog="Subcommands: `gputop report FILE` summarises a recording; `gputop export` "
+        "serves the GPUs' metrics to Prometheus; `gputop cluster --prometheus URL` shows a "
+        "fleet.",
     )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     parser.add_argument(
@@ -165,6 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputop.cli.report import report_main
 
             return report_main(args[1:])
+        if args[:1] == ["export"]:
+            release_collection()
+            from gputop.cli.export import export_main
+
+            return export_main(args[1:])
         if args[:1] == ["cluster"]:
             release_collection()
             from gputop.cli.cluster import cluster_main

@@ -60,13 +60,13 @@ def convert(spec: Field, value: float) -> Any:
         return None
     number = value / spec.export_scale
     if spec.value is Value.BYTES:
-        return int(round(number))
+        return round(number)
     if spec.value is Value.FLAG:
         return number != 0
     if spec.value is Value.TEXT:  # DCGM's P-state number; 32 is "unknown"
         return f"P{int(number)}" if 0 <= number < 32 else None
     if spec.path.startswith(("clocks.", "ecc_errors.")):
-        return int(round(number))
+        return round(number)
     return float(number)
 
 
@@ -258,7 +258,7 @@ class NodeBuilder:
         if spec.path in ("memory_used", "sm_utilization") and not is_blank(value):
             row[spec.path] = convert(spec, value)
 
-    def keys(self) -> list[tuple[int, str]]:
+    def gpu_keys(self) -> list[tuple[int, str]]:
         """(GPU index in the snapshot, the key its series carry: see :func:`gpu_key`)."""
         return [(index, gpu.uuid or f"gpu{gpu.index}") for index, gpu in self._numbered()]
 

@@ -85,8 +85,16 @@ def check_url(url: str) -> str:
 class PrometheusClient:
     """Blocking calls to one Prometheus server; safe to use from several threads."""
 
-    def __init__(self, url: str, auth: Auth | None = None, timeout: float = DEFAULT_TIMEOUT):
-        """Talk to the server at ``url`` (``http://host:9090`` or a path prefix under a proxy).
+    def __init__(
+        self,
+        url: str,
+        auth: Auth | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        kind: str = "Prometheus",
+    ):
+        """Talk to the server at ``url`` (``http://host:9090`` or a path prefix under a proxy);
+        ``kind`` names it in messages (``"the exporter"`` for a scraped target).
 
         Raises:
             BadArguments: the URL is not an http(s) URL, or the CA file cannot be read.
@@ -109,6 +117,7 @@ class PrometheusClient:
         self.url = base
         """The server's address as said in messages (credentials left out)."""
         self.timeout = timeout
+        self.kind = kind
         self._headers = _headers(auth)
         self._context = _tls_context(auth.ca_file) if parsed.scheme == "https" else None
         self._lock = threading.Lock()
@@ -179,6 +188,12 @@ class PrometheusClient:
             raise PrometheusError(f"{self.url}: unexpected answer to a label query")
         return [str(v) for v in data]
 
+    def fetch_text(self) -> str:
+        """GET the URL itself (an exporter's ``/metrics``) and return the text."""
+        headers = dict(self._headers, Accept="text/plain;version=0.0.4;q=1,*/*;q=0.1")
+        raw, _ = self._send(urllib.request.Request(self.url, headers=headers, method="GET"))
+        return raw.decode("utf-8", errors="replace")
+
     def _call(
         self, path: str, params: Mapping[str, str] | list[tuple[str, str]], *, get: bool = False
     ) -> Any:
@@ -191,6 +206,9 @@ class PrometheusClient:
             request = urllib.request.Request(
                 self.url + path, data=encoded.encode(), headers=self._headers, method="POST"
             )
+        return self._payload(*self._send(request))
+
+    def _send(self, request: urllib.request.Request) -> tuple[bytes, str]:
         with self._lock:
             self._round_trips += 1
         try:
@@ -203,11 +221,11 @@ class PrometheusClient:
             raise PrometheusError(self._http_error(error)) from None
         except urllib.error.URLError as error:
             raise PrometheusError(self._unreachable(error.reason)) from None
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise PrometheusError(self._slow()) from None
         except (ConnectionError, http.client.HTTPException, OSError) as error:
             raise PrometheusError(self._unreachable(error)) from None
-        return self._payload(raw, content_type)
+        return raw, content_type
 
     def _payload(self, raw: bytes, content_type: str) -> Any:
         try:
@@ -248,16 +266,16 @@ class PrometheusClient:
         if isinstance(reason, (TimeoutError, socket.timeout)):
             return self._slow()
         if isinstance(reason, ConnectionRefusedError):
-            return f"cannot reach Prometheus at {self.url}: connection refused"
+            return f"cannot reach {self.kind} at {self.url}: connection refused"
         if isinstance(reason, socket.gaierror):
-            return f"cannot reach Prometheus at {self.url}: unknown host"
+            return f"cannot reach {self.kind} at {self.url}: unknown host"
         if isinstance(reason, ssl.SSLError):
-            return f"cannot reach Prometheus at {self.url}: TLS failed ({reason.reason or reason})"
+            return f"cannot reach {self.kind} at {self.url}: TLS failed ({reason.reason or reason})"
         text = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
-        return f"cannot reach Prometheus at {self.url}: {text}"
+        return f"cannot reach {self.kind} at {self.url}: {text}"
 
     def _slow(self) -> str:
-        return f"Prometheus at {self.url} did not answer within {self.timeout:g} s (--timeout)"
+        return f"{self.kind} at {self.url} did not answer within {self.timeout:g} s (--timeout)"
 
 
 def _headers(auth: Auth) -> dict[str, str]:

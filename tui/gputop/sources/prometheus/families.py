@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from gputop.model.fields import (
     GPU_FIELDS,
-    MIG_FIELDS,
     MIB,
+    MIG_FIELDS,
     POWER_LIMIT,
     PROCESS_FIELDS,
     PROCESSES,

@@ -11,6 +11,7 @@ are asked again once a minute.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import threading
@@ -193,9 +194,7 @@ class PrometheusFleet:
             error = f"{self._client.url} has no dcgm-exporter or gputop series"
         fresh = answers.pop("#fresh", [])
         taken = max((s.timestamp for s in fresh), default=time.time())
-        windows = {
-            key: answers.pop(key, []) for key in ("#util_mean", "#util_count", "#mem_mean")
-        }
+        windows = {key: answers.pop(key, []) for key in ("#util_mean", "#util_count", "#mem_mean")}
         newest = {s.labels.get("instance", ""): s.value for s in fresh}
         nodes = self._nodes_from(answers, newest, windows, taken)
         return FleetSnapshot(
@@ -213,9 +212,7 @@ class PrometheusFleet:
         return max(1.0, min(self._interval / 2, 15.0))
 
     def _discover(self) -> None:
-        names = self._client.label_values(
-            "__name__", ['{__name__=~"DCGM_.+|gputop_.+"}']
-        )
+        names = self._client.label_values("__name__", ['{__name__=~"DCGM_.+|gputop_.+"}'])
         self._families = fam.present(names)
         self._learn_intervals()
 
@@ -229,11 +226,9 @@ class PrometheusFleet:
         intervals = {}
         for one in series:
             times = [at for at, _ in one.points]
-            gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b > a]
+            gaps = [b - a for a, b in itertools.pairwise(times) if b > a]
             if gaps:
-                intervals[one.labels.get("instance", "")] = nice_interval(
-                    statistics.median(gaps)
-                )
+                intervals[one.labels.get("instance", "")] = nice_interval(statistics.median(gaps))
         self._intervals = intervals
 
     def _run(
@@ -304,7 +299,7 @@ class PrometheusFleet:
         extras = {e.index: e for e in builder.extras()}
         windows: list[GpuWindow] = []
         host = builder.host
-        for index, key in builder.keys():
+        for index, key in builder.gpu_keys():
             gpu = snapshot.gpu(index)
             if gpu is None:
                 continue
@@ -312,7 +307,7 @@ class PrometheusFleet:
             util = aggregates["#util_mean"].get((host, key)) if "#util_mean" in aggregates else None
             count = aggregates.get("#util_count", {}).get((host, key), 0.0)
             mem = aggregates.get("#mem_mean", {}).get((host, key))
-            memory_mean = None if mem is None else int(round(mem / fam.MEMORY_USED_SCALE))
+            memory_mean = None if mem is None else round(mem / fam.MEMORY_USED_SCALE)
             windows.append(
                 gpu_window(
                     gpu,
