@@ -1,6 +1,7 @@
 """The real `gputop cluster --prometheus URL` in a real terminal (tmux), over a real Prometheus
-scraping real dcgm-exporter expositions (``snapshots/dcgm/``): the fleet shows every node,
-Enter opens a node with its GPU panels, MIG devices and pods, Esc comes back, q exits 0.
+scraping real dcgm-exporter expositions (``snapshots/dcgm/``) or a real ``gputop export``:
+the fleet shows every node, Enter opens a node with its GPU panels, MIG devices and pods (or
+processes), Esc comes back, q exits 0; a killed exporter and a stopped Prometheus are said.
 
 The servers, Prometheus and tmux are started on 127.0.0.1 by the test and stopped by it,
 also when it fails.
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from support.exporter import FOUR, running_exporter
 from support.prometheus import ExpositionServer, RunningPrometheus, running_prometheus, serving
 
 REPO = Path(__file__).resolve().parents[2]
@@ -166,3 +168,24 @@ def test_a_killed_exporter_turns_stale_and_prometheus_down_is_said_then_recovers
     term.wait_for("gsrh100-074", "r6i3n0", "3 of 3 nodes")
     term.press("q")
     assert term.exit_code() == 0
+
+
+def test_a_gputop_export_node_shows_its_gpus_and_processes(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    # A real `gputop export` replaying four RTX 3090 with eight processes, as node-a.
+    with (
+        running_exporter("--replay", str(FOUR), "--hostname", "node-a") as exporter,
+        running_prometheus([f"127.0.0.1:{exporter.port}"]) as prometheus,
+    ):
+        prometheus.wait_for("up == 1", 1)
+        prometheus.wait_for("count_over_time(up[1m]) > 2", 1)
+        term = Terminal(tmp_path, ["cluster", "--prometheus", prometheus.url, "--refresh", "1"])
+        terminals.append(term)
+        fleet = term.wait_for("node-a", "of 4 GPUs idle", "1 of 1 nodes")
+        assert "gputop" in row_of(fleet, "node-a")
+        term.press("Enter")
+        node = term.wait_for("node-a  driver 550.90.07", "8 of 8 processes")
+        assert node.count("NVIDIA GeForce RTX 3090") == 4
+        term.press("Escape", "q")
+        assert term.exit_code() == 0
