@@ -117,9 +117,12 @@ def test_the_fleet_then_a_node_with_mig_and_pods_then_back(
     term.press("/", *"gsrh", "Enter")
     term.wait_for("1 of 3 nodes")
     term.press("Enter")
-    node = term.wait_for("gsrh100-074  driver 535.129.03", "H100 80GB HBM3", "Esc Fleet")
+    # Waited for whole: tmux may catch a frame half painted.
+    node = term.wait_for(
+        "gsrh100-074  driver 535.129.03", "H100 80GB HBM3", "text-embedding-predictor", "Esc Fleet"
+    )
     assert "1g.10gb" in node  # its MIG instances, in the panel
-    assert "text-embedding-predictor" in node and "model-playground-stg" in node  # pods
+    assert "model-playground-stg" in node  # the pods' namespace
     term.press("Escape")
     term.wait_for("1 of 3 nodes", "of 9 GPUs idle")
     term.press("q")
@@ -185,7 +188,29 @@ def test_a_gputop_export_node_shows_its_gpus_and_processes(
         fleet = term.wait_for("node-a", "of 4 GPUs idle", "1 of 1 nodes")
         assert "gputop" in row_of(fleet, "node-a")
         term.press("Enter")
-        node = term.wait_for("node-a  driver 550.90.07", "8 of 8 processes")
+        panels = [f" {index} · NVIDIA GeForce RTX 3090" for index in range(4)]
+        node = term.wait_for("node-a  driver 550.90.07", "8 of 8 processes", *panels)
         assert node.count("NVIDIA GeForce RTX 3090") == 4
+        term.press("Escape", "q")
+        assert term.exit_code() == 0
+
+
+def test_targets_scraped_directly_show_in_the_same_screens(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    texts = [(DCGM / name).read_text() for name in ("h100-mig-pods.prom", "titanv-k8s.prom")]
+    with serving(texts) as servers:
+        targets = ",".join(server.target for server in servers)
+        term = Terminal(tmp_path, ["cluster", "--targets", targets, "--refresh", "1"])
+        terminals.append(term)
+        term.wait_for("gsrh100-074", "dcgm-exporter-lcxpl", "2 of 2 nodes", "of 6 GPUs idle")
+        term.press("/", *"gsrh", "Enter", "Enter")
+        # The same node screen: its panel, MIG rows and the pods its labels name.
+        node = term.wait_for(
+            "gsrh100-074  driver 535.129.03",
+            "H100 80GB HBM3",
+            "tts-predictor-00011-deployment-5554f75554-8j8pl",
+        )
+        assert "1g.10gb" in node
         term.press("Escape", "q")
         assert term.exit_code() == 0
