@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -56,16 +56,19 @@ class Terminal:
         return self._tmux("capture-pane", "-p", "-t", "t")
 
     def wait_for(self, *texts: str) -> str:
+        return self.wait_until(lambda screen: all(text in screen for text in texts), texts)
+
+    def wait_until(self, shown: Callable[[str], bool], what: object) -> str:
         deadline = time.monotonic() + TIMEOUT
         screen = ""
         while time.monotonic() < deadline:
             screen = self.screen()
-            if all(text in screen for text in texts):
+            if shown(screen):
                 return screen
             if self.rc_file.exists():
                 break
             time.sleep(0.2)
-        raise AssertionError(f"never showed {texts!r}; screen was:\n{screen}")
+        raise AssertionError(f"never showed {what!r}; screen was:\n{screen}")
 
     def press(self, *keys: str) -> None:
         for key in keys:
@@ -154,10 +157,12 @@ def test_a_killed_exporter_turns_stale_and_prometheus_down_is_said_then_recovers
     assert "stale" not in row_of(screen, "r6i3n0")
     # Its node screen says so and draws its GPUs stale.
     term.press("/", *"lcxpl", "Enter", "Enter")
-    node = term.wait_for("dcgm-exporter-lcxpl  driver", "⚠ stale: newest sample")
     # Five GPUs (one line each at this size), each with its stale line.
+    node = term.wait_until(
+        lambda screen: screen.count("stale: no new values for this GPU") == 5, "5 stale GPUs"
+    )
+    assert "dcgm-exporter-lcxpl  driver" in node and "⚠ stale: newest sample" in node
     assert node.count("TITAN V") == 5
-    assert node.count("stale: no new values for this GPU") == 5
     term.press("Escape", "Escape")
     term.wait_for("3 of 3 nodes")
     prometheus.stop()
