@@ -7,6 +7,7 @@ import dataclasses
 
 from textual.pilot import Pilot
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from gputop.model.fleet import GpuState
 from gputop.ui.fleet_app import FleetApp
@@ -220,3 +221,28 @@ async def test_a_node_screen_says_what_it_waits_for_until_its_history_arrives() 
         await pilot.pause()
         assert "reading" not in screen_text(app)
         assert len(app.screen.query(GpuPanel)) == 8
+
+
+async def test_columns_fit_their_cells_as_values_change_without_relaying_rows() -> None:
+    stale = demo_fleet()
+    back = dataclasses.replace(
+        stale,
+        nodes=tuple(
+            dataclasses.replace(node, stale=False, newest_sample=stale.taken_at)
+            for node in stale.nodes
+        ),
+    )
+    app = fleet_app(MemoryFleet([stale, back], {}))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.pause()
+        data = app.fleet_screen.query_one("#fleet-data", DataTable)
+        age = data.columns[ColumnKey("age")]
+        assert age.content_width == len("stale 5 min")
+        order = hosts(app)
+        app.loop.advance()  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert hosts(app) == order  # same order: cells updated in place
+        # Every node answers again: the column shrinks back to "0 s" (its label is wider).
+        assert age.content_width == len("AGE ")
+        assert [row.cell("age") for row in table(app).rows] == ["0 s"] * 5
+        assert "stale" not in screen_text(app)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import on
@@ -31,6 +32,7 @@ from gputop.ui.render.fleet_rows import (
     visible_rows,
 )
 from gputop.ui.widget_css import css_beside
+from gputop.ui.widgets.process_grid import ProcessGrid
 
 _ARROWS = {False: "▲", True: "▼"}
 _SORT = Binding.Group("Sort", compact=True)
@@ -102,11 +104,11 @@ class FleetTable(Widget):
     def compose(self) -> ComposeResult:
         """A status line and the table; the filter input is added when first wanted."""
         yield Static(id="fleet-status")
-        yield DataTable[Text](id="fleet-data", cursor_type="row", zebra_stripes=True)
+        yield ProcessGrid(id="fleet-data", cursor_type="row", zebra_stripes=True)
 
     @property
-    def _table(self) -> DataTable[Text]:
-        return self.query_one("#fleet-data", DataTable)
+    def _table(self) -> ProcessGrid:
+        return self.query_one("#fleet-data", ProcessGrid)
 
     def on_mount(self) -> None:
         """Columns, then what was shown before mounting."""
@@ -199,19 +201,57 @@ class FleetTable(Widget):
         )
         order = [row.host for row in shown]
         drawn = {row.host: (row.cells, row.stale) for row in shown}
-        if rebuild or order != self._order or drawn != self._drawn:
-            # A fleet has tens of rows, at most a few hundred: laying them again costs a
-            # few ms, where updating cells one by one with their widths re-measures the
-            # whole column for each (DataTable's update_width), seconds at 128 nodes.
+        if rebuild or order != self._order:
+            # Nodes came, went or moved: a fleet has tens of rows, at most a few hundred,
+            # so they are laid again (a few ms).
             cursor = self.highlighted_host
             table.clear()
             for row in shown:
                 table.add_row(*self._cells(row), key=row.host)
-            self._drawn = drawn
             self._order = order
             if cursor in order:
                 table.move_cursor(row=order.index(cursor), animate=False)
+        elif drawn != self._drawn:
+            self._update_cells(shown)
+        self._drawn = drawn
         self._update_status(len(shown))
+
+    def _update_cells(self, shown: list[FleetRow]) -> None:
+        """Update the cells that changed, then fit the columns whose widest cell changed.
+
+        Every refresh changes every node's AGE: updating those cells alone leaves the other
+        cells' renders cached (``ProcessGrid``), where laying the rows again rendered every
+        visible cell anew. Widths are fitted once per column, not per cell: DataTable's
+        ``update_width`` re-measures the whole column each time (seconds at 128 nodes).
+        """
+        table = self._table
+        changed: set[int] = set()
+        with table.repaint_batch() as touched:
+            for row in shown:
+                before = self._drawn.get(row.host)
+                if before == (row.cells, row.stale):
+                    continue
+                cells = self._cells(row)
+                for position, index in enumerate(self._columns):
+                    if (
+                        before is None
+                        or before[1] != row.stale
+                        or before[0][index] != row.cells[index]
+                    ):
+                        table.update_cell(row.host, COLUMNS[index].key, cells[position])
+                        changed.add(index)
+                        touched.rows[row.host] = max(touched.rows.get(row.host, 0), position + 1)
+            for index in sorted(changed):
+                key = ColumnKey(COLUMNS[index].key)
+                column = table.columns[key]
+                widths = [cell_len(row.cells[index]) for row in shown]
+                widest = max(widths, default=0)
+                if max(widest, column.label.cell_len) == column.content_width or not widths:
+                    continue
+                # One re-measure of the column, through its widest cell.
+                host = shown[widths.index(widest)].host
+                table.update_cell(host, key, table.get_cell(host, key), update_width=True)
+                touched.whole = True
 
     def _update_status(self, shown: int) -> None:
         column = COLUMNS[self.sort_column]
