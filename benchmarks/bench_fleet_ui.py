@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import resource
 import sys
 import time
@@ -29,28 +28,29 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from gputop.model.fleet import FleetSnapshot  # noqa: E402
+from gputop.model import Snapshot  # noqa: E402
+from gputop.model.fleet import FleetSnapshot, GpuState  # noqa: E402
 from support.apps import eight_gpus, load  # noqa: E402
 from support.fleet import (  # noqa: E402
     SCRAPE,
     TAKEN,
     MemoryFleet,
     NodeSpec,
-    _node_stream,
     fleet_app,
+    node_stream,
     node_view,
 )
-from support.fleet import B as BUSY  # noqa: E402
-from support.fleet import IDLE, W  # noqa: E402
+
+BUSY, WAITING, IDLE = GpuState.BUSY, GpuState.WAITING, GpuState.IDLE
 
 
-def answers(nodes: int, count: int) -> tuple[list[FleetSnapshot], dict[str, list[object]]]:
+def answers(nodes: int, count: int) -> tuple[list[FleetSnapshot], dict[str, list[Snapshot]]]:
     """``count`` answers of ``nodes`` eight-GPU nodes, each newer by one scrape."""
     base = eight_gpus(load(REPO / "snapshots" / "rtx3090x4-procs-v12.xml"))
-    states = [(BUSY,) * 8, (IDLE,) * 4 + (BUSY,) * 4, (W, W) + (BUSY,) * 6]
+    states = [(BUSY,) * 8, (IDLE,) * 4 + (BUSY,) * 4, (WAITING, WAITING) + (BUSY,) * 6]
     specs = [NodeSpec(f"node-{n:03d}", base, states[n % 3]) for n in range(nodes)]
     histories = {
-        spec.host: _node_stream(spec.base, spec.host, TAKEN - timedelta(seconds=n % 30))
+        spec.host: node_stream(spec.base, spec.host, TAKEN - timedelta(seconds=n % 30))
         for n, spec in enumerate(specs)
     }
     result = []
@@ -60,12 +60,12 @@ def answers(nodes: int, count: int) -> tuple[list[FleetSnapshot], dict[str, list
         result.append(
             FleetSnapshot(taken_at=taken, nodes=views, window_seconds=300.0, scrape_interval=SCRAPE)
         )
-    return result, histories  # type: ignore[return-value]
+    return result, histories
 
 
 async def measure(nodes: int, refreshes: int) -> None:
     fleets, histories = answers(nodes, refreshes + 1)
-    source = MemoryFleet(fleets, histories)  # type: ignore[arg-type]
+    source = MemoryFleet(fleets, dict(histories))
     app = fleet_app(source)
     started = time.perf_counter()
     async with app.run_test(size=(160, 50)) as pilot:
@@ -95,8 +95,10 @@ async def measure(nodes: int, refreshes: int) -> None:
         f"a refresh (every row changed): {per_refresh * 1000:.1f} ms CPU, {per_wall * 1000:.1f} ms"
         f" wall; at one refresh every 5 s: {per_refresh / 5 * 100:.2f} % of one core"
     )
-    print(f"opening a node (8 panels, {len(next(iter(histories.values())))} samples): "
-          f"{opened * 1000:.0f} ms")
+    print(
+        f"opening a node (8 panels, {len(next(iter(histories.values())))} samples): "
+        f"{opened * 1000:.0f} ms"
+    )
     print(f"peak RSS: {rss:.0f} MB")
 
 

@@ -47,7 +47,7 @@ def _pods(gpu: GpuSample, pods: Sequence[Owner]) -> GpuSample:
     return dataclasses.replace(gpu, holders=(pods[0],), mig_devices=migs, processes=())
 
 
-def _node_stream(base: Snapshot, host: str, newest: datetime) -> list[Snapshot]:
+def node_stream(base: Snapshot, host: str, newest: datetime) -> list[Snapshot]:
     start = newest - timedelta(seconds=SCRAPE * (POINTS - 1))
     stream = varied_stream(base, POINTS, start=start, step=SCRAPE)
     return [dataclasses.replace(s, host=host) for s in stream]
@@ -134,7 +134,7 @@ class MemoryFleet:
 def demo_histories(taken: datetime = TAKEN) -> dict[str, list[Snapshot]]:
     """Each node's history, its newest sample ``FRESH_AGE`` (or ``STALE_AGE``) before ``taken``."""
     return {
-        spec.host: _node_stream(
+        spec.host: node_stream(
             spec.base,
             spec.host,
             taken - timedelta(seconds=STALE_AGE if spec.stale else FRESH_AGE),
