@@ -160,6 +160,11 @@ async def test_pods_stand_in_for_processes_where_the_labels_name_them() -> None:
         assert ("0 1g.20gb GI 3", "notebooks", "jupyter-ana", "notebook") in pods.rows
         assert not screen.query_one(ProcessTable).display
         assert app.focused is not None and app.focused.id == "pods-data"
+        # No filter typed into the hidden process table.
+        await pilot.press("slash")
+        assert app.focused is not None and app.focused.id == "pods-data"
+        await pilot.press("tab", "tab")
+        assert app.focused is not None and app.focused.id == "pods-data"
         await pilot.press("escape")
         await pilot.pause()
         screen = await open_node(pilot, "node-a")

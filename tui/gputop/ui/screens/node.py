@@ -86,8 +86,11 @@ class NodeScreen(MainScreen):
         super().action_area(name)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """No interval keys: the fleet's refresh sets the pace."""
+        """No interval keys: the fleet's refresh sets the pace; no process filter where
+        pods stand in for the (hidden) process table."""
         if action == "interval":
+            return False
+        if action == "filter" and self.has_class("-pods-only"):
             return False
         return super().check_action(action, parameters)
 
