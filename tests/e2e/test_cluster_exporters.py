@@ -62,6 +62,7 @@ def test_gputop_exporters_and_dcgm_exporter_in_one_fleet() -> None:
     gpus_a = _by_uuid(nodes["node-a"])
     assert set(gpus_a) == {gpu.uuid for gpu in four.gpus}
     for gpu in four.gpus:
+        assert gpu.uuid is not None
         got = gpus_a[gpu.uuid]
         assert got["index"] == gpu.index
         assert got["name"] == gpu.name
@@ -74,6 +75,7 @@ def test_gputop_exporters_and_dcgm_exporter_in_one_fleet() -> None:
         assert got["state"] in {s.value for s in GpuState}
         assert {p["pid"] for p in got["processes"]} == {p.pid for p in gpu.processes}
     [h100] = mig.gpus
+    assert h100.uuid is not None
     got_mig = _by_uuid(nodes["node-b"])[h100.uuid]
     assert {m["gpu_instance_id"] for m in got_mig["mig_devices"]} == {
         d.gpu_instance_id for d in h100.mig_devices

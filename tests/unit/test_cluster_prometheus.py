@@ -189,15 +189,22 @@ def test_one_round_trip_per_metric_not_per_node(
     source = PrometheusFleet(PrometheusClient(prometheus.url))
     try:
         source.fleet()  # discovery: which families exist, the scrape interval
+        time.sleep(1.5)  # every target scraped again
         before = source.client.round_trips
         fleet = source.fleet()
         per_refresh = source.client.round_trips - before
+        before = source.client.round_trips
+        again = source.fleet()  # at once: nothing scraped since, nothing asked again
+        unchanged = source.client.round_trips - before
     finally:
         source.close()
     families = len(source._families or ())
     assert len(fleet.nodes) == len(servers)
     # One query per family, three for the window, one for freshness; never per node.
     assert per_refresh == families + 4
+    assert unchanged in (1, families + 4)  # 1 unless a scrape landed in between
+    assert [n.host for n in again.nodes] == [n.host for n in fleet.nodes]
+    assert again.nodes[0].snapshot == fleet.nodes[0].snapshot
 
 
 def test_node_history_from_query_range(
@@ -276,3 +283,36 @@ def test_prometheus_down_then_back(tmp_path: Path) -> None:
     assert result.stderr == f"gputop: {down.error}\n"
     assert back.error is None
     assert [n.host for n in back.nodes] == ["r6i3n0"]
+
+
+def test_a_refresh_asks_only_for_targets_scraped_since_the_last() -> None:
+    texts = [(DCGM / n).read_text() for n in ("k8s-no-hostname.prom", "v100x4-r6i3n0.prom",
+                                              "titanv-k8s.prom", "tesla-t4-pod.prom")]  # fmt: skip
+    with (
+        serving(texts) as servers,
+        running_prometheus([s.target for s in servers], 3.0) as prometheus,
+    ):
+        prometheus.wait_for("up == 1", len(servers))
+        source = PrometheusFleet(PrometheusClient(prometheus.url))
+        try:
+            first = source.fleet()
+            servers[0].text = servers[0].text.replace("} 44", "} 71")  # utilization 44% -> 71%
+            trips, seen = [], []
+            deadline = time.monotonic() + 12
+            while time.monotonic() < deadline:
+                before = source.client.round_trips
+                fleet = source.fleet()
+                trips.append(source.client.round_trips - before)
+                seen.append({n.host: n for n in fleet.nodes})
+                time.sleep(0.4)
+        finally:
+            source.close()
+    assert len(first.nodes) == 4
+    # Between scrapes nothing is asked but freshness; the other nodes never change.
+    assert 1 in trips
+    for nodes in seen:
+        assert set(nodes) == {n.host for n in first.nodes}
+        assert nodes["r6i3n0"].snapshot.gpus[0].utilization.gpu == 0.0
+        assert nodes["dcgm-exporter-lcxpl"].snapshot.gpus[4].clocks.sm == 1335
+        assert not any(n.stale for n in nodes.values())
+    assert seen[-1]["127.0.0.1"].snapshot.gpus[0].utilization.gpu == 71.0

@@ -117,11 +117,14 @@ def _int(text: str | None) -> int | None:
         return None
 
 
+_MAY_HAVE_OWNER = frozenset((*fam.POD_LABELS, *fam.CONTAINER_LABELS))
+
+
 def gpu_key(labels: Any) -> str | None:
     """What names one GPU among a host's series: its UUID, else its ``gpu`` index label."""
-    uuid = fam.label(labels, fam.UUID_LABELS)
-    if uuid is not None:
-        return uuid
+    uuid = labels.get("UUID") or labels.get("uuid")
+    if uuid and uuid != fam.NULL:
+        return str(uuid)
     index = _int(labels.get("gpu"))
     return None if index is None else f"gpu{index}"
 
@@ -138,6 +141,9 @@ class NodeBuilder:
         """Readings of ``host`` go here."""
         self.host = host
         self.instance: str | None = None
+        self.instances: set[str] = set()
+        """Every scrape target whose series describe this host (gputop and dcgm-exporter
+        side by side on one machine are two)."""
         self.exporter = "dcgm-exporter"
         self.driver_version: str | None = None
         self._gpus: dict[str, _Gpu] = {}
@@ -151,8 +157,11 @@ class NodeBuilder:
         """File one series' value under its GPU (and MIG instance, process, state)."""
         labels = reading.labels
         metric = reading.metric
-        if self.instance is None and labels.get("instance"):
-            self.instance = labels["instance"]
+        instance = labels.get("instance")
+        if instance:
+            if self.instance is None:
+                self.instance = instance
+            self.instances.add(instance)
         if metric.startswith("gputop_"):
             self.exporter = "gputop"
         driver = labels.get("DCGM_FI_DRIVER_VERSION")
@@ -161,7 +170,7 @@ class NodeBuilder:
         gpu = self._gpu(labels)
         if gpu is None:
             return
-        owner = fam.owner_of(labels)
+        owner = fam.owner_of(labels) if _MAY_HAVE_OWNER.intersection(labels) else None
         _add_unique(gpu.holders, owner)
         gi_text = labels.get("GPU_I_ID")
         if metric in fam.PROCESS_METRICS:
@@ -179,6 +188,8 @@ class NodeBuilder:
         if key is None:
             return None  # a node-wide series (none read yet): no GPU to file it under
         gpu = self._gpus.get(key)
+        if gpu is not None and gpu.name is not None and gpu.pci_bus_id is not None:
+            return gpu  # the common case: known, and named by an earlier series
         uuid = fam.label(labels, fam.UUID_LABELS)
         index = _int(labels.get("gpu"))
         if gpu is None:

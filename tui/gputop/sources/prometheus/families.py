@@ -9,7 +9,7 @@ into the same ``GpuSample`` fields with no list kept here; only what the table d
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gputop.model.fields import (
     GPU_FIELDS,
@@ -25,9 +25,9 @@ from gputop.model.fields import (
 from gputop.model.owner import Owner
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """One series' newest value, from Prometheus or a scraped exposition."""
+class Reading(NamedTuple):
+    """One series' newest value, from Prometheus or a scraped exposition (a tuple: a large
+    fleet makes tens of thousands each refresh)."""
 
     metric: str
     labels: Mapping[str, str]
@@ -130,8 +130,8 @@ def label(labels: Mapping[str, str], names: tuple[str, ...]) -> str | None:
 
 def host_of(labels: Mapping[str, str]) -> str | None:
     """The machine a series describes: its host label, else the host of ``instance``."""
-    host = label(labels, HOST_LABELS)
-    if host is not None:
+    host = labels.get("Hostname") or labels.get("hostname")
+    if host and host != NULL:
         return host
     instance = labels.get("instance")
     if not instance:
