@@ -90,7 +90,7 @@ def help_sections(app_bindings: Iterable[BindingType]) -> list[tuple[str, list[R
     # DataTable's own row selection, which the table answers with the details.
     processes = [
         ("↑ ↓", "Select a process"),
-        ("Enter", "Details"),
+        ("Enter", "Details (a pod's line: expand)"),
         *binding_rows(ProcessTable.BINDINGS, skip=("screen.area('gpus')",)),
     ]
     history = binding_rows(HistoryScreen.BINDINGS)
