@@ -49,12 +49,17 @@ _NICE_INTERVALS = (0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600)
 
 _FRESH = (
     "(timestamp(up) and (up == 1)) or "
-    "max_over_time((timestamp(up) and (up == 1))[{lookback}s:{step}s])"
+    "max_over_time((timestamp(up) and (up == 1))[{lookback}:{step}])"
 )
 """Per scrape target, the time of its newest successful scrape: exact while it answers,
 within one subquery step once it stopped."""
 INTERVAL_SPAN = 120.0
 """Seconds of raw ``up`` samples read to tell each target's scrape interval."""
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as a PromQL duration (``7500ms``: PromQL takes no ``7.5s``)."""
+    return f"{max(1, round(seconds * 1000))}ms"
 
 
 def nice_interval(seconds: float) -> float:
@@ -183,7 +188,7 @@ class PrometheusFleet:
             self._learn_intervals()
         families = self._families or ()
         fresh = self._client.query(
-            _FRESH.format(lookback=f"{self._lookback:g}", step=f"{self._step():g}")
+            _FRESH.format(lookback=duration(self._lookback), step=duration(self._step()))
         )
         taken = max((s.timestamp for s in fresh), default=time.time())
         newest = {s.labels.get("instance", ""): s.value for s in fresh}
@@ -231,8 +236,8 @@ class PrometheusFleet:
         if targets is not None:
             alternatives = "|".join(re.escape(t) for t in sorted(targets))
             where = f"{{instance=~{promql_string(alternatives)}}}"
-        queries = {m: f"last_over_time({m}{where}[{self._lookback:g}s])" for m in families}
-        window = f"{where}[{self._window:g}s]"
+        queries = {m: f"last_over_time({m}{where}[{duration(self._lookback)}])" for m in families}
+        window = f"{where}[{duration(self._window)}]"
         if fam.UTIL_METRIC in families:
             queries["#util_mean"] = f"avg_over_time({fam.UTIL_METRIC}{window})"
             queries["#util_count"] = f"count_over_time({fam.UTIL_METRIC}{window})"
@@ -255,7 +260,7 @@ class PrometheusFleet:
         self._intervals_at = self._clock()
         self._unknown_intervals = False
         try:
-            series = self._client.query_matrix(f"up[{INTERVAL_SPAN:g}s]")
+            series = self._client.query_matrix(f"up[{duration(INTERVAL_SPAN)}]")
         except PrometheusError:
             return  # the interval is a nicety; the refresh itself says what failed
         intervals = {}
