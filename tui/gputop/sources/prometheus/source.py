@@ -187,19 +187,28 @@ class PrometheusFleet:
             # A target too young for its interval to show at the last look: look again.
             self._learn_intervals()
         families = self._families or ()
-        fresh = self._client.query(
-            _FRESH.format(lookback=duration(self._lookback), step=duration(self._step()))
-        )
+        fresh_query = _FRESH.format(lookback=duration(self._lookback), step=duration(self._step()))
+        if full:
+            # Everything is asked anyway: freshness too, side by side with the rest.
+            queries = {"#fresh": fresh_query, **self._queries(families, None)}
+            answers, failures = self._run(queries)
+            if failures and len(failures) == len(queries):
+                raise failures[0]
+            fresh = answers.pop("#fresh", [])
+            targets = None
+        else:
+            fresh = self._client.query(fresh_query)
         taken = max((s.timestamp for s in fresh), default=time.time())
         newest = {s.labels.get("instance", ""): s.value for s in fresh}
-        targets = None if full else self._changed_targets(newest)
-        queries = self._queries(families, targets)
-        answers, failures = self._run(queries)
-        if failures and len(failures) == len(queries):
-            raise failures[0]
+        if not full:
+            targets = self._changed_targets(newest)
+            queries = self._queries(families, targets)
+            answers, failures = self._run(queries)
+            if failures and len(failures) == len(queries):
+                raise failures[0]
         error = None
         if failures:
-            error = f"partial answer ({len(failures)} of {len(queries) + 1} queries failed): "
+            error = f"partial answer ({len(failures)} of {len(queries)} queries failed): "
             error += str(failures[0])
         elif not families:
             error = f"{self._client.url} has no dcgm-exporter or gputop series"
@@ -252,9 +261,13 @@ class PrometheusFleet:
         return max(1.0, min(self._interval / 2, 15.0))
 
     def _discover(self) -> None:
-        names = self._client.label_values("__name__", ['{__name__=~"DCGM_.+|gputop_.+"}'])
+        # The scrape interval is asked side by side with the metric names.
+        intervals = self._pool.submit(self._learn_intervals)
+        try:
+            names = self._client.label_values("__name__", ['{__name__=~"DCGM_.+|gputop_.+"}'])
+        finally:
+            intervals.result()
         self._families = fam.present(names)
-        self._learn_intervals()
 
     def _learn_intervals(self) -> None:
         self._intervals_at = self._clock()
