@@ -101,6 +101,7 @@ def child(url: str, seconds: float, refresh: float) -> None:
         t = time.perf_counter()
         fleet = source.fleet()
         took.append(time.perf_counter() - t)
+        assert fleet.error is None, fleet.error
         trips.append(source.client.round_trips - before)
     cpu = sum(me.cpu_times()[:2]) - cpu0
     wall = time.perf_counter() - wall0
