@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal UI for NVIDIA GPUs: live through NVML, or replaying "
         "recorded `nvidia-smi -q -x` output.",
         epilog="Subcommands: `gputop report FILE` summarises a recording; `gputop export` "
-        "serves the GPUs' metrics to Prometheus.",
+        "serves the GPUs' metrics to Prometheus; `gputop cluster --prometheus URL` shows a "
+        "fleet.",
     )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     parser.add_argument(
@@ -189,6 +190,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputop.cli.export import export_main
 
             return export_main(args[1:])
+        if args[:1] == ["cluster"]:
+            release_collection()
+            from gputop.cli.cluster import cluster_main
+
+            return cluster_main(args[1:])
         options = tui_or_batch(parse_options(args))
         if options.headless:
             release_collection()

@@ -78,11 +78,21 @@ gap_seconds = Bounded(float, 0.001, MAX_GAP_SECONDS, "seconds")
 jobs_count = Bounded(int, 1, MAX_JOBS, "processes")
 """report --jobs: parsing processes."""
 
+window_seconds = Bounded(float, 10.0, 7 * 24 * 3600.0, "seconds")
+"""cluster --window: how long each GPU's state is judged over."""
+refresh_seconds = Bounded(float, 1.0, 3600.0, "seconds")
+"""cluster --refresh: seconds between fleet refreshes on screen."""
+timeout_seconds = Bounded(float, 0.1, 300.0, "seconds")
+"""cluster --timeout: how long one HTTP request may take."""
+
 NUMERIC_TYPES: tuple[Bounded[int] | Bounded[float], ...] = (
     interval_seconds,
     sample_count,
     pick_count,
     gap_seconds,
     jobs_count,
+    window_seconds,
+    refresh_seconds,
+    timeout_seconds,
 )
 """Every checker above: a test makes sure each numeric option uses one of them."""
