@@ -27,7 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gputop",
         description="A terminal UI for NVIDIA GPUs: live through NVML, or replaying "
         "recorded `nvidia-smi -q -x` output.",
-        epilog="Subcommand: `gputop report FILE` summarises a recording.",
+        epilog="Subcommands: `gputop report FILE` summarises a recording; `gputop serve` "
+        "serves the TUI to web browsers (see `gputop serve --help`).",
     )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     parser.add_argument(
@@ -164,6 +165,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputop.cli.report import report_main
 
             return report_main(args[1:])
+        if args[:1] == ["serve"]:
+            from gputop.cli.serve import serve_main
+
+            return serve_main(args[1:])
         options = tui_or_batch(parse_options(args))
         if options.headless:
             release_collection()

@@ -34,6 +34,10 @@ class Options:
     follow: bool = False
     """--follow: read documents appended to the replayed file as they arrive (a pipe or
     `--replay -` is followed whatever this says)."""
+    hide_commands: bool = False
+    """`gputop serve --hide-commands`: processes' command lines are left out of the view."""
+    served: bool = False
+    """A `gputop serve` browser viewer: read-only whatever the other options say."""
 
     @property
     def headless(self) -> bool:

@@ -77,6 +77,8 @@ gap_seconds = Bounded(float, 0.001, MAX_GAP_SECONDS, "seconds")
 """report --max-gap: the longest interval still counted."""
 jobs_count = Bounded(int, 1, MAX_JOBS, "processes")
 """report --jobs: parsing processes."""
+viewer_count = Bounded(int, 1, 1000, "viewers")
+"""serve --max-viewers: browser connections at once (each one is an app process)."""
 
 NUMERIC_TYPES: tuple[Bounded[int] | Bounded[float], ...] = (
     interval_seconds,
@@ -84,5 +86,6 @@ NUMERIC_TYPES: tuple[Bounded[int] | Bounded[float], ...] = (
     pick_count,
     gap_seconds,
     jobs_count,
+    viewer_count,
 )
 """Every checker above: a test makes sure each numeric option uses one of them."""
