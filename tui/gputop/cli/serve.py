@@ -179,8 +179,9 @@ def _check_app_args(args: Sequence[str]) -> Options:
 
 
 def viewer_command(socket: Path | None, request: ServeRequest) -> str:
-    """The shell command textual-serve runs for each browser connection."""
-    python = shlex.quote(sys.executable)
+    """The shell command textual-serve runs for each browser connection (``exec``: the app
+    is the shell's process, so one process a viewer, ended by the server's signals)."""
+    python = "exec " + shlex.quote(sys.executable)
     if request.cluster:
         return " ".join([python, "-m", "gputop", "cluster", *map(shlex.quote, request.app_args)])
     parts = [python, "-m", "gputop.cli.serve_viewer"]
