@@ -73,10 +73,12 @@ def browser() -> Any:
 class Served:
     """A running `gputop serve` (its process group: the server and every viewer)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], port: int, log: Path, *, https: bool = False
+    ) -> None:
         self.process = process
         self.port = port
-        self.url = f"http://127.0.0.1:{port}/"
+        self.url = f"{'https' if https else 'http'}://127.0.0.1:{port}/"
         self.log = log
 
     def viewer_pids(self) -> list[int]:
@@ -98,7 +100,7 @@ class Served:
 
 
 @contextmanager
-def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+def serving(*args: str, env: dict[str, str] | None = None, https: bool = False) -> Iterator[Served]:
     """`gputop serve --listen 127.0.0.1:PORT ARGS` on the fake NVML; stopped afterwards,
     with its viewers, whatever happens."""
     port = free_port()
@@ -128,7 +130,7 @@ def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
                         f"gputop serve did not listen: {log.read_text()}"
                     ) from None
                 time.sleep(0.1)
-        yield Served(process, port, log)
+        yield Served(process, port, log, https=https)
     finally:
         _stop_group(process)
         log.unlink(missing_ok=True)

@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args[:1] == ["serve"]:
             from gputop.cli.serve import serve_main
 
-            return serve_main(args[1:])
+            return serve_main(args[1:], parse_options)
         options = tui_or_batch(parse_options(args))
         if options.headless:
             release_collection()

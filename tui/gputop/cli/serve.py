@@ -20,12 +20,13 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputop.cli.options import Options
+from gputop.cli.serve_options import DEFAULT_VIEWERS, WebOptions
 from gputop.cli.validate import Parser, viewer_count
 from gputop.errors import BadArguments
 
@@ -37,25 +38,14 @@ if TYPE_CHECKING:
     from gputop.sources.shared import SnapshotPublisher
 
 DEFAULT_LISTEN = "127.0.0.1:8000"
-DEFAULT_VIEWERS = 8
+
+ParseOptions = Callable[[list[str]], Options]
+"""``gputop``'s own option parser (``cli.main.parse_options``), handed in by main."""
 
 _SERVE_HELP = """\
 gputop serve [--listen HOST:PORT] [web options] [gputop options]    the box (live or --replay)
 gputop serve cluster [web options] --prometheus URL [cluster options]  the fleet view
 """
-
-
-@dataclass(frozen=True, slots=True)
-class WebOptions:
-    """How the page is served (the part of the command line that is not the app's)."""
-
-    host: str = "127.0.0.1"
-    port: int = 8000
-    max_viewers: int = DEFAULT_VIEWERS
-    auth_file: Path | None = None
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    hide_commands: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +121,7 @@ def build_web_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_serve(argv: Sequence[str]) -> ServeRequest:
+def parse_serve(argv: Sequence[str], parse_options: ParseOptions | None = None) -> ServeRequest:
     """Split ``gputop serve``'s arguments into the web options and the app's.
 
     Raises:
@@ -155,19 +145,17 @@ def parse_serve(argv: Sequence[str]) -> ServeRequest:
         tls_key=ns.tls_key,
         hide_commands=ns.hide_commands,
     )
-    if not cluster:
-        _check_app_args(rest)
+    if not cluster and parse_options is not None:
+        _check_app_args(rest, parse_options)
     return ServeRequest(web=web, cluster=cluster, app_args=tuple(rest))
 
 
 _HEADLESS = ("--once", "--json", "--count", "--pick", "--record", "--log", "--at", "--readonly")
 
 
-def _check_app_args(args: Sequence[str]) -> Options:
+def _check_app_args(args: Sequence[str], parse_options: ParseOptions) -> Options:
     """The box view's options, as ``gputop`` would parse them; refused: what makes no sense
     in a browser (headless output, writing files on the server)."""
-    from gputop.cli.main import parse_options
-
     for arg in args:
         name = arg.split("=", 1)[0]
         if name in _HEADLESS:
@@ -236,7 +224,7 @@ class Sampler:
         self._thread.join(2.0)
 
 
-def serve_main(argv: Sequence[str]) -> int:
+def serve_main(argv: Sequence[str], parse_options: ParseOptions) -> int:
     """Run ``gputop serve``; returns the exit status.
 
     Raises:
@@ -244,7 +232,7 @@ def serve_main(argv: Sequence[str]) -> int:
         NoDriver, NoPermission: live, and NVML cannot be used here.
         BadCapture: ``--replay`` names no readable recording.
     """
-    request = parse_serve(argv)
+    request = parse_serve(argv, parse_options)
     from gputop.cli.serve_web import load_auth, tls_context
 
     users = load_auth(request.web.auth_file) if request.web.auth_file is not None else None
@@ -255,7 +243,7 @@ def serve_main(argv: Sequence[str]) -> int:
     )
     if request.cluster:
         return _serve(request, None, users, ssl_context)
-    options = _check_app_args(request.app_args)
+    options = _check_app_args(request.app_args, parse_options)
     if options.replay is not None:
         _check_recording(options)
         return _serve(request, None, users, ssl_context)

@@ -30,7 +30,7 @@ import jinja2
 from aiohttp import web
 from textual_serve.server import Server
 
-from gputop.cli.serve import WebOptions
+from gputop.cli.serve_options import WebOptions
 from gputop.errors import BadArguments
 
 PAGE = Path(__file__).parent / "serve_page"
