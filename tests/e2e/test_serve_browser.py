@@ -55,24 +55,19 @@ def chrome() -> Iterator[Any]:
 
 @pytest.fixture
 def tab(chrome: Any) -> Iterator[Any]:
-    """A fresh tab; every tab this test opened is closed afterwards (their viewers end)."""
-    chrome.switch_to.new_window("tab")
-    first = chrome.current_window_handle
+    """The browser on its first tab; afterwards every other tab is closed and the first goes
+    blank, so every viewer this test opened hangs up."""
+    first = chrome.window_handles[0]
+    chrome.switch_to.window(first)
     try:
         yield chrome
     finally:
-        for handle in list(chrome.window_handles):
-            if handle == first or len(chrome.window_handles) > 1:
+        for handle in chrome.window_handles:
+            if handle != first:
                 chrome.switch_to.window(handle)
                 chrome.close()
-            if len(chrome.window_handles) == 1:
-                break
-        chrome.switch_to.window(chrome.window_handles[0])
+        chrome.switch_to.window(first)
         chrome.get("about:blank")
-
-
-def _panel_titles(text: str) -> list[str]:
-    return [line for line in text.splitlines() if " · NVIDIA " in line]
 
 
 def test_live_box_view_shows_every_gpu_as_a_live_view(tab: Any) -> None:
