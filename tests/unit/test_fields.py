@@ -24,7 +24,7 @@ from gputop.sinks.json import snapshot_dict
 from gputop.ui.render import gauges, process_rows
 from support.every_field import EVERY_FIELD
 
-PROMETHEUS = re.compile(r"(DCGM_FI_DEV_[A-Z0-9_]+|gputop_[a-z0-9_]+)")
+PROMETHEUS = re.compile(r"(DCGM_FI_(DEV|PROF)_[A-Z0-9_]+|gputop_[a-z0-9_]+)")
 
 
 def test_names_are_unique_within_each_output() -> None:
@@ -53,7 +53,10 @@ def test_prometheus_names_are_dcgm_exporters_or_ours() -> None:
     for table in (GPU_FIELDS, MIG_FIELDS):
         for f in table:
             framebuffer = (f.prometheus or "").startswith("DCGM_FI_DEV_FB_")
-            assert f.export_scale == (1 / 1024**2 if framebuffer else 1.0), f.path
+            ratio = (f.prometheus or "").startswith("DCGM_FI_PROF_")  # DCGM's 0..1, from %
+            expected = 1 / 1024**2 if framebuffer else 1 / 100 if ratio else 1.0
+            assert f.export_scale == expected, f.path
+            assert not ratio or f.unit == "%", f.path
             assert framebuffer is (f.value is Value.BYTES), f.path
 
 

@@ -27,8 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gputop",
         description="A terminal UI for NVIDIA GPUs: live through NVML, or replaying "
         "recorded `nvidia-smi -q -x` output.",
-        epilog="Subcommands: `gputop report FILE` summarises a recording; `gputop serve` "
-        "serves the TUI to web browsers (see `gputop serve --help`).",
+        epilog="Subcommands: `gputop report FILE` summarises a recording; `gputop export` "
+        "serves the GPUs' metrics to Prometheus; `gputop cluster --prometheus URL` shows a "
+        "fleet; `gputop serve` serves the TUI to web browsers (see `gputop serve --help`).",
     )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     parser.add_argument(
@@ -165,7 +166,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputop.cli.report import report_main
 
             return report_main(args[1:])
+        if args[:1] == ["export"]:
+            release_collection()
+            from gputop.cli.export import export_main
+
+            return export_main(args[1:])
+        if args[:1] == ["cluster"]:
+            release_collection()
+            from gputop.cli.cluster import cluster_main
+
+            return cluster_main(args[1:])
         if args[:1] == ["serve"]:
+            release_collection()
             from gputop.cli.serve import serve_main
 
             return serve_main(args[1:], parse_options)

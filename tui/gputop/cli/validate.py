@@ -80,6 +80,13 @@ jobs_count = Bounded(int, 1, MAX_JOBS, "processes")
 viewer_count = Bounded(int, 1, 1000, "viewers")
 """serve --max-viewers: browser connections at once (each one is an app process)."""
 
+window_seconds = Bounded(float, 10.0, 7 * 24 * 3600.0, "seconds")
+"""cluster --window: how long each GPU's state is judged over."""
+refresh_seconds = Bounded(float, 1.0, 3600.0, "seconds")
+"""cluster --refresh: seconds between fleet refreshes on screen."""
+timeout_seconds = Bounded(float, 0.1, 300.0, "seconds")
+"""cluster --timeout: how long one HTTP request may take."""
+
 NUMERIC_TYPES: tuple[Bounded[int] | Bounded[float], ...] = (
     interval_seconds,
     sample_count,
@@ -87,5 +94,8 @@ NUMERIC_TYPES: tuple[Bounded[int] | Bounded[float], ...] = (
     gap_seconds,
     jobs_count,
     viewer_count,
+    window_seconds,
+    refresh_seconds,
+    timeout_seconds,
 )
 """Every checker above: a test makes sure each numeric option uses one of them."""

@@ -375,7 +375,8 @@ MIG_FIELDS: tuple[Field, ...] = (
     Field("profile_derived", "profile derived", value=Value.FLAG, json="profile_derived"),
     Field("profile_from_name", "profile from name", value=Value.FLAG, json="profile_from_name"),
     Field("uuid", "UUID", value=Value.TEXT, json="uuid"),
-    Field("sm_count", "SMs", json="sm_count", prometheus="gputop_mig_sm_count"),
+    # Not ``…_sm_count``: Prometheus keeps ``_count`` for histograms and summaries.
+    Field("sm_count", "SMs", json="sm_count", prometheus="gputop_mig_streaming_multiprocessors"),
     Field(
         "memory.total",
         "memory total",
@@ -394,9 +395,17 @@ MIG_FIELDS: tuple[Field, ...] = (
         prometheus="DCGM_FI_DEV_FB_USED",
         export_scale=1 / MIB,
     ),
+    Field(
+        "utilization.gpu",
+        "graphics activity",
+        "%",
+        prometheus="DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        export_scale=1 / 100,
+    ),
 )
 """A MIG device's fields, in ``--json`` order; DCGM exports MIG devices under the GPU's
-names with ``GPU_I_ID`` labels, so do we."""
+names with ``GPU_I_ID`` labels, so do we. A MIG instance's graphics activity (GPM, Hopper
+and later: None elsewhere) is DCGM's ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``, a ratio of 0 to 1."""
 
 PROCESS_FIELDS: tuple[Field, ...] = (
     Field("pid", "PID (driver)", json="pid"),

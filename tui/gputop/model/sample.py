@@ -32,6 +32,9 @@ class Reason(enum.Enum):
     ERROR = "error"
     NOT_IN_LOG = "not in this log"
     """A text log (dmon, pmon, a `--query-gpu` CSV) that has no column for the value."""
+    NOT_EXPORTED = "not exported"
+    """A remote machine's exporter publishes no series for the value (dcgm-exporter's
+    default counters leave many out)."""
     INVALID = "invalid value in the recording"
     """A recording holds something no GPU can report: negative, non-finite, out of range,
     or in a unit that is not the field's."""

@@ -1,0 +1,354 @@
+"""The real `gputop export` on 127.0.0.1: scraped over HTTP, checked against the capture it
+serves, by promtool, with TLS and basic auth, a hung driver, and bad input."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import http.client
+import ipaddress
+import re
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import bcrypt
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from gputop.model import Snapshot
+from gputop.sources.formats import open_recording
+from gputop.sources.smi.recording import snapshot_from_path
+from support.command import ROOT, gputop_command
+from support.exporter import FOUR, running_exporter
+from support.net import free_port, http_get
+from unit.test_export_render import find, series
+
+MIB = 1024 * 1024
+PROMTOOL = Path("/usr/bin/promtool")
+MIG_TEXT = ROOT / "snapshots" / "h100-mig-590-q.txt"
+
+
+def test_serves_the_live_gpus_values_under_dcgm_names() -> None:
+    expected = snapshot_from_path(FOUR)
+    with running_exporter("--interval", "0.5") as exporter:
+        values = series(exporter.metrics())
+        status, page = http_get(f"{exporter.url}/")
+    assert status == 200 and b"/metrics" in page
+    for gpu in expected.gpus:
+        labels = {"gpu": str(gpu.index), "UUID": str(gpu.uuid), "device": f"nvidia{gpu.index}"}
+        assert gpu.memory.used is not None and gpu.power.draw is not None
+        assert find(values, "DCGM_FI_DEV_FB_USED", **labels) == [gpu.memory.used // MIB]
+        assert find(values, "DCGM_FI_DEV_POWER_USAGE", **labels) == [pytest.approx(gpu.power.draw)]
+        assert find(values, "DCGM_FI_DEV_GPU_UTIL", **labels) == [gpu.utilization.gpu]
+        assert find(values, "DCGM_FI_DEV_GPU_TEMP", **labels) == [gpu.temperature.gpu]
+        assert find(values, "DCGM_FI_DEV_GPU_TEMP", modelName=str(gpu.name))
+        for process in gpu.processes:
+            assert find(
+                values,
+                "gputop_process_memory_used_bytes",
+                gpu=str(gpu.index),
+                pid=str(process.pid),
+                process_name=str(process.name),
+            ) == [process.memory_used]
+    assert find(values, "gputop_stale") == [0.0]
+    assert find(values, "DCGM_FI_DEV_GPU_TEMP", DCGM_FI_DRIVER_VERSION=str(expected.driver_version))
+
+
+def test_read_only_and_nothing_but_metrics() -> None:
+    with running_exporter() as exporter:
+        host = ("127.0.0.1", exporter.port)
+        for method in ("POST", "PUT", "DELETE", "PATCH", "OPTIONS", "FROB"):
+            connection = http.client.HTTPConnection(*host, timeout=5)
+            connection.request(method, "/metrics", body=b"x")
+            answer = connection.getresponse()
+            assert answer.status == 405, method
+            assert "GET" in (answer.getheader("Allow") or "")
+            connection.close()
+        connection = http.client.HTTPConnection(*host, timeout=5)
+        connection.request("HEAD", "/metrics")
+        head = connection.getresponse()
+        assert head.status == 200 and head.read() == b""
+        assert int(head.getheader("Content-Length") or 0) > 1000
+        assert "version=0.0.4" in (head.getheader("Content-Type") or "")
+        assert http_get(f"{exporter.url}/api/v1/anything")[0] == 404
+
+
+def promtool(text: str) -> tuple[int, list[str]]:
+    done = subprocess.run(
+        [str(PROMTOOL), "check", "metrics"], input=text, capture_output=True, text=True
+    )
+    return done.returncode, [line for line in (done.stdout + done.stderr).splitlines() if line]
+
+
+# promtool's lint rules that dcgm-exporter's own names break, and nothing else may.
+DCGM_COUNTER = re.compile(r"^(DCGM_\w+) counter metrics should have \"_total\" suffix$")
+
+
+@pytest.mark.parametrize(
+    ("fake", "args"),
+    [(str(FOUR), ()), ("h100-mig-8x7", ()), (str(FOUR), ("--replay", str(MIG_TEXT)))],
+    ids=["4x3090", "8x7-mig", "replay-mig"],
+)
+def test_promtool_accepts_the_output(fake: str, args: tuple[str, ...]) -> None:
+    assert PROMTOOL.exists(), "promtool: run scripts/install-system-deps"
+    with running_exporter(*args, fake=fake) as exporter:
+        time.sleep(1.2)  # a second sample: GPM activity, clock events
+        text = exporter.metrics()
+    # dcgm-exporter's modelName label is camelCase: promtool's only complaint about labels.
+    code, problems = promtool(text.replace("modelName=", "model_name="))
+    assert code in (0, 3), problems  # 1 would be a format error
+    assert problems, "the DCGM counters have no _total suffix: promtool says so"
+    for line in problems:
+        match = DCGM_COUNTER.match(line)
+        assert match is not None, line
+    code, problems = promtool(text)
+    assert code == 3
+    camel = [line for line in problems if "camelCase" in line]
+    assert camel and all(not DCGM_COUNTER.match(line) for line in camel)
+
+
+def document(path: Path, index: int = 0) -> Snapshot:
+    """Document ``index`` (negative: from the end) of a recording in any format."""
+    recording = open_recording(path)
+    try:
+        return recording.snapshot(index % len(recording))
+    finally:
+        recording.close()
+
+
+def test_mig_instances_of_a_capture_carry_gpu_i_labels() -> None:
+    expected = document(MIG_TEXT)
+    with running_exporter("--replay", str(MIG_TEXT), "--hostname", "node-a") as exporter:
+        values = series(exporter.metrics())
+    (gpu,) = expected.gpus
+    assert len(gpu.mig_devices) >= 3
+    for device in gpu.mig_devices:
+        assert device.memory.used is not None and device.profile is not None
+        labels = {"GPU_I_ID": str(device.gpu_instance_id), "GPU_I_PROFILE": device.profile}
+        assert find(values, "DCGM_FI_DEV_FB_USED", Hostname="node-a", **labels) == [
+            device.memory.used // MIB
+        ]
+    in_instance = [p for p in gpu.processes if p.gpu_instance_id is not None]
+    assert in_instance
+    for process in in_instance:
+        assert find(
+            values,
+            "gputop_process_memory_used_bytes",
+            pid=str(process.pid),
+            GPU_I_ID=str(process.gpu_instance_id),
+        )
+    # A text capture has no GPM activity: no per-instance engine activity is made up.
+    assert find(values, "DCGM_FI_PROF_GR_ENGINE_ACTIVE") == []
+
+
+def test_gr_engine_active_where_gpm_measures_instances() -> None:
+    with running_exporter("--interval", "0.25", fake="h100-mig-8x7") as exporter:
+        deadline = time.monotonic() + 10
+        while True:
+            values = series(exporter.metrics())
+            active = find(values, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", gpu="3")
+            if active or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    assert len(active) == 7
+    assert all(0.0 <= value <= 1.0 for value in active)
+    assert len(find(values, "DCGM_FI_DEV_FB_USED", GPU_I_PROFILE="1g.10gb")) == 56
+
+
+@pytest.mark.parametrize("mode", ["none", "basic", "full"])
+def test_export_processes_mode(mode: str) -> None:
+    with running_exporter("--export-processes", mode) as exporter:
+        text = exporter.metrics()
+    process_lines = [line for line in text.splitlines() if line.startswith("gputop_process_")]
+    if mode == "none":
+        assert process_lines == []
+        assert "pid=" not in text
+        return
+    assert process_lines and all('pid="' in line for line in process_lines)
+    assert any('process_name="' in line for line in process_lines)
+    if mode == "basic":
+        assert not any(re.search(r'[{,](user|command)="', line) for line in text.splitlines())
+
+
+def test_a_hung_driver_call_is_served_stale_and_scrapes_stay_fast() -> None:
+    hang = {"GPUTOP_FAKE_NVML_HANG": "0:nvmlDeviceGetPowerUsage@2"}
+    with running_exporter("--interval", "0.5", env=hang) as exporter:
+        deadline = time.monotonic() + 20
+        slowest = 0.0
+        while True:
+            began = time.monotonic()
+            values = series(exporter.metrics())
+            slowest = max(slowest, time.monotonic() - began)
+            if find(values, "gputop_gpu_stale", gpu="0") == [1.0] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert find(values, "gputop_gpu_stale", gpu="0") == [1.0]
+        assert find(values, "gputop_gpu_stale", gpu="1") == [0.0]
+        # GPU 0's last values are still served.
+        assert find(values, "DCGM_FI_DEV_POWER_USAGE", gpu="0")
+        assert slowest < 1.0
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "server.crt", directory / "server.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+def web_config(directory: Path, password: bytes = b"s3cret") -> Path:
+    cert, key = self_signed(directory)
+    hashed = bcrypt.hashpw(password, bcrypt.gensalt(rounds=6)).decode().replace("$2b$", "$2y$")
+    config = directory / "web-config.yml"
+    config.write_text(
+        f"tls_server_config:\n  cert_file: {cert.name}\n  key_file: {key.name}\n"
+        f"basic_auth_users:\n  alice: {hashed}\n"
+    )
+    return config
+
+
+def https_get(port: int, cert: Path, auth: tuple[str, str] | None) -> tuple[int, bytes]:
+    context = ssl.create_default_context(cafile=str(cert))
+    request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics")
+    if auth is not None:
+        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+            return int(answer.status), bytes(answer.read())
+    except urllib.error.HTTPError as error:
+        return int(error.code), b""
+
+
+def test_tls_and_basic_auth_from_a_web_config(tmp_path: Path) -> None:
+    config = web_config(tmp_path)
+    cert = tmp_path / "server.crt"
+    with running_exporter("--web-config-file", str(config), tls=cert) as exporter:
+        status, body = https_get(exporter.port, cert, ("alice", "s3cret"))
+        assert status == 200 and b"DCGM_FI_DEV_FB_USED{" in body
+        assert https_get(exporter.port, cert, ("alice", "wrong"))[0] == 401
+        assert https_get(exporter.port, cert, ("mallory", "s3cret"))[0] == 401
+        assert https_get(exporter.port, cert, None)[0] == 401
+        # Plain HTTP on the TLS port gets nothing.
+        with pytest.raises((OSError, urllib.error.URLError, http.client.HTTPException)):
+            http_get(f"http://127.0.0.1:{exporter.port}/metrics", timeout=3)
+
+
+def run_export(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    command, environ = gputop_command(str(FOUR))
+    return subprocess.run(
+        [*command, "export", *args], cwd=ROOT, env=environ, capture_output=True, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+
+
+def one_line_exit_2(done: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("gputop: ") and "Traceback" not in done.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+def test_a_port_in_use_is_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        one_line_exit_2(run_export("--listen", f"127.0.0.1:{port}"), "already in use")
+
+
+@pytest.mark.parametrize(
+    ("listen", "words"),
+    [
+        ("9400", ("HOST:PORT",)),
+        ("127.0.0.1:99999", ("1 to 65535",)),
+        ("127.0.0.1:http", ("1 to 65535",)),
+        ("::1:9400", ("brackets",)),
+        ("no-such-host.invalid:9400", ("cannot listen",)),
+        ("192.0.2.1:9400", ("not one of this machine's",)),
+    ],
+)
+def test_a_bad_listen_address_is_one_line(listen: str, words: tuple[str, ...]) -> None:
+    one_line_exit_2(run_export("--listen", listen), *words)
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (None, ("cannot read",)),
+        ("tls_server_config: [unclosed\n", ("not valid YAML",)),
+        ("basic_auth_users:\n  alice: plaintext\n", ("not a bcrypt hash",)),
+        ("tls_server_config:\n  cert_file: nope.crt\n  key_file: nope.key\n", ("nope",)),
+        ("tls_server_config:\n  client_auth_type: RequireAndVerifyClientCert\n",
+         ("unsupported",)),
+        ("- a list\n", ("mapping",)),
+    ],
+)  # fmt: skip
+def test_a_bad_web_config_is_one_line(
+    tmp_path: Path, content: str | None, words: tuple[str, ...]
+) -> None:
+    config = tmp_path / "web.yml"
+    if content is not None:
+        config.write_text(content)
+    one_line_exit_2(run_export("--web-config-file", str(config), "--listen",
+                               f"127.0.0.1:{free_port()}"), *words)  # fmt: skip
+
+
+def test_sigterm_and_ctrl_c_stop_cleanly() -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with running_exporter() as exporter:
+            exporter.process.send_signal(sig)
+            code = exporter.process.wait(10)
+            err = exporter.process.stderr.read() if exporter.process.stderr else ""
+        assert code == 0, err
+        assert "Traceback" not in err
+
+
+def test_replay_at_holds_that_document() -> None:
+    stream = ROOT / "snapshots" / "h100-mig-590-q-l.txt"
+    last = document(stream, -1)
+    with running_exporter("--replay", str(stream), "--at", "-1") as exporter:
+        first = series(exporter.metrics())
+        time.sleep(1.5)
+        again = series(exporter.metrics())
+    (gpu,) = last.gpus
+    for device in gpu.mig_devices:
+        assert device.memory.used is not None
+        wanted = [device.memory.used // MIB]
+        assert find(first, "DCGM_FI_DEV_FB_USED", GPU_I_ID=str(device.gpu_instance_id)) == wanted
+        assert find(again, "DCGM_FI_DEV_FB_USED", GPU_I_ID=str(device.gpu_instance_id)) == wanted
+    assert find(again, "gputop_stale") == [0.0]  # a recording held on purpose is not stale

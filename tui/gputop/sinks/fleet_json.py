@@ -1,0 +1,112 @@
+"""`gputop cluster --json` and `--once`: the fleet as a JSON document or a short table.
+
+Each GPU carries the ``--json`` field names (``sinks/json.py``, from the field table) and,
+beside them, what only a fleet knows: its state over the window, the window's means, and
+the pods that hold it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputop.model import Owner
+from gputop.model.fleet import FleetSnapshot, GpuState, GpuWindow, NodeView
+from gputop.model.units import fmt_bytes
+from gputop.sinks.json import snapshot_dict
+
+
+def _age(node: NodeView, fleet: FleetSnapshot) -> float | None:
+    newest = node.newest_sample
+    if newest is None:
+        return None
+    taken = fleet.taken_at
+    if (newest.tzinfo is None) != (taken.tzinfo is None):
+        newest, taken = newest.replace(tzinfo=None), taken.replace(tzinfo=None)
+    return round(max(0.0, (taken - newest).total_seconds()), 3)
+
+
+def _owner(owner: Owner) -> dict[str, str | None]:
+    return {"pod": owner.pod, "namespace": owner.namespace, "container": owner.container}
+
+
+def _window(window: GpuWindow | None) -> dict[str, Any]:
+    if window is None:
+        return {"state": GpuState.UNKNOWN.value}
+    return {
+        "state": window.state.value,
+        "utilization_mean": window.utilization_mean,
+        "memory_used_mean": window.memory_used_mean,
+        "seconds_waiting": window.seconds_waiting,
+    }
+
+
+def node_dict(node: NodeView, fleet: FleetSnapshot) -> dict[str, Any]:
+    """One node: where it was read from, how fresh, and its GPUs."""
+    document = snapshot_dict(node.snapshot)
+    windows = {w.index: w for w in node.windows}
+    gpus = []
+    for gpu, out in zip(node.snapshot.gpus, document["gpus"], strict=True):
+        out.update(_window(windows.get(gpu.index)))
+        out["holders"] = [_owner(o) for o in gpu.holders]
+        for device, mig in zip(gpu.mig_devices, out["mig_devices"], strict=True):
+            mig["utilization_gpu"] = device.utilization.gpu
+            mig["holders"] = [_owner(o) for o in device.holders]
+        gpus.append(out)
+    return {
+        "host": node.host,
+        "instance": node.instance,
+        "exporter": node.exporter,
+        "newest_sample": node.newest_sample.isoformat() if node.newest_sample else None,
+        "age_seconds": _age(node, fleet),
+        "stale": node.stale,
+        "driver_version": document["driver_version"],
+        "gpus": gpus,
+    }
+
+
+def fleet_dict(fleet: FleetSnapshot) -> dict[str, Any]:
+    """The whole fleet as the JSON document `gputop cluster --json` prints."""
+    return {
+        "taken_at": fleet.taken_at.isoformat(),
+        "window_seconds": fleet.window_seconds,
+        "scrape_interval": fleet.scrape_interval,
+        "error": fleet.error,
+        "nodes": [node_dict(node, fleet) for node in fleet.nodes],
+    }
+
+
+def fleet_text(fleet: FleetSnapshot) -> str:
+    """A table, one line per node, under a line answering "how many are idle or waiting"."""
+    counts = {state: 0 for state in GpuState}
+    for node in fleet.nodes:
+        for window in node.windows:
+            counts[window.state] += 1
+    gpus = sum(len(node.snapshot.gpus) for node in fleet.nodes)
+    interval = f", scraped every {fleet.scrape_interval:g} s" if fleet.scrape_interval else ""
+    lines = [
+        f"{len(fleet.nodes)} nodes, {gpus} GPUs: {counts[GpuState.BUSY]} busy, "
+        f"{counts[GpuState.WAITING]} waiting, {counts[GpuState.IDLE]} idle, "
+        f"{counts[GpuState.THROTTLED]} throttled, {counts[GpuState.UNKNOWN]} unknown "
+        f"(over {fleet.window_seconds:g} s{interval})",
+        f"{'host':<28} {'GPUs':>4} {'busy':>4} {'wait':>4} {'idle':>4} {'held idle':>10} "
+        f"{'power':>8} {'age':>7}",
+    ]
+    for node in fleet.nodes:
+        states = [w.state for w in node.windows]
+        held = sum(
+            gpu.memory.used or 0
+            for gpu, window in zip(node.snapshot.gpus, node.windows, strict=False)
+            if window.state is GpuState.IDLE
+        )
+        draws = [g.power.draw for g in node.snapshot.gpus if g.power.draw is not None]
+        power = f"{sum(draws):.0f} W" if draws else "n/a"
+        age = _age(node, fleet)
+        age_text = "n/a" if age is None else f"{age:.0f} s"
+        if node.stale:
+            age_text += " stale"
+        lines.append(
+            f"{node.host:<28.28} {len(node.snapshot.gpus):>4} "
+            f"{states.count(GpuState.BUSY):>4} {states.count(GpuState.WAITING):>4} "
+            f"{states.count(GpuState.IDLE):>4} {fmt_bytes(held):>10} {power:>8} {age_text:>7}"
+        )
+    return "\n".join(lines) + "\n"
