@@ -137,14 +137,25 @@ class HelpScreen(ModalScreen[None]):
     sections: list[tuple[str, list[Row]]]
     """What the screen lists (set when composed)."""
 
+    def __init__(
+        self, sections: list[tuple[str, list[Row]]] | None = None, title: str = "gputop keys"
+    ) -> None:
+        """The help of the single-box view, or ``sections`` (another view's keys)."""
+        super().__init__()
+        self._given = sections
+        self._title = title
+
     def compose(self) -> ComposeResult:
         """A title, then the sections in two columns."""
-        settings = getattr(self.app, "settings", None)
-        served = bool(getattr(settings, "served", False))
-        sections = self.sections = help_sections(self.app.BINDINGS, served=served)
+        given = self._given
+        if given is None:
+            settings = getattr(self.app, "settings", None)
+            served = bool(getattr(settings, "served", False))
+            given = help_sections(self.app.BINDINGS, served=served)
+        sections = self.sections = given
         half = balanced_split([len(rows) + 2 for _, rows in sections])
         with VerticalScroll(id="help-box", classes="dialog"):
-            yield Label("gputop keys", classes="dialog-title")
+            yield Label(self._title, classes="dialog-title")
             with Horizontal(id="help-columns"):
                 for column in (sections[:half], sections[half:]):
                     with Vertical(classes="help-column"):
