@@ -30,6 +30,8 @@ from support.browser import (
     wait_for_screen,
 )
 from support.command import ROOT
+from support.prometheus import running_prometheus
+from support.prometheus import serving as exporters
 
 if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):  # pragma: no cover - CI installs both
     pytest.fail(
@@ -129,6 +131,23 @@ def test_question_mark_opens_the_help_and_no_signal_key_is_offered(tab: Any) -> 
         wait_for_screen(tab, lambda t: "gputop keys" not in t, what="the help closed")
 
 
+def test_arrows_and_enter_reach_the_process_table(tab: Any) -> None:
+    # The page's blur and focus while it loads left no widget focused: letters (the app's
+    # bindings) worked, the table's arrows and Enter reached nothing.
+    with serving() as served:
+        tab.get(served.url)
+        text = wait_for_screen(tab, lambda t: " python3" in t, what="the processes")
+        rows = [line for line in text.splitlines() if line.rstrip().endswith("python3")]
+        second_pid = rows[1].split()[1]
+        press(tab, "\ue015")  # Down: the second process
+        press(tab, "\ue007")  # Enter: its details
+        details = wait_for_screen(
+            tab, lambda t: f"PID {second_pid} on GPU" in t, what="the second process's details"
+        )
+        keep_screenshot(tab, "process-details")
+    assert "PID (driver)" in details
+
+
 def test_signal_keys_do_nothing_at_all(tab: Any) -> None:
     with serving() as served:
         tab.get(served.url)
@@ -178,3 +197,41 @@ def test_two_viewers_share_one_sampler(tab: Any, tmp_path: Path) -> None:
     assert len(viewers) == 2
     # NVML was started once, by the server: neither viewer process samples.
     assert inits == [str(served.process.pid)]
+
+
+DCGM = ROOT / "snapshots" / "dcgm"
+EXPOSITIONS = ("titanv-k8s.prom", "h100-mig-pods.prom", "v100x4-r6i3n0.prom")
+"""Real dcgm-exporter expositions: 5 TITAN V, 1 H100 with MIG and pods, 4 V100 (9 GPUs
+in all, as the fleet counts them: the H100's MIG devices are one GPU)."""
+
+
+def test_the_fleet_view_over_a_real_prometheus(tab: Any) -> None:
+    texts = [(DCGM / name).read_text() for name in EXPOSITIONS]
+    with (
+        exporters(texts) as servers,
+        running_prometheus([server.target for server in servers]) as prometheus,
+    ):
+        prometheus.wait_for("up == 1", len(servers))
+        prometheus.wait_for("count_over_time(up[1m]) > 2", len(servers))
+        with serving("cluster", "--prometheus", prometheus.url, "--refresh", "1") as served:
+            tab.get(served.url)
+            text = wait_for_screen(
+                tab,
+                lambda t: all(
+                    node in t for node in ("dcgm-exporter-lcxpl", "gsrh100-074", "r6i3n0")
+                ),
+                what="the three nodes",
+            )
+            keep_screenshot(tab, "fleet")
+            assert "3 of 3 nodes" in text and "of 9 GPUs idle" in text
+            # The fleet's own keys work in the browser: Enter opens the first node (the
+            # one with an idle GPU, sorted first), Esc comes back.
+            first = text.splitlines()[3].split()[0]
+            press(tab, "\n")
+            node = wait_for_screen(
+                tab, lambda t: f"{first}  driver" in t and "Esc Fleet" in t, what="a node"
+            )
+            keep_screenshot(tab, "fleet-node")
+            assert "Tesla V100" in node
+            press(tab, "\ue00c")  # Esc
+            wait_for_screen(tab, lambda t: "3 of 3 nodes" in t, what="the fleet again")

@@ -109,7 +109,8 @@ def serving(*args: str, env: dict[str, str] | None = None, https: bool = False) 
     log = Path(tempfile.mkstemp(prefix="gputop-serve-", suffix=".log")[1])
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [*command, "serve", "--listen", f"127.0.0.1:{port}", *args],
+            # `serve cluster` must come first: the web options go after.
+            [*command, "serve", *args, "--listen", f"127.0.0.1:{port}"],
             cwd=ROOT,
             env=environ,
             stdout=out,
