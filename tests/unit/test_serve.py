@@ -258,6 +258,37 @@ def test_hide_commands_keeps_the_executable_name_only() -> None:
     assert "abc" not in repr(hidden)
 
 
+def test_the_sampler_drops_command_lines_before_any_viewer_gets_them() -> None:
+    from gputop.cli.serve import Sampler
+
+    process = ProcessSample(pid=7, name="python3", command="python3 train.py --token=abc")
+    taken = Snapshot(timestamp=None, gpus=(GpuSample(index=0, processes=(process,)),))
+
+    class Box:
+        def poll(self) -> Snapshot:
+            return taken
+
+        def close(self) -> None:
+            pass
+
+    for hide in (True, False):
+        directory = private_socket_dir()
+        publisher = SnapshotPublisher(directory / "s.sock", interval=0.25)
+        try:
+            sampler = Sampler(Box(), publisher, interval=0.25, hide=hide)
+            sampler.publish(taken)
+            subscriber = SnapshotSubscriber(publisher.path)
+            sampler.start()
+            received = subscriber.take(wait=5) + subscriber.take(wait=5)
+            sampler.stop()
+            subscriber.close()
+        finally:
+            publisher.close()
+        commands = {p.command for s in received for g in s.gpus for p in g.processes}
+        assert len(received) >= 2  # the first (the backlog) and one the sampler took
+        assert commands == ({None} if hide else {process.command})
+
+
 # -- the page, auth and TLS ---------------------------------------------------------------------
 
 
