@@ -105,6 +105,23 @@ def test_bad_serve_options_are_one_line_and_exit_2(
     assert words in lines[0]
 
 
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["cluster"], "--prometheus"),
+        (["cluster", "--prometheus", "http://127.0.0.1:9", "--once"], "--once"),
+        (["cluster", "--prometheus", "http://127.0.0.1:9", "--refresh", "0"], "--refresh"),
+    ],
+)
+def test_bad_cluster_options_are_refused_before_serving(
+    capsys: pytest.CaptureFixture[str], argv: list[str], words: str
+) -> None:
+    code = cli.main(["serve", *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert words in err
+
+
 def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
     import socket
 

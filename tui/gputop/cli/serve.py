@@ -166,6 +166,17 @@ def _check_app_args(args: Sequence[str], parse_options: ParseOptions) -> Options
     return parse_options(list(args))
 
 
+def _check_cluster_args(args: Sequence[str]) -> None:
+    """`gputop cluster`'s options, parsed by its own parser, so a typo is one line now and not
+    a dead session in every browser tab; its printing modes make no sense served."""
+    from gputop.cli.cluster import build_parser
+
+    ns = build_parser().parse_args(list(args))
+    for flag in ("once", "json"):
+        if getattr(ns, flag, False):
+            raise BadArguments(f"--{flag} does not go with serve: a served view is the TUI")
+
+
 def viewer_command(socket: Path | None, request: ServeRequest) -> str:
     """The shell command textual-serve runs for each browser connection (``exec``: the app
     is the shell's process, so one process a viewer, ended by the server's signals)."""
@@ -242,6 +253,7 @@ def serve_main(argv: Sequence[str], parse_options: ParseOptions) -> int:
         else None
     )
     if request.cluster:
+        _check_cluster_args(request.app_args)
         return _serve(request, None, users, ssl_context)
     options = _check_app_args(request.app_args, parse_options)
     if options.replay is not None:
