@@ -88,6 +88,16 @@ def test_live_box_view_shows_every_gpu_as_a_live_view(tab: Any) -> None:
     assert "read-only" in text
 
 
+def test_the_usual_options_reach_the_served_view(tab: Any) -> None:
+    with serving("--gpu", "1,3", "--interval", "2") as served:
+        tab.get(served.url)
+        text = wait_for_screen(
+            tab, lambda t: " 1 · NVIDIA" in t and " 3 · NVIDIA" in t, what="GPUs 1 and 3"
+        )
+    assert " 0 · NVIDIA" not in text and " 2 · NVIDIA" not in text
+    assert "every 2s" in text.splitlines()[0]
+
+
 def test_replay_of_a_bundled_capture_shows_every_gpu(tab: Any) -> None:
     with Recording.open(SIX) as recording:
         gpus = recording.snapshot(0).gpus
