@@ -80,7 +80,13 @@ def test_live_box_view_shows_every_gpu_as_a_live_view(tab: Any) -> None:
             lambda t: all(f" {i} · NVIDIA GeForce RTX 3090" in t for i in range(4)),
             what="the four GPUs",
         )
+        # The page hands the app the focus once it has drawn, without a click: the footer
+        # names the keys (it stays empty while the app counts as blurred).
+        footer = wait_for_screen(
+            tab, lambda t: "q Quit" in t.splitlines()[-1], what="the footer's keys"
+        ).splitlines()[-1]
         keep_screenshot(tab, "live-box")
+    assert "? Help" in footer and "TERM" not in footer
     # A live view: the header says so, and there is no replay bar.
     header = text.splitlines()[0]
     assert "live" in header and "every 1s" in header

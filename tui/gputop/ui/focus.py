@@ -15,8 +15,11 @@ from textual.css.query import NoMatches
 
 
 def focus_if_nothing_is(app: App[object]) -> None:
-    """Focus the screen's ``AUTO_FOCUS`` widget when no widget has focus."""
+    """Focus the screen's ``AUTO_FOCUS`` widget when no widget has focus, and have the
+    footer drawn again: it skips redrawing while the app is blurred, so a page that loaded
+    blurred kept an empty footer until the focus moved."""
     screen = app.screen
+    screen.refresh_bindings()
     if screen.focused is not None or not screen.AUTO_FOCUS:
         return
     try:
