@@ -152,9 +152,7 @@ def main() -> None:
                 for _ in range(count):
                     _open_viewer(driver, served.url)
                 time.sleep(3)  # past the first frames
-                start_bytes = [
-                    _bytes(driver, handle) for handle in driver.window_handles[1:]
-                ]
+                start_bytes = [_bytes(driver, handle) for handle in driver.window_handles[1:]]
                 cpu, pss, procs = _measure(leader, args.seconds)
                 sent = [
                     _bytes(driver, handle) - first
