@@ -2,8 +2,8 @@
 
 A synthetic dcgm-exporter exposition per node (dcgm-exporter's default counters and labels,
 8 GPUs, utilization and memory spread over busy, waiting and idle) is served by one small
-HTTP server per node, all scraped every 2 s by a real Prometheus (Debian's, as in the tests)
-on 127.0.0.1. Then, in a fresh process each time:
+HTTP server per node, all scraped every 15 s (``--scrape``) by a real Prometheus (Debian's,
+as in the tests) on 127.0.0.1. Then, in a fresh process each time:
 
 1. ``first``: wall time from the start of `gputop cluster --prometheus URL --json` to its
    output (Python start-up, imports, the discovery queries and the first refresh), median
@@ -13,7 +13,8 @@ on 127.0.0.1. Then, in a fresh process each time:
    the HTTP round trips of one refresh and the peak RSS.
 
 Run for 1, 16 and 128 nodes (8, 128 and 1,024 GPUs) to see how the cost grows:
-``.venv/bin/python benchmarks/bench_fleet.py [--nodes 1,16,128] [--seconds 60]``.
+``.venv/bin/python benchmarks/bench_fleet.py [--nodes 1,16,128] [--seconds 60]
+[--scrape 15]``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from support.command import gputop_command  # noqa: E402
 from support.prometheus import ExpositionServer, running_prometheus  # noqa: E402
 
 GPUS_PER_NODE = 8
-SCRAPE_INTERVAL = 2.0
+SCRAPE_INTERVAL = 15.0
+"""Prometheus's default scrape interval (dcgm-exporter collects every 30 s by default)."""
 
 _FAMILIES = (
     ("DCGM_FI_DEV_SM_CLOCK", "gauge", lambda g: 1410 if g % 3 else 210),
@@ -99,6 +101,7 @@ def child(url: str, seconds: float, refresh: float) -> None:
         t = time.perf_counter()
         fleet = source.fleet()
         took.append(time.perf_counter() - t)
+        assert fleet.error is None, fleet.error
         trips.append(source.client.round_trips - before)
     cpu = sum(me.cpu_times()[:2]) - cpu0
     wall = time.perf_counter() - wall0
@@ -140,13 +143,13 @@ def command_first(url: str) -> float:
     return took
 
 
-def measure(nodes: int, seconds: float, refresh: float) -> dict[str, float]:
+def measure(nodes: int, seconds: float, refresh: float, scrape: float) -> dict[str, float]:
     """Serve ``nodes`` expositions, scrape them, measure; return the child's figures."""
     servers = [ExpositionServer(exposition(n)).start() for n in range(nodes)]
     try:
-        with running_prometheus([s.target for s in servers], SCRAPE_INTERVAL) as prometheus:
+        with running_prometheus([s.target for s in servers], scrape) as prometheus:
             prometheus.wait_for("up == 1", nodes, timeout=60)
-            time.sleep(2 * SCRAPE_INTERVAL + 1)  # a window with more than one sample
+            time.sleep(2 * scrape + 1)  # a window with more than one sample
             firsts = [command_first(prometheus.url) for _ in range(3)]
             output = subprocess.run(
                 [sys.executable, __file__, "--child", prometheus.url, "--seconds",
@@ -168,6 +171,9 @@ def main() -> None:
     parser.add_argument("--nodes", default="1,16,128", help="fleet sizes, in nodes of 8 GPUs")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--refresh", type=float, default=5.0)
+    parser.add_argument(
+        "--scrape", type=float, default=SCRAPE_INTERVAL, help="Prometheus's scrape interval"
+    )
     parser.add_argument("--child", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -178,7 +184,7 @@ def main() -> None:
         f"{'CPU %':>6} {'CPU/ref':>8} {'trips':>5} {'RSS MB':>7}"
     )
     for nodes in (int(n) for n in args.nodes.split(",")):
-        f = measure(nodes, args.seconds, args.refresh)
+        f = measure(nodes, args.seconds, args.refresh, args.scrape)
         print(
             f"{f['gpus']:>5.0f} {f['nodes']:>5.0f} {f['command_first_s'] * 1000:>6.0f}ms "
             f"{f['first_s'] * 1000:>5.0f}ms {f['refresh_ms']:>6.1f}ms "

@@ -290,7 +290,7 @@ def test_a_refresh_asks_only_for_targets_scraped_since_the_last() -> None:
                                               "titanv-k8s.prom", "tesla-t4-pod.prom")]  # fmt: skip
     with (
         serving(texts) as servers,
-        running_prometheus([s.target for s in servers], 3.0) as prometheus,
+        running_prometheus([s.target for s in servers], 3.0) as prometheus,  # steps of 1.5 s
     ):
         prometheus.wait_for("up == 1", len(servers))
         source = PrometheusFleet(PrometheusClient(prometheus.url))
@@ -302,6 +302,7 @@ def test_a_refresh_asks_only_for_targets_scraped_since_the_last() -> None:
             while time.monotonic() < deadline:
                 before = source.client.round_trips
                 fleet = source.fleet()
+                assert fleet.error is None
                 trips.append(source.client.round_trips - before)
                 seen.append({n.host: n for n in fleet.nodes})
                 time.sleep(0.4)
@@ -316,3 +317,4 @@ def test_a_refresh_asks_only_for_targets_scraped_since_the_last() -> None:
         assert nodes["dcgm-exporter-lcxpl"].snapshot.gpus[4].clocks.sm == 1335
         assert not any(n.stale for n in nodes.values())
     assert seen[-1]["127.0.0.1"].snapshot.gpus[0].utilization.gpu == 71.0
+    assert source._interval == 3.0  # learnt from the data

@@ -49,12 +49,17 @@ _NICE_INTERVALS = (0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600)
 
 _FRESH = (
     "(timestamp(up) and (up == 1)) or "
-    "max_over_time((timestamp(up) and (up == 1))[{lookback}s:{step}s])"
+    "max_over_time((timestamp(up) and (up == 1))[{lookback}:{step}])"
 )
 """Per scrape target, the time of its newest successful scrape: exact while it answers,
 within one subquery step once it stopped."""
 INTERVAL_SPAN = 120.0
 """Seconds of raw ``up`` samples read to tell each target's scrape interval."""
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as a PromQL duration (``7500ms``: PromQL takes no ``7.5s``)."""
+    return f"{max(1, round(seconds * 1000))}ms"
 
 
 def nice_interval(seconds: float) -> float:
@@ -182,19 +187,28 @@ class PrometheusFleet:
             # A target too young for its interval to show at the last look: look again.
             self._learn_intervals()
         families = self._families or ()
-        fresh = self._client.query(
-            _FRESH.format(lookback=f"{self._lookback:g}", step=f"{self._step():g}")
-        )
+        fresh_query = _FRESH.format(lookback=duration(self._lookback), step=duration(self._step()))
+        if full:
+            # Everything is asked anyway: freshness too, side by side with the rest.
+            queries = {"#fresh": fresh_query, **self._queries(families, None)}
+            answers, failures = self._run(queries)
+            if failures and len(failures) == len(queries):
+                raise failures[0]
+            fresh = answers.pop("#fresh", [])
+            targets = None
+        else:
+            fresh = self._client.query(fresh_query)
         taken = max((s.timestamp for s in fresh), default=time.time())
         newest = {s.labels.get("instance", ""): s.value for s in fresh}
-        targets = None if full else self._changed_targets(newest)
-        queries = self._queries(families, targets)
-        answers, failures = self._run(queries)
-        if failures and len(failures) == len(queries):
-            raise failures[0]
+        if not full:
+            targets = self._changed_targets(newest)
+            queries = self._queries(families, targets)
+            answers, failures = self._run(queries)
+            if failures and len(failures) == len(queries):
+                raise failures[0]
         error = None
         if failures:
-            error = f"partial answer ({len(failures)} of {len(queries) + 1} queries failed): "
+            error = f"partial answer ({len(failures)} of {len(queries)} queries failed): "
             error += str(failures[0])
         elif not families:
             error = f"{self._client.url} has no dcgm-exporter or gputop series"
@@ -231,8 +245,8 @@ class PrometheusFleet:
         if targets is not None:
             alternatives = "|".join(re.escape(t) for t in sorted(targets))
             where = f"{{instance=~{promql_string(alternatives)}}}"
-        queries = {m: f"last_over_time({m}{where}[{self._lookback:g}s])" for m in families}
-        window = f"{where}[{self._window:g}s]"
+        queries = {m: f"last_over_time({m}{where}[{duration(self._lookback)}])" for m in families}
+        window = f"{where}[{duration(self._window)}]"
         if fam.UTIL_METRIC in families:
             queries["#util_mean"] = f"avg_over_time({fam.UTIL_METRIC}{window})"
             queries["#util_count"] = f"count_over_time({fam.UTIL_METRIC}{window})"
@@ -247,15 +261,19 @@ class PrometheusFleet:
         return max(1.0, min(self._interval / 2, 15.0))
 
     def _discover(self) -> None:
-        names = self._client.label_values("__name__", ['{__name__=~"DCGM_.+|gputop_.+"}'])
+        # The scrape interval is asked side by side with the metric names.
+        intervals = self._pool.submit(self._learn_intervals)
+        try:
+            names = self._client.label_values("__name__", ['{__name__=~"DCGM_.+|gputop_.+"}'])
+        finally:
+            intervals.result()
         self._families = fam.present(names)
-        self._learn_intervals()
 
     def _learn_intervals(self) -> None:
         self._intervals_at = self._clock()
         self._unknown_intervals = False
         try:
-            series = self._client.query_matrix(f"up[{INTERVAL_SPAN:g}s]")
+            series = self._client.query_matrix(f"up[{duration(INTERVAL_SPAN)}]")
         except PrometheusError:
             return  # the interval is a nicety; the refresh itself says what failed
         intervals = {}
