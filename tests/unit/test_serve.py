@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import base64
 import re
+import shutil
 import ssl
 import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -162,6 +163,16 @@ def test_auth_file_lines(tmp_path: Path) -> None:
 # -- the one sampler -----------------------------------------------------------------------
 
 
+@pytest.fixture
+def socket_dir() -> Iterator[Path]:
+    """A private directory for a publisher's socket, removed afterwards."""
+    directory = private_socket_dir()
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def _snapshot(n: int) -> Snapshot:
     """The n-th sample of one box (told apart by its time)."""
     return Snapshot(
@@ -173,8 +184,8 @@ def _seconds(snapshots: Iterable[Snapshot]) -> list[int]:
     return [s.timestamp.second if s.timestamp else -1 for s in snapshots]
 
 
-def test_a_viewer_gets_the_recent_past_then_each_new_snapshot() -> None:
-    directory = private_socket_dir()
+def test_a_viewer_gets_the_recent_past_then_each_new_snapshot(socket_dir: Path) -> None:
+    directory = socket_dir
     assert directory.stat().st_mode & 0o077 == 0  # only this user may reach the socket
     publisher = SnapshotPublisher(directory / "s.sock", interval=0.5, backlog=3)
     try:
@@ -208,8 +219,8 @@ def test_no_server_is_one_clear_error(tmp_path: Path) -> None:
         SnapshotSubscriber(tmp_path / "nothing.sock", timeout=1)
 
 
-def test_the_shared_feed_is_a_live_view_that_pauses_per_viewer() -> None:
-    directory = private_socket_dir()
+def test_the_shared_feed_is_a_live_view_that_pauses_per_viewer(socket_dir: Path) -> None:
+    directory = socket_dir
     publisher = SnapshotPublisher(directory / "s.sock", interval=1.0)
     try:
         publisher.publish(_snapshot(0))
@@ -275,7 +286,7 @@ def test_hide_commands_keeps_the_executable_name_only() -> None:
     assert "abc" not in repr(hidden)
 
 
-def test_the_sampler_drops_command_lines_before_any_viewer_gets_them() -> None:
+def test_the_sampler_drops_command_lines_before_any_viewer_gets_them(socket_dir: Path) -> None:
     from gputop.cli.serve import Sampler
 
     process = ProcessSample(pid=7, name="python3", command="python3 train.py --token=abc")
@@ -289,7 +300,7 @@ def test_the_sampler_drops_command_lines_before_any_viewer_gets_them() -> None:
             pass
 
     for hide in (True, False):
-        directory = private_socket_dir()
+        directory = socket_dir
         publisher = SnapshotPublisher(directory / "s.sock", interval=0.25)
         try:
             sampler = Sampler(Box(), publisher, interval=0.25, hide=hide)

@@ -302,8 +302,9 @@ def _serve_live(
             sampler.stop()
             publisher.close()
     finally:
-        source.close()
+        # The socket's directory first: a driver slow to close must not leave it behind.
         shutil.rmtree(directory, ignore_errors=True)
+        source.close()
 
 
 def _serve(

@@ -224,6 +224,9 @@ class GputopServer(Server):
                 ssl_context=self.ssl_context,
                 print=lambda *args: None,
                 access_log=None,
+                # On Ctrl+C or SIGTERM the viewers are told to quit; waiting longer for
+                # their sockets to close would only keep the terminal.
+                shutdown_timeout=3.0,
             )
         except OSError as error:
             raise BadArguments(
