@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         "recorded `nvidia-smi -q -x` output.",
         epilog="Subcommands: `gputop report FILE` summarises a recording; `gputop export` "
         "serves the GPUs' metrics to Prometheus; `gputop cluster --prometheus URL` shows a "
-        "fleet.",
+        "fleet; `gputop serve` serves the TUI to web browsers (see `gputop serve --help`).",
     )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     parser.add_argument(
@@ -195,6 +195,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputop.cli.cluster import cluster_main
 
             return cluster_main(args[1:])
+        if args[:1] == ["serve"]:
+            release_collection()
+            from gputop.cli.serve import serve_main
+
+            return serve_main(args[1:], parse_options)
         options = tui_or_batch(parse_options(args))
         if options.headless:
             release_collection()

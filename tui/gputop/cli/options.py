@@ -38,6 +38,10 @@ class Options:
     """--query-gpu FIELDS: the columns of a `noheader` CSV log, as given to nvidia-smi."""
     apps: Path | None = None
     """--apps FILE: a `--query-compute-apps` CSV log beside the replayed `--query-gpu` one."""
+    hide_commands: bool = False
+    """`gputop serve --hide-commands`: processes' command lines are left out of the view."""
+    served: bool = False
+    """A `gputop serve` browser viewer: read-only whatever the other options say."""
 
     @property
     def headless(self) -> bool:

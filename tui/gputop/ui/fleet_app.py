@@ -101,6 +101,12 @@ class FleetApp(App[int]):
         """The fleet is the bottom of the stack."""
         return self.fleet_screen
 
+    def on_app_focus(self) -> None:
+        """A browser tab came back: make sure the keys reach a widget (``ui/focus.py``)."""
+        from gputop.ui.focus import focus_if_nothing_is
+
+        self.call_after_refresh(focus_if_nothing_is, self)
+
     def on_mount(self) -> None:
         """Start the loop."""
         self.loop.start(self._deliver_fleet, self._deliver_node, self._failed)
