@@ -197,6 +197,10 @@ async def test_help_lists_the_fleet_keys() -> None:
         node_rows = dict(help_screen.sections[2][1])
         assert node_rows["Esc"] == "Fleet"
         assert "gputop cluster keys" in screen_text(app)
+        # A node screen signals nothing and the fleet sets its pace: no such keys listed.
+        listed = " ".join(text for _, rows in help_screen.sections for _, text in rows)
+        for absent in ("TERM", "KILL", "INT", "interval"):
+            assert absent not in listed.split(), absent
 
 
 async def test_a_node_turning_stale_widens_its_column_to_say_so() -> None:

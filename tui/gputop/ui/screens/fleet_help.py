@@ -33,5 +33,8 @@ def fleet_help_sections(app_bindings: Iterable[BindingType]) -> list[tuple[str, 
         ),
         ("Tab", "GPU panels, processes, MIG tree"),
     ]
-    shared = [(title, rows) for title, rows in help_sections(()) if title in NODE_SECTIONS]
+    # A node screen is read-only and paced by the fleet's refresh: the single-box help's
+    # served form is the one without signal and interval keys.
+    sections = help_sections((), served=True)
+    shared = [(title, rows) for title, rows in sections if title in NODE_SECTIONS]
     return [("General", general), ("Fleet", fleet), ("Node", node), *shared]
