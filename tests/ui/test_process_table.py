@@ -560,7 +560,7 @@ async def test_narrow_terminal_drops_host_columns_and_sort_keys_skip_them() -> N
         assert widget.sort_column == COLUMN_INDEX["host_memory"]
 
 
-async def test_a_tick_that_changes_numbers_repaints_only_those_rows_up_to_the_change() -> None:
+async def test_a_tick_that_changes_numbers_repaints_only_the_cells_that_changed() -> None:
     from textual.geometry import Region
 
     from gputop.ui.widgets.process_grid import ProcessGrid
@@ -583,13 +583,13 @@ async def test_a_tick_that_changes_numbers_repaints_only_those_rows_up_to_the_ch
         heavier = dataclasses.replace(BOB, memory_used=(BOB.memory_used or 0) + 2**20)
         widget.show(snap((ALICE, XORG), (heavier, FOREIGN)))
         await pilot.pause()
-        # One region: BOB's row, from the left edge to the end of the GPU memory column.
-        memory_end = sum(
-            column.get_render_width(grid)
-            for column in grid.ordered_columns[: widget.columns.index("gpu_memory") + 1]
-        )
+        # One region: BOB's GPU memory cell, not the cells left of it (resent for nothing
+        # over ssh) nor right of it.
+        memory = widget.columns.index("gpu_memory")
+        widths = [column.get_render_width(grid) for column in grid.ordered_columns]
         row = displayed_pids(app).index(str(BOB.pid))
-        assert asked == [(Region(0, row + grid.header_height, memory_end, 1),)]
+        region = Region(sum(widths[:memory]), row + grid.header_height, widths[memory], 1)
+        assert asked == [(region,)]
         assert grid.whole_repaints == wholes
         # A new process moves rows: the whole table is repainted.
         newcomer = dataclasses.replace(BOB, pid=777, memory_used=1)

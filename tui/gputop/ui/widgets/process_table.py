@@ -515,7 +515,7 @@ class ProcessTable(Widget):
                 table.update_cell(key, COLUMNS[index].key, cell, update_width=False)
                 done[index] = cells[index]
                 if touched is not None:
-                    touched.rows[key] = max(touched.rows.get(key, 0), position + 1)
+                    touched.changed(key, position)
         if only is None or (drawn is not None and drawn[1] == foreign and tuple(done) == cells):
             self._drawn[key] = (cells, foreign)
             self._stale.discard(key)
