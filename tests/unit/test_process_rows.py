@@ -98,9 +98,7 @@ class TestCells:
             (-30, "0s"),
         ],
     )
-    def test_time_cell_loses_seconds_after_a_minute(
-        self, seconds: float | None, text: str
-    ) -> None:
+    def test_time_cell_loses_seconds_after_a_minute(self, seconds: float | None, text: str) -> None:
         assert format_running(seconds) == text
 
     def test_full_row(self) -> None:

@@ -39,6 +39,32 @@ def line_strip(
     return Strip(segments, used).crop_extend(0, width, fill)
 
 
+def _cells(parts: Iterable[tuple[str, str]], width: int) -> list[tuple[str, str]]:
+    """(character, role) per cell of a line drawn ``width`` cells wide; a wide character's
+    second cell is ("", role), padding is (" ", "")."""
+    cells: list[tuple[str, str]] = []
+    for text, role in parts:
+        for char in text:
+            cells.append((char, role))
+            if cell_width(char) == 2:
+                cells.append(("", role))
+    del cells[width:]
+    cells.extend([(" ", "")] * (width - len(cells)))
+    return cells
+
+
+def changed_span(
+    old: Iterable[tuple[str, str]], new: Iterable[tuple[str, str]], width: int
+) -> tuple[int, int] | None:
+    """The cells, (first, end), in which line ``new`` drawn ``width`` wide differs from
+    ``old``; None when they draw the same."""
+    before, after = _cells(old, width), _cells(new, width)
+    changed = [x for x in range(width) if before[x] != after[x]]
+    if not changed:
+        return None
+    return changed[0], changed[-1] + 1
+
+
 def role_styles(
     widget: Widget, component: str, roles: Iterable[str], styled_by: Widget | None = None
 ) -> dict[str, Style]:
