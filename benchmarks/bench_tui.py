@@ -104,12 +104,12 @@ def run_peer(tool: str) -> int:
     """Run a peer's own command-line entry point, at a 1 s interval, in this process (whose
     pynvml the fake is under). Peers are installed in a venv of their own (see README)."""
     if tool == "nvitop":
-        from nvitop.cli import main as nvitop_main
+        from nvitop.cli import main as nvitop_main  # type: ignore[import-not-found]
 
         sys.argv = ["nvitop", "--interval", "1"]
         return int(nvitop_main() or 0)
     if tool == "gpustat":
-        from gpustat.cli import main as gpustat_main
+        from gpustat.cli import main as gpustat_main  # type: ignore[import-not-found]
 
         sys.argv = ["gpustat", "--interval", "1"]
         gpustat_main()
@@ -160,9 +160,10 @@ MARKERS = {"1gpu": ("A6000", 1), "4x4090": ("4090", 4), "8x7": ("H100", 8)}
 
 
 def _marker(tool: str, box: str) -> tuple[str, int]:
-    """What shows that ``tool``'s first frame is out: nvitop's GPU rows name no model, and
-    it draws its frame in one piece, the process list last."""
-    return ("Processes:", 1) if tool == "nvitop" else MARKERS[box]
+    """What shows that ``tool``'s first frame is out: nvitop's GPU rows name no model (and
+    on the 8x7 box its process list is below the screen), but it draws its frame in one
+    piece, so its title will do."""
+    return ("NVITOP", 1) if tool == "nvitop" else MARKERS[box]
 
 
 def on_pids(snapshot: Any, pids: list[int]) -> Any:
@@ -835,10 +836,10 @@ def side_by_side_first_frames(options: argparse.Namespace, peers: list[str]) -> 
                 samples[tool].append(seconds)
     bare = median(samples["bare"])
     print(f"first frame in tmux, {box} box, median of {options.repeat}:")
-    for tool, seconds in samples.items():
+    for tool, taken in samples.items():
         print(
-            f"  {tool:8s} {median(seconds) * 1000:5.0f} ms (min {min(seconds) * 1000:.0f}),"
-            f" {median(seconds) / bare:.2f}x the bare Textual app"
+            f"  {tool:8s} {median(taken) * 1000:5.0f} ms (min {min(taken) * 1000:.0f}),"
+            f" {median(taken) / bare:.2f}x the bare Textual app"
         )
 
 

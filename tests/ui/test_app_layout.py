@@ -319,7 +319,7 @@ async def test_a_changed_temperature_repaints_only_its_cells() -> None:
         asked: list[tuple[Region, ...]] = []
         refresh = panel.refresh
 
-        def spy(*regions: Region, **options: bool) -> object:
+        def spy(*regions: Region, **options: bool) -> GpuPanel:
             asked.append(regions)
             return refresh(*regions, **options)
 
