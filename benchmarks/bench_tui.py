@@ -656,6 +656,8 @@ def live_table(options: argparse.Namespace) -> int:
     results: dict[tuple[int, Path], list[Run]] = {}
     for count in options.processes:
         with sleepers(count) as pids:
+            # Past their first minute, as GPU jobs mostly are (see side_by_side).
+            time.sleep(max(0.0, options.age - options.warmup))
             extra = {
                 "GPUTOP_BENCH_PROCESSES": str(count),
                 "GPUTOP_BENCH_PIDS": ",".join(map(str, pids)),

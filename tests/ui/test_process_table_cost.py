@@ -8,8 +8,10 @@ into view.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
@@ -215,3 +217,38 @@ async def test_narrowing_while_scrolled_with_rows_behind() -> None:
         top = table.scroll_offset.y
         for row in range(top, top + visible_rows(table)):
             assert time_cell(table, row) == widget.rows[row].cell("time")
+
+
+async def test_a_tick_that_changes_no_row_measures_no_column(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gputop.ui.widgets.process_table as process_table
+
+    app = BigApp()
+    async with app.run_test(size=(120, 33)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        measured: list[int] = []
+        original = process_table._column_width
+
+        def counting(texts: list[str]) -> int:
+            measured.append(len(texts))
+            return original(texts)
+
+        monkeypatch.setattr(process_table, "_column_width", counting)
+        # Half a second later every row reads the same (past its first minute TIME shows
+        # minutes): the columns need no measuring over 1,000 rows.
+        app.clock.now = NOW + 0.5
+        widget.show(box())
+        await pilot.pause()
+        assert measured == []
+        # A changed process is measured again.
+        changed = box()
+        gpu = changed.gpus[0]
+        first = gpu.processes[0]
+        bigger = replace(first, memory_used=(first.memory_used or 0) * 1000)
+        processes = (bigger, *gpu.processes[1:])
+        widget.show(replace(changed, gpus=(replace(gpu, processes=processes),)))
+        await pilot.pause()
+        assert measured
