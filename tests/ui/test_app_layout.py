@@ -477,9 +477,27 @@ def test_panel_cell_widths_match_rich_for_what_panels_draw_and_for_wide_text() -
 
     from gputop.ui.widgets.line_strip import cell_width
 
-    for text in ("▁▂▃▄▅▆▇█", "12.3G · 45%", "…─", "日本語 GPU", "", "é"):
+    for text in ("▁▂▃▄▅▆▇█", "12.3G · 45%", "…─", "日本語 GPU", "", "é", " │", "9.7G  ▁▂▃"):
         assert cell_width(text) == cell_len(text)
     assert cell_width("日本") == 4
+
+
+def test_a_compact_gpu_row_is_measured_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rich's general measure costs more than the rest of a line; a compact row (column rules
+    and sparklines beside figures) never needs it."""
+    from rich.style import Style
+
+    import gputop.ui.widgets.line_strip as line_strip
+
+    measured: list[str] = []
+    monkeypatch.setattr(line_strip, "cell_len", lambda text: measured.append(text) or 1)
+    parts = (("  0 H100 80GB HBM3  n/a", "name"), (" │", "dim"), ("  9.77/79.65G  ▁▁▂▃", "bar"))
+    strip = line_strip.line_strip(
+        parts, {"name": Style(), "dim": Style(), "bar": Style()}, 60, Style()
+    )
+    assert strip.cell_length == 60
+    assert line_strip.changed_span(parts, parts[:2], 60) == (25, 44)
+    assert measured == []
 
 
 WAITING = (

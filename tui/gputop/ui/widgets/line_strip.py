@@ -17,8 +17,9 @@ from textual.widget import Widget
 
 from gputop.ui.render.gauges import BARS
 
-SINGLE_CELL = frozenset(BARS + "·…─━●■‖▶⚠")
-"""Non-ASCII characters gputop draws that are known to be one cell wide."""
+SINGLE_CELL = frozenset(BARS + "·…─━│●■‖▶⚠" + "".join(map(chr, range(32, 127))))
+"""Characters gputop draws that are known to be one cell wide: printable ASCII and the
+block, rule and mark characters of its lines (a sparkline's run holds both)."""
 
 
 def cell_width(text: str) -> int:
