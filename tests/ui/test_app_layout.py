@@ -490,7 +490,12 @@ def test_a_compact_gpu_row_is_measured_without_rich(monkeypatch: pytest.MonkeyPa
     import gputop.ui.widgets.line_strip as line_strip
 
     measured: list[str] = []
-    monkeypatch.setattr(line_strip, "cell_len", lambda text: measured.append(text) or 1)
+
+    def counted(text: str) -> int:
+        measured.append(text)
+        return len(text)
+
+    monkeypatch.setattr(line_strip, "cell_len", counted)
     parts = (("  0 H100 80GB HBM3  n/a", "name"), (" │", "dim"), ("  9.77/79.65G  ▁▁▂▃", "bar"))
     strip = line_strip.line_strip(
         parts, {"name": Style(), "dim": Style(), "bar": Style()}, 60, Style()
