@@ -17,6 +17,12 @@ processes so that gputop's ``/proc`` look-ups (user, command, CPU, start time: a
 that changes every second) happen as on a real box, for each ``--processes`` count and each
 ``--code`` checkout (another version's ``tui`` folder, e.g. main's), alternated over
 ``--rounds`` rounds; it prints each run and the medians.
+
+``--side-by-side`` runs gputop and the peers installed in ``benchmarks/_data/peers`` (nvitop,
+gpustat: see benchmarks/README.md) on the issue-17 boxes (1 GPU with 2 processes, 4 RTX 4090s
+with 3, 8 H100s x 7 MIG with 200, and 1,000 for gputop alone), with live processes that have
+run ``--age`` seconds; rotated order, ``--rounds`` rounds, medians of CPU, bytes/s and RSS;
+then first frames in tmux beside a bare Textual app.
 """
 
 from __future__ import annotations
