@@ -17,6 +17,12 @@ processes so that gputop's ``/proc`` look-ups (user, command, CPU, start time: a
 that changes every second) happen as on a real box, for each ``--processes`` count and each
 ``--code`` checkout (another version's ``tui`` folder, e.g. main's), alternated over
 ``--rounds`` rounds; it prints each run and the medians.
+
+``--side-by-side`` runs gputop and the peers installed in ``benchmarks/_data/peers`` (nvitop,
+gpustat: see benchmarks/README.md) on the issue-17 boxes (1 GPU with 2 processes, 4 RTX 4090s
+with 3, 8 H100s x 7 MIG with 200, and 1,000 for gputop alone), with live processes that have
+run ``--age`` seconds; rotated order, ``--rounds`` rounds, medians of CPU, bytes/s and RSS;
+then first frames in tmux beside a bare Textual app.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import termios
 import time
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -50,10 +56,13 @@ REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "snapshots" / "rtx3090x4-procs-v12.xml"
 COLUMNS, ROWS = 120, 40
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+CURSOR_QUERY = b"\x1b[6n"
 
 
 def child(argv: Sequence[str]) -> int:
-    """Run gputop on a fake NVML that is 8 H100s x 7 MIG instances, 200 processes, moving.
+    """Run gputop (or a peer, ``GPUTOP_BENCH_TOOL``) on a fake NVML with moving values: by
+    default 8 H100s x 7 MIG instances, 200 processes; ``GPUTOP_BENCH_BOX`` names another of
+    :data:`BOXES`.
 
     ``GPUTOP_BENCH_TICKS`` ticks of moving values (then the last one repeats): enough for the
     run, and no more, since the fake's own snapshots count in the process's RSS.
@@ -61,14 +70,18 @@ def child(argv: Sequence[str]) -> int:
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
     from fakes.nvml_fake import FakeNvml
     from fakes.nvml_install import install
-    from fakes.nvml_scenarios import h100_mig_box, varying
-    from gputop.cli.startup import hold_collection, release_collection
+    from fakes.nvml_scenarios import varying
 
-    # As the `gputop` console script does (cli.run).
-    hold_collection()
+    tool = os.environ.get("GPUTOP_BENCH_TOOL", "gputop")
+    if tool == "gputop":
+        from gputop.cli.startup import hold_collection
+
+        # As the `gputop` console script does (cli.run).
+        hold_collection()
     name_os_threads()
     ticks = int(os.environ.get("GPUTOP_BENCH_TICKS", "120"))
-    base = h100_mig_box(8, 7, int(os.environ.get("GPUTOP_BENCH_PROCESSES", "200")))
+    processes = int(os.environ.get("GPUTOP_BENCH_PROCESSES", "200"))
+    base = BOXES[os.environ.get("GPUTOP_BENCH_BOX", "8x7")](processes)
     live = os.environ.get("GPUTOP_BENCH_PIDS")
     if live:
         base = on_pids(base, [int(pid) for pid in live.split(",")])
@@ -82,12 +95,81 @@ def child(argv: Sequence[str]) -> int:
     fake.calls = deque(maxlen=16)  # type: ignore[assignment]
     count_fake_cpu(fake)
     install(fake)
+    if tool != "gputop":
+        return run_peer(tool)
     from gputop.cli.main import main
+    from gputop.cli.startup import release_collection
 
     try:
         return main(list(argv))
     finally:
         release_collection()
+
+
+def run_peer(tool: str) -> int:
+    """Run a peer's own command-line entry point, at a 1 s interval, in this process (whose
+    pynvml the fake is under). Peers are installed in a venv of their own (see README)."""
+    if tool == "nvitop":
+        from nvitop.cli import main as nvitop_main  # type: ignore[import-not-found]
+
+        sys.argv = ["nvitop", "--interval", "1"]
+        return int(nvitop_main() or 0)
+    if tool == "gpustat":
+        from gpustat.cli import main as gpustat_main  # type: ignore[import-not-found]
+
+        sys.argv = ["gpustat", "--interval", "1"]
+        gpustat_main()
+        return 0
+    raise SystemExit(f"unknown tool {tool!r}")
+
+
+def _one_gpu(processes: int) -> Any:
+    from fakes.nvml_scenarios import gpu_sample, snapshot
+
+    gpu = gpu_sample(0)
+    return snapshot(replace(gpu, processes=gpu.processes[:processes]))
+
+
+def _rtx4090s(processes: int) -> Any:
+    from fakes.nvml_scenarios import GIB, gpu_sample, snapshot
+
+    cards = []
+    for index in range(4):
+        card = gpu_sample(
+            index,
+            name="NVIDIA GeForce RTX 4090",
+            memory=replace(gpu_sample().memory, total=24 * GIB, used=18 * GIB, free=5 * GIB),
+        )
+        # The processes go to the first cards, one each (round robin).
+        mine = [
+            replace(card.processes[0], pid=5000 + n) for n in range(processes) if n % 4 == index
+        ]
+        cards.append(replace(card, processes=tuple(mine)))
+    return snapshot(*cards)
+
+
+def _h100_mig(processes: int) -> Any:
+    from fakes.nvml_scenarios import h100_mig_box
+
+    return h100_mig_box(8, 7, processes)
+
+
+BOXES: dict[str, Callable[[int], Any]] = {
+    "1gpu": _one_gpu,
+    "4x4090": _rtx4090s,
+    "8x7": _h100_mig,
+}
+"""Machines of the side-by-side runs, by name: a function of the process count."""
+
+MARKERS = {"1gpu": ("A6000", 1), "4x4090": ("4090", 4), "8x7": ("H100", 8)}
+"""Text of a box's first frame, and how many times it shows (once per GPU)."""
+
+
+def _marker(tool: str, box: str) -> tuple[str, int]:
+    """What shows that ``tool``'s first frame is out: nvitop's GPU rows name no model (and
+    on the 8x7 box its process list is below the screen), but it draws its frame in one
+    piece, so its title will do."""
+    return ("NVITOP", 1) if tool == "nvitop" else MARKERS[box]
 
 
 def on_pids(snapshot: Any, pids: list[int]) -> Any:
@@ -397,6 +479,10 @@ def run_on_pty(
                 break
             if first_output < 0:
                 first_output = time.perf_counter() - started
+            # Answer cursor-position queries as a terminal does: gpustat's terminal library
+            # waits seconds for the answer at start.
+            for _ in range(data.count(CURSOR_QUERY)):
+                os.write(master, b"\x1b[1;1R")
             if first_frame < 0:
                 seen += data
                 if marker in seen:
@@ -471,9 +557,28 @@ def main() -> int:
         "--code", type=Path, action="append", help="a checkout to measure (default: this one)"
     )
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--side-by-side",
+        action="store_true",
+        help="gputop and the installed peers on the same boxes with live processes",
+    )
+    parser.add_argument(
+        "--age",
+        type=float,
+        default=60.0,
+        help="seconds the live processes have run before the first measurement",
+    )
+    parser.add_argument(
+        "--peers-python",
+        type=Path,
+        default=PEERS_PYTHON,
+        help="the Python of a venv with nvitop and gpustat (default: %(default)s)",
+    )
     options = parser.parse_args()
     if options.live_table:
         return live_table(options)
+    if options.side_by_side:
+        return side_by_side(options)
     # The device machine may have no tmux: first frames are then timed on a bare
     # pseudo-terminal, to the output that carries the GPU names.
     on_tmux = shutil.which("tmux") is not None
@@ -557,6 +662,8 @@ def live_table(options: argparse.Namespace) -> int:
     results: dict[tuple[int, Path], list[Run]] = {}
     for count in options.processes:
         with sleepers(count) as pids:
+            # Past their first minute, as GPU jobs mostly are (see side_by_side).
+            time.sleep(max(0.0, options.age - options.warmup))
             extra = {
                 "GPUTOP_BENCH_PROCESSES": str(count),
                 "GPUTOP_BENCH_PIDS": ",".join(map(str, pids)),
@@ -584,6 +691,164 @@ def live_table(options: argparse.Namespace) -> int:
             f"{out:7.0f} bytes/s, RSS {rss:5.1f} MiB"
         )
     return 0
+
+
+PEERS_PYTHON = REPO / "benchmarks" / "_data" / "peers" / "bin" / "python"
+"""Where the README's instructions put the peers' venv."""
+
+CASES: tuple[tuple[str, int, bool], ...] = (
+    ("1gpu", 2, True),
+    ("4x4090", 3, True),
+    ("8x7", 200, True),
+    ("8x7", 1000, False),
+)
+"""(box, live processes, peers too): the issue's table; 1,000 processes for gputop only."""
+
+
+def _peers(options: argparse.Namespace) -> list[str]:
+    """The peers installed in the peers' venv (nvitop, gpustat)."""
+    found = []
+    python = options.peers_python
+    for peer in ("nvitop", "gpustat"):
+        if python.exists():
+            probe = subprocess.run([python, "-c", f"import {peer}"], capture_output=True)
+            if probe.returncode == 0:
+                found.append(peer)
+    return found
+
+
+def _tool_command(tool: str, options: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+    """How to start ``tool`` on the fake NVML: the command and the environment it adds."""
+    env = {"GPUTOP_BENCH_TOOL": tool}
+    if tool == "gputop":
+        return _fake_gputop([]), env
+    return [str(options.peers_python), str(Path(__file__).resolve()), "child"], env
+
+
+_QUIT = {"gputop": b"q", "nvitop": b"q", "gpustat": b"\x03"}
+
+
+def side_by_side(options: argparse.Namespace) -> int:
+    """gputop and each installed peer on the issue's boxes, with live processes: per box,
+    ``--rounds`` rounds in rotated order; then the medians, and first frames in tmux."""
+    _TICKS["GPUTOP_BENCH_TICKS"] = str(int(options.seconds + options.warmup + 30))
+    compileall.compile_dir(REPO / "tui" / "gputop", quiet=1)
+    peers = _peers(options)
+    print(f"terminal {COLUMNS}x{ROWS}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    print(f"peers installed: {', '.join(peers) or 'none'}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    results: dict[tuple[str, int, str], list[Run]] = {}
+    cases = [case for case in CASES if case[0] != "8x7" or case[1] in options.processes]
+    with contextlib.ExitStack() as stack:
+        started = {case: stack.enter_context(sleepers(case[1])) for case in cases}
+        # GPU jobs run for minutes to days; a process in its first minute shows seconds in
+        # gputop's TIME column, past it minutes (nvitop shows seconds always).
+        time.sleep(max(0.0, options.age - options.warmup))
+        for case, pids in started.items():
+            side_by_side_case(options, case, peers, pids, results)
+    bare_runs = [
+        run_on_pty(BARE_TEXTUAL, bare_app.MARKER.encode(), options.seconds, options.warmup)
+        for _ in range(options.rounds)
+    ]
+    print("medians (CPU in % of one core; in brackets without the fake library's own Python):")
+    for (box, count, tool), runs in results.items():
+        print(
+            f"  {box:7s} {count:5d} processes  {tool:8s}"
+            f" CPU {median(map(_cpu, runs)):5.2f}% ({median(map(_own_cpu, runs)):5.2f}%,"
+            f" {median(map(_own_cpu, runs)) * 10:4.0f} ms a tick)"
+            f"  {median(run.bytes_out / run.seconds for run in runs):6.0f} bytes/s"
+            f"  RSS {median(run.rss_kib / 1024 for run in runs):5.1f} MiB"
+        )
+    print(
+        f"  bare Textual app (idle)          CPU {median(map(_cpu, bare_runs)):5.2f}%"
+        f"  RSS {median(run.rss_kib / 1024 for run in bare_runs):5.1f} MiB"
+    )
+    if shutil.which("tmux"):
+        side_by_side_first_frames(options, peers)
+    return 0
+
+
+def side_by_side_case(
+    options: argparse.Namespace,
+    case: tuple[str, int, bool],
+    peers: list[str],
+    pids: list[int],
+    results: dict[tuple[str, int, str], list[Run]],
+) -> None:
+    """One box: ``--rounds`` rounds of gputop and the peers, each round in another order."""
+    box, count, with_peers = case
+    tools = ["gputop", *(peers if with_peers else [])]
+    extra = {
+        "GPUTOP_BENCH_BOX": box,
+        "GPUTOP_BENCH_PROCESSES": str(count),
+        "GPUTOP_BENCH_PIDS": ",".join(map(str, pids)),
+    }
+    for round_number in range(options.rounds):
+        # Each round starts with another tool, so drift in the machine's load falls
+        # on every one.
+        turn = round_number % len(tools)
+        for tool in tools[turn:] + tools[:turn]:
+            command, env = _tool_command(tool, options)
+            with tempfile.TemporaryDirectory() as folder:
+                run = run_on_pty(
+                    command,
+                    _marker(tool, box)[0].encode(),
+                    options.seconds,
+                    options.warmup,
+                    quit_key=_QUIT[tool],
+                    fake_log=Path(folder) / "fake.log",
+                    extra_env={**extra, **env},
+                )
+            results.setdefault((box, count, tool), []).append(run)
+            print(
+                f"  {box} {count:4d} processes, round {round_number + 1}, {tool:8s}"
+                f" {_cpu(run):5.2f}% CPU ({_own_cpu(run):5.2f}% without the fake),"
+                f" {run.bytes_out / run.seconds:6.0f} bytes/s,"
+                f" RSS {run.rss_kib / 1024:5.1f} MiB",
+                flush=True,
+            )
+
+
+def _cpu(run: Run) -> float:
+    return run.cpu_s / run.seconds * 100
+
+
+def _own_cpu(run: Run) -> float:
+    """CPU % without the fake library's Python and its counting (the whole, for a tool
+    the fake's time cannot be counted in)."""
+    if run.fake_s is None or run.counter_s is None:
+        return _cpu(run)
+    return (run.cpu_s - run.fake_s - run.counter_s) / run.seconds * 100
+
+
+def side_by_side_first_frames(options: argparse.Namespace, peers: list[str]) -> None:
+    """First frames in tmux on the 4-GPU box: gputop, the Python peer nvitop and the bare
+    Textual app taken in turn, so that each sample of one is beside a sample of the other."""
+    box, count = "4x4090", 3
+    tools = ["gputop", "bare", *(peer for peer in peers if peer == "nvitop")]
+    samples: dict[str, list[float]] = {tool: [] for tool in tools}
+    with sleepers(count) as pids:
+        extra = {
+            "GPUTOP_BENCH_BOX": box,
+            "GPUTOP_BENCH_PROCESSES": str(count),
+            "GPUTOP_BENCH_PIDS": ",".join(map(str, pids)),
+        }
+        for sample in range(options.repeat):
+            turn = sample % len(tools)
+            for tool in tools[turn:] + tools[:turn]:
+                if tool == "bare":
+                    seconds = first_frame_tmux(BARE_TEXTUAL, bare_app.MARKER, 1)
+                else:
+                    command, env = _tool_command(tool, options)
+                    marker, times = _marker(tool, box)
+                    seconds = first_frame_tmux(command, marker, times, {**extra, **env})
+                samples[tool].append(seconds)
+    bare = median(samples["bare"])
+    print(f"first frame in tmux, {box} box, median of {options.repeat}:")
+    for tool, taken in samples.items():
+        print(
+            f"  {tool:8s} {median(taken) * 1000:5.0f} ms (min {min(taken) * 1000:.0f}),"
+            f" {median(taken) / bare:.2f}x the bare Textual app"
+        )
 
 
 if __name__ == "__main__":

@@ -567,6 +567,10 @@ class FakeNvml:
 
     # ----- identity -----------------------------------------------------------------------
 
+    def nvmlDeviceGetIndex(self, handle: Any, out: Any) -> int:
+        # gpustat asks (the benchmark runs it on this fake); gputop knows the index it asked by.
+        return self._gpu_value(handle, out, lambda g: g.index)
+
     def nvmlDeviceGetName(self, handle: Any, buffer: Any, size: Any) -> int:
         target = self._target(handle)
         if target is None:

@@ -305,6 +305,43 @@ async def test_unchanged_panels_are_not_repainted() -> None:
     assert changed[1:] == shown[1:]
 
 
+async def test_a_changed_temperature_repaints_only_its_cells() -> None:
+    from textual.geometry import Region
+
+    snapshot = load(CAPTURES / "rtx3090x4-procs-v12.xml")
+    app = live_app([snapshot])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.main_screen
+        panel = screen.query_one(GpuGrid).panels[0]
+        screen.show_tick(Tick(seq=99, snapshot=snapshot, history=EMPTY_VIEW, window=(snapshot,)))
+        await pilot.pause()
+        asked: list[tuple[Region, ...]] = []
+        refresh = panel.refresh
+
+        def spy(*regions: Region, **options: bool) -> GpuPanel:
+            asked.append(regions)
+            return refresh(*regions, **options)
+
+        panel.refresh = spy  # type: ignore[method-assign]
+        temperature = snapshot.gpus[0].temperature
+        assert temperature.gpu is not None
+        warmer = dataclasses.replace(temperature, gpu=temperature.gpu + 1)
+        gpu0 = dataclasses.replace(snapshot.gpus[0], temperature=warmer)
+        hotter = dataclasses.replace(snapshot, gpus=(gpu0, *snapshot.gpus[1:]))
+        screen.show_tick(Tick(seq=101, snapshot=hotter, window=(hotter,)))
+        await pilot.pause()
+        lines = [panel.render_line(y).text for y in range(3)]
+    # One region on one line, inside the temperature figure: not the name and gauges
+    # before it (only the digits that changed go out).
+    assert len(asked) == 1 and len(asked[0]) == 1
+    (region,) = asked[0]
+    figure = f"{warmer.gpu:.0f}C"
+    start = lines[region.y].find(figure)
+    assert region.height == 1 and start > 0
+    assert start <= region.x and region.right <= start + len(figure)
+
+
 async def test_header_shows_driver_cuda_and_mode_but_hides_host_and_clock_in_tests() -> None:
     stream = varied_stream(load(CAPTURES / "rtx3090x4-procs-v12.xml"), 3)
     stream = [dataclasses.replace(s, host="secret-host") for s in stream]
@@ -354,7 +391,7 @@ def test_a_header_too_narrow_for_its_right_half_shows_the_left_cut_at_its_end() 
     assert "".join(text for text, _ in bar._parts(20)) == " gputop  driver 535…"
 
 
-async def test_the_clock_sits_left_and_a_new_second_repaints_only_up_to_it() -> None:
+async def test_the_clock_sits_left_and_a_new_second_repaints_only_its_digits() -> None:
     from textual.geometry import Region
 
     from gputop.ui.widgets.status_line import StatusHeader
@@ -381,8 +418,11 @@ async def test_the_clock_sits_left_and_a_new_second_repaints_only_up_to_it() -> 
         second = stream[1].timestamp
         assert second is not None
         assert f"{second:%H:%M:%S}" in header.plain
-    # Only the cells up to the last changed digit of the clock go out again.
-    assert asked == [(Region(0, 0, len(f" gputop {second:%H:%M:%S}"), 1),)]
+    # Only the clock's changed digits go out again, not the title before them.
+    before, after = f" gputop {first:%H:%M:%S}", f" gputop {second:%H:%M:%S}"
+    changed = [x for x, (old, new) in enumerate(zip(before, after, strict=True)) if old != new]
+    assert changed and changed[0] > len(" gputop ")
+    assert asked == [(Region(changed[0], 0, changed[-1] + 1 - changed[0], 1),)]
 
 
 async def test_a_failing_source_is_shown_in_the_header_and_recovers() -> None:
@@ -437,9 +477,32 @@ def test_panel_cell_widths_match_rich_for_what_panels_draw_and_for_wide_text() -
 
     from gputop.ui.widgets.line_strip import cell_width
 
-    for text in ("▁▂▃▄▅▆▇█", "12.3G · 45%", "…─", "日本語 GPU", "", "é"):
+    for text in ("▁▂▃▄▅▆▇█", "12.3G · 45%", "…─", "日本語 GPU", "", "é", " │", "9.7G  ▁▂▃"):
         assert cell_width(text) == cell_len(text)
     assert cell_width("日本") == 4
+
+
+def test_a_compact_gpu_row_is_measured_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rich's general measure costs more than the rest of a line; a compact row (column rules
+    and sparklines beside figures) never needs it."""
+    from rich.style import Style
+
+    import gputop.ui.widgets.line_strip as line_strip
+
+    measured: list[str] = []
+
+    def counted(text: str) -> int:
+        measured.append(text)
+        return len(text)
+
+    monkeypatch.setattr(line_strip, "cell_len", counted)
+    parts = (("  0 H100 80GB HBM3  n/a", "name"), (" │", "dim"), ("  9.77/79.65G  ▁▁▂▃", "bar"))
+    strip = line_strip.line_strip(
+        parts, {"name": Style(), "dim": Style(), "bar": Style()}, 60, Style()
+    )
+    assert strip.cell_length == 60
+    assert line_strip.changed_span(parts, parts[:2], 60) == (25, 44)
+    assert measured == []
 
 
 WAITING = (

@@ -561,7 +561,7 @@ async def test_narrow_terminal_drops_host_columns_and_sort_keys_skip_them() -> N
         assert widget.sort_column == COLUMN_INDEX["host_memory"]
 
 
-async def test_a_tick_that_changes_numbers_repaints_only_those_rows_up_to_the_change() -> None:
+async def test_a_tick_that_changes_numbers_repaints_only_the_cells_that_changed() -> None:
     from textual.geometry import Region
 
     from gputop.ui.widgets.process_grid import ProcessGrid
@@ -584,13 +584,13 @@ async def test_a_tick_that_changes_numbers_repaints_only_those_rows_up_to_the_ch
         heavier = dataclasses.replace(BOB, memory_used=(BOB.memory_used or 0) + 2**20)
         widget.show(snap((ALICE, XORG), (heavier, FOREIGN)))
         await pilot.pause()
-        # One region: BOB's row, from the left edge to the end of the GPU memory column.
-        memory_end = sum(
-            column.get_render_width(grid)
-            for column in grid.ordered_columns[: widget.columns.index("gpu_memory") + 1]
-        )
+        # One region: BOB's GPU memory cell, not the cells left of it (resent for nothing
+        # over ssh) nor right of it.
+        memory = widget.columns.index("gpu_memory")
+        widths = [column.get_render_width(grid) for column in grid.ordered_columns]
         row = displayed_pids(app).index(str(BOB.pid))
-        assert asked == [(Region(0, row + grid.header_height, memory_end, 1),)]
+        region = Region(sum(widths[:memory]), row + grid.header_height, widths[memory], 1)
+        assert asked == [(region,)]
         assert grid.whole_repaints == wholes
         # A new process moves rows: the whole table is repainted.
         newcomer = dataclasses.replace(BOB, pid=777, memory_used=1)
@@ -631,7 +631,7 @@ async def test_an_empty_table_takes_a_screenful_first_and_the_rest_after_the_fra
         assert table.row_count == 101
 
 
-WINDOWS_PYTHON = r"C:\Users\alice\AppData\Local\Programs\Python\Python311\python.exe"
+WINDOWS_PYTHON = r"C:\Users\alice\AppData\Local\Programs\Python\Python311-64\python.exe"
 TORCHRUN = "python -m torch.distributed.run --nproc_per_node 8 train.py --config llama.yaml"
 
 
@@ -658,7 +658,7 @@ async def test_shrinking_and_growing_back_redraws_every_column_at_its_width() ->
             start = table_lines(app)[0].index("COMMAND")
             row = drawn_row(app, ALICE.pid)
             assert row[start:] == "python train.py --epochs 90"
-            assert row[: start - 1].endswith(" 2:01:40")
+            assert row[: start - 1].endswith(" 2h01m")
             narrow = size[0] == 80
             # COMMAND takes what the other columns leave, up to the last cell (the table is
             # short enough to need no scrollbar), and says where it was cut.

@@ -1,14 +1,17 @@
 """The process table's per-tick work grows with the rows on screen, not with the processes.
 
-Every TIME cell changes every second; on a box with a thousand processes the table must not
-rebuild a thousand rows a tick when thirty are visible. Rows off screen are brought up to
-date when they come into view.
+A TIME cell changes once a minute past a process's first minute (every second, before): when
+a minute passes for every row, on a box with a thousand processes the table must not rebuild
+a thousand rows when thirty are visible. Rows off screen are brought up to date when they come
+into view.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
@@ -96,13 +99,40 @@ async def test_a_tick_updates_only_the_rows_on_screen() -> None:
         visible = visible_rows(table)
         assert 25 <= visible <= 31
         spy = Spy(table)
-        app.clock.now = NOW + 1
+        app.clock.now = NOW + 60
         widget.show(box())
         await pilot.pause()
         # Every row's TIME changed; only the rows a person can see were redone.
         assert 0 < len(spy.rows) <= visible
         assert spy.calls <= visible
-        assert time_cell(table, 0) == "1:41"
+        assert time_cell(table, 0) == "2m"
+
+
+async def test_a_second_passing_redraws_no_row_past_its_first_minute() -> None:
+    app = BigApp()
+    async with app.run_test(size=(120, 33)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(ProcessGrid)
+        assert time_cell(table, 0) == "1m"
+        on_screen = range(visible_rows(table))
+        before = [time_cell(table, row) for row in on_screen]
+        spy = Spy(table)
+        renders = table.cell_renders
+        repaints = table.whole_repaints
+        # The top rows ran 100-129 s: one second later they read the same, save the one
+        # that reaches two minutes.
+        app.clock.now = NOW + 1
+        widget.show(box())
+        await pilot.pause()
+        await pilot.pause()
+        after = [time_cell(table, row) for row in on_screen]
+        assert after == [row.cell("time") for row in widget.rows[: len(after)]]
+        assert sum(old != new for old, new in zip(before, after, strict=True)) == 1
+        assert spy.calls == 1
+        assert table.cell_renders - renders == 1
+        assert table.whole_repaints == repaints
 
 
 async def test_rows_scrolled_into_view_are_current() -> None:
@@ -112,7 +142,7 @@ async def test_rows_scrolled_into_view_are_current() -> None:
         await pilot.pause()
         widget = app.query_one(ProcessTable)
         table = app.query_one(DataTable)
-        app.clock.now = NOW + 61
+        app.clock.now = NOW + 60
         widget.show(box())
         await pilot.pause()
         await pilot.press("ctrl+end")
@@ -121,7 +151,7 @@ async def test_rows_scrolled_into_view_are_current() -> None:
         last = table.row_count - 1
         # The last row (smallest GPU memory) started 1,099 s before NOW.
         assert table.cursor_row == last
-        assert time_cell(table, last) == "19:20"
+        assert time_cell(table, last) == "19m"
         top = table.scroll_offset.y
         assert top > 0
         for row in range(top, top + visible_rows(table)):
@@ -135,7 +165,7 @@ async def test_a_taller_table_draws_the_rows_it_now_shows() -> None:
         await pilot.pause()
         widget = app.query_one(ProcessTable)
         table = app.query_one(DataTable)
-        app.clock.now = NOW + 1
+        app.clock.now = NOW + 60
         widget.show(box())
         await pilot.pause()
         await pilot.resize_terminal(120, 40)
@@ -154,14 +184,14 @@ async def test_a_tick_renders_only_the_cells_that_changed() -> None:
         widget = app.query_one(ProcessTable)
         table = app.query_one(ProcessGrid)
         before = table.cell_renders
-        app.clock.now = NOW + 1
+        app.clock.now = NOW + 60
         widget.show(box())
         await pilot.pause()
         await pilot.pause()
         # Only TIME changed: one cell a visible row is rendered again, not the whole row.
         rendered = table.cell_renders - before
         assert 0 < rendered <= visible_rows(table)
-        assert time_cell(table, 0) == "1:41"
+        assert time_cell(table, 0) == "2m"
 
 
 async def test_narrowing_while_scrolled_with_rows_behind() -> None:
@@ -175,7 +205,7 @@ async def test_narrowing_while_scrolled_with_rows_behind() -> None:
         await pilot.pause()
         await pilot.pause()
         assert table.scroll_offset.y > 0
-        app.clock.now = NOW + 1
+        app.clock.now = NOW + 60
         widget.show(box())
         await pilot.pause()
         # The host-side columns go: the table is rebuilt (and scrolled home) with rows that
@@ -187,3 +217,38 @@ async def test_narrowing_while_scrolled_with_rows_behind() -> None:
         top = table.scroll_offset.y
         for row in range(top, top + visible_rows(table)):
             assert time_cell(table, row) == widget.rows[row].cell("time")
+
+
+async def test_a_tick_that_changes_no_row_measures_no_column(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gputop.ui.widgets.process_table as process_table
+
+    app = BigApp()
+    async with app.run_test(size=(120, 33)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        measured: list[int] = []
+        original = process_table._column_width
+
+        def counting(texts: list[str]) -> int:
+            measured.append(len(texts))
+            return original(texts)
+
+        monkeypatch.setattr(process_table, "_column_width", counting)
+        # Half a second later every row reads the same (past its first minute TIME shows
+        # minutes): the columns need no measuring over 1,000 rows.
+        app.clock.now = NOW + 0.5
+        widget.show(box())
+        await pilot.pause()
+        assert measured == []
+        # A changed process is measured again.
+        changed = box()
+        gpu = changed.gpus[0]
+        first = gpu.processes[0]
+        bigger = replace(first, memory_used=(first.memory_used or 0) * 1000)
+        processes = (bigger, *gpu.processes[1:])
+        widget.show(replace(changed, gpus=(replace(gpu, processes=processes),)))
+        await pilot.pause()
+        assert measured

@@ -27,6 +27,7 @@ from gputop.ui.render.process_rows import (
     detail_fields,
     fit_command,
     format_elapsed,
+    format_running,
     gpu_label,
     matches,
     send_signal,
@@ -82,6 +83,24 @@ class TestCells:
     def test_format_elapsed(self, seconds: float | None, text: str) -> None:
         assert format_elapsed(seconds) == text
 
+    @pytest.mark.parametrize(
+        ("seconds", "text"),
+        [
+            (None, "n/a"),
+            (0, "0s"),
+            (59.9, "59s"),
+            (60, "1m"),
+            (119, "1m"),
+            (3599, "59m"),
+            (3723, "1h02m"),
+            (86399, "23h59m"),
+            (3 * 86400 + 4 * 3600 + 5, "3d04h"),
+            (-30, "0s"),
+        ],
+    )
+    def test_time_cell_loses_seconds_after_a_minute(self, seconds: float | None, text: str) -> None:
+        assert format_running(seconds) == text
+
     def test_full_row(self) -> None:
         r = row(
             proc(
@@ -109,7 +128,7 @@ class TestCells:
             "87%",
             "101%",
             "95MiB",
-            "2:05",
+            "2m",
             "python train.py",
         )
         assert r.key == (0, 2314)
@@ -159,8 +178,8 @@ class TestBuildRows:
 
     def test_time_is_relative_to_now(self) -> None:
         snap = snapshot((proc(1, start_time=1000.0),))
-        assert build_rows(snap, 1000.0 + 3600)[0].cell("time") == "1:00:00"
-        assert build_rows(snap, 1000.0 + 7200)[0].cell("time") == "2:00:00"
+        assert build_rows(snap, 1000.0 + 3600)[0].cell("time") == "1h00m"
+        assert build_rows(snap, 1000.0 + 7200)[0].cell("time") == "2h00m"
 
     def test_unchanged_processes_are_not_formatted_again(
         self, monkeypatch: pytest.MonkeyPatch
@@ -185,8 +204,8 @@ class TestBuildRows:
         rows = build_rows(later, 1000.0 + 61, cache)
         # Only the process whose sample changed is formatted; every row has the new time.
         assert built == [busy.pid]
-        assert {row.cell("time") for row in rows} == {"1:01"}
-        assert {row.sort_values[COLUMN_INDEX["time"]] for row in rows} == {(61.0,)}
+        assert {row.cell("time") for row in rows} == {"1m"}
+        assert {row.sort_values[COLUMN_INDEX["time"]] for row in rows} == {(-1000.0,)}
         assert rows == build_rows(later, 1000.0 + 61)
 
 

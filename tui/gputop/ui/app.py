@@ -80,9 +80,14 @@ class GputopApp(App[int]):
         self.theme = self.settings.textual_theme
 
     def get_driver_class(self) -> type[Driver]:
-        """Textual's choice, except that a Linux terminal gets the driver that does not poll."""
+        """Textual's choice, except that a Linux terminal gets the driver that does not poll;
+        and repaints write only the spans that changed (``write_changed_spans_only``)."""
         driver = super().get_driver_class()
         from textual.drivers.linux_driver import LinuxDriver
+
+        from gputop.ui.compat import write_changed_spans_only
+
+        write_changed_spans_only()
 
         if driver is LinuxDriver:
             from gputop.ui.compat import QuietLinuxDriver

@@ -2,8 +2,9 @@
 that moves it breaks here and nowhere else (a test holds every other module to the public API).
 
 Today that is a Linux terminal driver whose input thread sleeps until there is input,
-taking a toast off the screen to put its replacement up (``withdraw_notification``), and
-a DataTable that forgets what it drew when it measures its columns again.
+taking a toast off the screen to put its replacement up (``withdraw_notification``),
+a DataTable that forgets what it drew when it measures its columns again, and partial
+repaints that start where the change starts (``write_changed_spans_only``).
 
 Textual's ``LinuxDriver`` waits for keys with a 0.1 s timeout, so its input thread wakes ten
 times a second for the whole life of the app, keys or not: about a sixth of gputop's CPU on
@@ -27,7 +28,11 @@ from codecs import getincrementaldecoder
 from collections.abc import Iterable
 from typing import IO, Any, TypeVar
 
+from rich.cells import cell_len
+from rich.console import Console
+from rich.control import Control
 from textual import constants
+from textual._compositor import ChopsUpdate
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.app import App
@@ -209,3 +214,53 @@ class RemeasuredDataTable(DataTable[CellType]):
             self._measured = widths
             self._update_count += 1
             self.refresh()
+
+
+def write_changed_spans_only() -> None:
+    """Make a partial repaint write from where its region starts, not from the line's start.
+
+    Textual writes a repainted region of a line from the left edge of the widget's piece of
+    that line up to the region's right end: a TIME cell that changed in a process row was
+    sent with the GPU, PID, USER... cells before it, and a moving sparkline at the right of
+    a GPU row with the whole row before it. Here the write starts at the styled run (the
+    segment) that holds the region's left edge, so the cells before it are not sent again.
+    Cutting at a segment's start, never inside one, keeps wide characters whole.
+    """
+    ChopsUpdate.render_segments = _render_changed_spans  # type: ignore[method-assign]
+
+
+def _render_changed_spans(self: ChopsUpdate, console: Console) -> str:
+    """``ChopsUpdate.render_segments`` of Textual 8.2, starting each span at its segment."""
+    sequences: list[str] = []
+    append = sequences.append
+    move_to = Control.move_to
+    chops = self.chops
+    chop_ends = self.chop_ends
+    last_y = self.spans[-1][0]
+    for y, x1, x2 in self.spans:
+        line = chops[y]
+        ends = chop_ends[y]
+        for end, (x, strip) in zip(ends, line.items(), strict=False):
+            if strip is None or x > x2 or end <= x1:
+                continue
+            if x2 > x >= x1 and end <= x2:
+                append(move_to(x, y).segment.text)
+                append(strip.render(console))
+                continue
+            strip = strip.crop(0, min(end, x2) - x)
+            if x < x1:
+                # Skip the segments that end before the span starts.
+                skip = 0
+                for segment in strip:
+                    width = cell_len(segment.text)
+                    if skip + width > x1 - x:
+                        break
+                    skip += width
+                if skip:
+                    strip = strip.crop(skip, strip.cell_length)
+                    x += skip
+            append(move_to(x, y).segment.text)
+            append(strip.render(console))
+        if y != last_y:
+            append("\n")
+    return "".join(sequences)

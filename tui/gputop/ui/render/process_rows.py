@@ -171,6 +171,35 @@ def format_elapsed(seconds: float | None) -> str:
     return f"{minutes}:{secs:02d}"
 
 
+def format_running(seconds: float | None) -> str:
+    """The TIME cell: a running time whose resolution falls with age, ``"42s"``, ``"17m"``,
+    ``"3h05m"``, ``"3d04h"``; n/a when unknown.
+
+    Seconds only in the first minute: past it a cell changes once a minute (then once an
+    hour), not every second in every row, which was most of what a tick redrew and sent to
+    the terminal. The details (Enter) keep the exact time (:func:`format_elapsed`).
+    """
+    if seconds is None:
+        return NA
+    total = max(0, int(seconds))
+    if total < 60:
+        return f"{total}s"
+    minutes = total // 60
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"
+
+
+def _started_first(process: ProcessSample) -> SortValue | None:
+    """TIME's sort value: the earlier the start, the longer it has run. Taken from the start
+    time, not the running time, so that it stays put from tick to tick."""
+    return None if process.start_time is None else (-process.start_time,)
+
+
 def elapsed(process: ProcessSample, now: float) -> float | None:
     """Seconds the process has run at ``now`` (epoch seconds); None without a start time."""
     if process.start_time is None:
@@ -261,7 +290,7 @@ def build_row(gpu_index: int, process: ProcessSample, now: float) -> ProcessRow:
         fmt_percent(process.sm_utilization),
         fmt_percent(process.cpu_percent),
         fmt_bytes(process.host_memory),
-        format_elapsed(running),
+        format_running(running),
         _truncate(command_text(process), COMMAND_WIDTH),
     )
     sort_values = (
@@ -276,7 +305,7 @@ def build_row(gpu_index: int, process: ProcessSample, now: float) -> ProcessRow:
         _number(process.sm_utilization),
         _number(process.cpu_percent),
         _number(process.host_memory),
-        _number(running),
+        _started_first(process),
         _text(process.command or process.name),
     )
     return ProcessRow(gpu_index, process, cells, sort_values)
@@ -289,19 +318,13 @@ RowCache = dict[tuple[int, ProcessSample], ProcessRow]
 
 
 def _rerun(row: ProcessRow, now: float) -> ProcessRow:
-    """``row`` (of an unchanged process) with its running time as at ``now``."""
-    running = elapsed(row.process, now)
-    text = format_elapsed(running)
-    value = _number(running)
-    if row.sort_values[_TIME] == value:
+    """``row`` (of an unchanged process) with its running time as at ``now``: the same row
+    while the TIME cell reads the same."""
+    text = format_running(elapsed(row.process, now))
+    if row.cells[_TIME] == text:
         return row
-    cells = (
-        row.cells
-        if row.cells[_TIME] == text
-        else (*row.cells[:_TIME], text, *row.cells[_TIME + 1 :])
-    )
-    sort_values = (*row.sort_values[:_TIME], value, *row.sort_values[_TIME + 1 :])
-    return ProcessRow(row.gpu_index, row.process, cells, sort_values)
+    cells = (*row.cells[:_TIME], text, *row.cells[_TIME + 1 :])
+    return ProcessRow(row.gpu_index, row.process, cells, row.sort_values)
 
 
 def build_rows(

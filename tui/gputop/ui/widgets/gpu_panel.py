@@ -31,7 +31,7 @@ from gputop.ui.render.panel_lines import (
     mig_rows,
     title,
 )
-from gputop.ui.widgets.line_strip import line_strip, role_styles
+from gputop.ui.widgets.line_strip import changed_span, line_strip, role_styles
 
 ROLES = ("label", "name", "value", "warn", "crit", "na", "spark", "dim")
 """Every role a panel part may have; each is styled by ``gpu-panel--<role>``."""
@@ -161,19 +161,21 @@ class GpuPanel(Widget, can_focus=True):
             self.refresh(*regions)
 
     def _changed_regions(self, lines: tuple[Line, ...], width: int) -> list[Region] | None:
-        """The lines that differ from what is on screen; None to repaint everything.
+        """The cells that differ from what is on screen, one span per changed line; None to
+        repaint everything.
 
-        Textual rewrites a repainted line from the widget's left edge to the end of the
-        change, so a changed line is repainted whole; but unchanged lines, the border and
-        its title are not sent again.
+        Only the changed span of a line is sent (see ``compat.write_changed_spans_only``):
+        a power figure and its sparkline, not the GPU's name and memory before them; nor are
+        unchanged lines, the border and its title.
         """
         if width != self._lines_width or len(lines) != len(self._lines):
             return None
-        return [
-            Region(0, y, width, 1)
-            for y, (old, new) in enumerate(zip(self._lines, lines, strict=True))
-            if old != new
-        ]
+        regions = []
+        for y, (old, new) in enumerate(zip(self._lines, lines, strict=True)):
+            span = None if old == new else changed_span(old, new, width)
+            if span is not None:
+                regions.append(Region(span[0], y, span[1] - span[0], 1))
+        return regions
 
     def _build(self, width: int) -> tuple[Line, ...]:
         if self._state is None:

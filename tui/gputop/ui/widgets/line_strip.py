@@ -17,8 +17,9 @@ from textual.widget import Widget
 
 from gputop.ui.render.gauges import BARS
 
-SINGLE_CELL = frozenset(BARS + "·…─━●■‖▶⚠")
-"""Non-ASCII characters gputop draws that are known to be one cell wide."""
+SINGLE_CELL = frozenset(BARS + "·…─━│●■‖▶⚠" + "".join(map(chr, range(32, 127))))
+"""Characters gputop draws that are known to be one cell wide: printable ASCII and the
+block, rule and mark characters of its lines (a sparkline's run holds both)."""
 
 
 def cell_width(text: str) -> int:
@@ -37,6 +38,32 @@ def line_strip(
     segments = [Segment(text, styles[role]) for text, role in parts if text]
     used = sum(cell_width(segment.text) for segment in segments)
     return Strip(segments, used).crop_extend(0, width, fill)
+
+
+def _cells(parts: Iterable[tuple[str, str]], width: int) -> list[tuple[str, str]]:
+    """(character, role) per cell of a line drawn ``width`` cells wide; a wide character's
+    second cell is ("", role), padding is (" ", "")."""
+    cells: list[tuple[str, str]] = []
+    for text, role in parts:
+        for char in text:
+            cells.append((char, role))
+            if cell_width(char) == 2:
+                cells.append(("", role))
+    del cells[width:]
+    cells.extend([(" ", "")] * (width - len(cells)))
+    return cells
+
+
+def changed_span(
+    old: Iterable[tuple[str, str]], new: Iterable[tuple[str, str]], width: int
+) -> tuple[int, int] | None:
+    """The cells, (first, end), in which line ``new`` drawn ``width`` wide differs from
+    ``old``; None when they draw the same."""
+    before, after = _cells(old, width), _cells(new, width)
+    changed = [x for x in range(width) if before[x] != after[x]]
+    if not changed:
+        return None
+    return changed[0], changed[-1] + 1
 
 
 def role_styles(

@@ -33,8 +33,15 @@ class RepaintBatch:
 
     rows: dict[str, int] = field(default_factory=dict)
     """Row key -> how many columns, from the left, hold every cell of the row that changed."""
+    first: dict[str, int] = field(default_factory=dict)
+    """Row key -> the leftmost column of the row that changed."""
     whole: bool = False
     """Rows were added, removed or reordered, or columns changed: repaint everything."""
+
+    def changed(self, key: str, column: int) -> None:
+        """Note that column ``column`` (position on screen) of row ``key`` changed."""
+        self.rows[key] = max(self.rows.get(key, 0), column + 1)
+        self.first[key] = min(self.first.get(key, column), column)
 
 
 class ProcessGrid(RemeasuredDataTable[Text]):
@@ -158,14 +165,16 @@ class ProcessGrid(RemeasuredDataTable[Text]):
             self.refresh()
             return
         for key, columns in touched.rows.items():
-            self._refresh_row_start(self.get_row_index(key), columns)
+            self._refresh_row_span(self.get_row_index(key), touched.first.get(key, 0), columns)
 
-    def _refresh_row_start(self, row_index: int, columns: int) -> None:
-        """Repaint a row from its left edge through its first ``columns`` columns: the
-        cells right of the last change (the command line, the blank rest) are not resent."""
-        width = sum(column.get_render_width(self) for column in self.ordered_columns[:columns])
+    def _refresh_row_span(self, row_index: int, first: int, end: int) -> None:
+        """Repaint the cells of a row from column ``first`` up to (not including) ``end``:
+        only what changed is resent, not the cells left of it (GPU, PID, user...) nor those
+        right of it (the command line, the blank rest). Over ssh that is what a tick costs."""
+        widths = [column.get_render_width(self) for column in self.ordered_columns[:end]]
+        x = sum(widths[:first])
         # Every row is one line high (rows are added with the default height).
         y = row_index + (self.header_height if self.show_header else 0)
-        region = Region(0, y, width, 1)
+        region = Region(x, y, sum(widths[first:]), 1)
         if self.window_region.overlaps(region):
             self.refresh(region.translate(-self.scroll_offset))

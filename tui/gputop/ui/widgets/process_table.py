@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
 import signal
 import time
@@ -224,6 +225,8 @@ class ProcessTable(Widget):
         """The user's sort while a narrow terminal hides its column, to go back to."""
         self._room = 0
         """Cells COMMAND was last fitted to."""
+        self._others: tuple[tuple[int, ...], Sequence[TableRow], int] = ((), [], 0)
+        """(columns, rows, width) of the last measure of the columns other than COMMAND."""
         self.filter_text = ""
         """Words every shown row must contain (user, command, PID, GPU, pod, container, job)."""
         self.type_filter = TypeFilter.ALL
@@ -318,17 +321,32 @@ class ProcessTable(Widget):
         """Cells COMMAND may take: what the other columns, as wide as ``rows`` need, leave
         of the table's width."""
         width = self.size.width or self.app.size.width
-        others = sum(
-            max(len(COLUMNS[index].label) + 2, _column_width([row.cells[index] for row in rows]))
-            for index in self._columns
-            if index != _COMMAND
-        )
+        others = self._other_widths(rows)
         table = self._table
         # A vertical scrollbar takes cells only when the rows overflow the table.
         overflows = not table.size.height or len(rows) + table.header_height > table.size.height
         scrollbar = table.styles.scrollbar_size_vertical if overflows else 0
         # The command's cell starts with one space of padding.
         return max(MIN_COMMAND, width - others - scrollbar - 1)
+
+    def _other_widths(self, rows: Sequence[TableRow]) -> int:
+        """Cells the columns other than COMMAND take for ``rows``: measured again only when
+        a row changed (most ticks change none on screen or off: a TIME cell moves once a
+        minute), not over every row of every tick."""
+        last_columns, last_rows, last = self._others
+        if (
+            last_columns == self._columns
+            and len(last_rows) == len(rows)
+            and all(map(operator.is_, rows, last_rows))
+        ):
+            return last
+        others = sum(
+            max(len(COLUMNS[index].label) + 2, _column_width([row.cells[index] for row in rows]))
+            for index in self._columns
+            if index != _COMMAND
+        )
+        self._others = (self._columns, rows, others)
+        return others
 
     def _fitted(self, rows: list[TableRow]) -> list[TableRow]:
         """``rows`` with their commands cut to the room COMMAND has."""
@@ -579,7 +597,7 @@ class ProcessTable(Widget):
                 table.update_cell(key, COLUMNS[index].key, cell, update_width=False)
                 done[index] = cells[index]
                 if touched is not None:
-                    touched.rows[key] = max(touched.rows.get(key, 0), position + 1)
+                    touched.changed(key, position)
         if only is None or (drawn is not None and drawn[1] == foreign and tuple(done) == cells):
             self._drawn[key] = (cells, foreign)
             self._stale.discard(key)

@@ -47,10 +47,9 @@ class Bar(Widget):
         """(width, cells) as last laid out, to compare the next content with."""
 
     def set_segments(self, left: tuple[Segment, ...], right: tuple[Segment, ...]) -> None:
-        """Replace the content; repaints only if it differs, and only up to the change.
-
-        Textual rewrites a repainted line from the widget's left edge, so a change near the
-        left (the header's clock) costs a few cells on the wire instead of the whole line.
+        """Replace the content; repaints only if it differs, and only the cells that changed
+        (``compat.write_changed_spans_only`` sends no more): the header's clock costs a few
+        cells on the wire instead of the whole line.
         """
         if (left, right) == (self._left, self._right):
             return
@@ -63,9 +62,9 @@ class Bar(Widget):
         if width <= 0 or len(before) != len(after):
             self.refresh()
             return
-        last = max((x for x, cell in enumerate(after) if before[x] != cell), default=-1)
-        if last >= 0:
-            self.refresh(Region(0, 0, last + 1, 1))
+        changed = [x for x, cell in enumerate(after) if before[x] != cell]
+        if changed:
+            self.refresh(Region(changed[0], 0, changed[-1] + 1 - changed[0], 1))
 
     @property
     def plain(self) -> str:
