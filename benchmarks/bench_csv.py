@@ -9,7 +9,13 @@ and then). Then measures, each in a fresh process:
 - ``scan``: ``CsvRecording.open`` + ``len()``: the index of every snapshot (what replay,
   ``--at`` and ``g`` need before they can seek), in MB/s on one core, and its peak RSS;
 - ``read``: every snapshot parsed into the model (``for snapshot in recording``);
-- ``report``: `gputop report FILE --json` (to /dev/null), its wall time and peak RSS.
+- ``report``: `gputop report FILE --json` (to /dev/null), its wall time, CPU time and peak
+  RSS: the log read column by column, by one process per CPU;
+- ``report-1``: the same with ``--jobs 1`` (one core);
+- ``rows``: the report the way every other format is read, each snapshot parsed into the
+  model (``build_report(columns=False)``), on a ``--rows-mb`` log (100 MB by default: the
+  whole 1 GB takes minutes), with ``report``/``report-1`` measured on that log too, in the
+  same run, for the ratio.
 
 Usage: ``python benchmarks/bench_csv.py [--size-mb 1024] [--keep DIR] [--only scan]``.
 Targets: scan >= 100 MB/s, RSS < 150 MB, report < 15 s.
@@ -71,10 +77,35 @@ def _child(kind: str, path: str) -> None:
     from gputop.sources.csvlog import CsvRecording
 
     started = time.perf_counter()
-    with CsvRecording.open(path) as recording:
-        count = len(recording)
-        if kind == "read":
-            count = sum(1 for _ in recording)
+    if kind.startswith("cli"):
+        from gputop.cli.report import report_main
+
+        jobs = ["--jobs", kind[len("cli-") :]] if kind != "cli" else []
+        with open(os.devnull, "w") as sink:
+            report_main([path, "--json", *jobs], stdout=sink)
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        workers = resource.getrusage(resource.RUSAGE_CHILDREN)
+        print(
+            json.dumps(
+                {
+                    "seconds": time.perf_counter() - started,
+                    "cpu": own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime,
+                    "snapshots": 0,
+                    "peak_rss": max(own.ru_maxrss, workers.ru_maxrss) * 1024,
+                }
+            )
+        )
+        return
+    if kind == "rows":
+        from gputop.cli.report import build_report
+
+        builder, _ = build_report(Path(path), columns=False)
+        count = builder.summary().snapshots
+    else:
+        with CsvRecording.open(path) as recording:
+            count = len(recording)
+            if kind == "read":
+                count = sum(1 for _ in recording)
     elapsed = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"seconds": elapsed, "snapshots": count, "peak_rss": peak}))
@@ -87,24 +118,36 @@ def _measure(kind: str, path: Path) -> dict[str, float]:
     return result
 
 
-def _report(path: Path) -> tuple[float, int]:
-    started = time.perf_counter()
-    with open(os.devnull, "w") as sink:
-        subprocess.run(
-            [sys.executable, "-m", "gputop", "report", str(path), "--json"],
-            stdout=sink,
-            check=True,
-        )
-    elapsed = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    return elapsed, peak
+def _print_report(label: str, path: Path, jobs: str = "") -> float:
+    """`gputop report PATH --json [--jobs N]` in a fresh process: wall and CPU time (its
+    workers' included) and the peak RSS of the largest of its processes."""
+    result = _measure(f"cli-{jobs}" if jobs else "cli", path)
+    seconds = result["seconds"]
+    size = path.stat().st_size / 1e6
+    print(
+        f"{label} ({size:.0f} MB): {seconds:.1f} s wall, {result['cpu']:.1f} s CPU, "
+        f"{size / seconds:.0f} MB/s, peak RSS {result['peak_rss'] / 2**20:.0f} MB"
+    )
+    return seconds
+
+
+def _log_of(folder: Path, size_mb: int) -> Path:
+    path = folder / f"gpu-log-{size_mb}mb.csv"
+    if not path.exists():
+        started = time.perf_counter()
+        write_log(path, size_mb * 2**20)
+        print(f"wrote {path} in {time.perf_counter() - started:.0f} s")
+    return path
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--keep", type=Path, help="write (or reuse) the log in this directory")
-    parser.add_argument("--only", choices=["scan", "read", "report"], action="append")
+    parser.add_argument(
+        "--only", choices=["scan", "read", "report", "report-1", "rows"], action="append"
+    )
+    parser.add_argument("--rows-mb", type=int, default=100, help="the log `rows` reads")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -113,17 +156,29 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"gpu-log-{args.size_mb}mb.csv"
-        if not path.exists():
-            started = time.perf_counter()
-            write_log(path, args.size_mb * 2**20)
-            print(f"wrote {path} in {time.perf_counter() - started:.0f} s")
+        path = _log_of(folder, args.size_mb)
         size = path.stat().st_size
         print(f"log: {size / 1e6:.0f} MB, {GPUS} GPUs")
-        for kind in args.only or ["scan", "read", "report"]:
+        for kind in args.only or ["scan", "read", "report", "report-1", "rows"]:
             if kind == "report":
-                seconds, peak = _report(path)
-                print(f"report: {seconds:.1f} s, peak RSS {peak / 2**20:.0f} MB (target < 15 s)")
+                _print_report("report, columns, one process per CPU", path)
+                continue
+            if kind == "report-1":
+                _print_report("report, columns, one process", path, "1")
+                continue
+            if kind == "rows":
+                small = _log_of(folder, args.rows_mb)
+                rows = _measure("rows", small)
+                print(
+                    f"rows ({small.stat().st_size / 1e6:.0f} MB): {rows['seconds']:.1f} s, "
+                    f"peak RSS {rows['peak_rss'] / 2**20:.0f} MB"
+                )
+                one = _print_report("  columns, one process", small, "1")
+                every = _print_report("  columns, two processes", small, "2")
+                print(
+                    f"  ratio: {rows['seconds'] / one:.1f}x faster on one process, "
+                    f"{rows['seconds'] / every:.1f}x on two"
+                )
                 continue
             result = _measure(kind, path)
             print(

@@ -258,6 +258,92 @@ def cpu_per_tick(ticks: int, gap: float) -> ThreadCpu:
     return ThreadCpu(spent[0] - spent[1], spent[1], spent[2] - spent[3])
 
 
+TARGET_OWNERS_MS_200 = 3.0
+"""Attribution (container, pod, job) of 200 processes, per tick after the first."""
+
+
+@dataclass
+class OwnerCost:
+    """Milliseconds of attribution for ``processes`` PIDs."""
+
+    processes: int
+    first: float
+    """The first tick: every cgroup, environ and the node's files read."""
+    cached: float
+    """Median tick after it, the start time handed in (as the enricher does)."""
+    cached_reading_stat: float
+    """Median tick with the lookup reading each start time itself."""
+    enricher_without: float
+    """Median tick of the host-procfs enricher (200 other containers' PIDs), no attribution."""
+    enricher_with: float
+    """The same with attribution."""
+
+
+def owners_per_tick(processes: int = 200, ticks: int = 50) -> OwnerCost:
+    """Attribution cost over a fake node of ``processes`` PIDs in pods, Docker and Slurm jobs
+    (the real cgroup paths of the tests, ``support.fake_node``), all other containers' PIDs
+    seen through a host procfs, as a pod without hostPID sees them."""
+    import tempfile
+
+    from gputop.sources.host.owners import OwnerLookup
+    from gputop.sources.host.procinfo import ProcessEnricher
+    from support.fake_node import REAL, FakeNode
+
+    def median_ms(run: Callable[[], object], rounds: int) -> float:
+        spent = []
+        for _ in range(rounds):
+            started = time.perf_counter_ns()
+            run()
+            spent.append(time.perf_counter_ns() - started)
+        return statistics.median(spent) / 1e6
+
+    kinds = sorted(REAL)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        node = FakeNode(root)
+        me = node.proc / "self"
+        me.mkdir()
+        (me / "status").write_text("Name:\tgputop\nNSpid:\t5000\t7\n")
+        pids = list(range(100_000, 100_000 + processes))
+        for n, pid in enumerate(pids):
+            real = REAL[kinds[n % len(kinds)]]
+            node.process(pid, real.text, start=pid)
+            (node.proc / str(pid) / "status").write_text(f"Name:\tpython3\nNSpid:\t{pid}\n")
+            if real.pod_uid is not None:
+                node.pod_logs("ml", f"job-{n % len(kinds)}", real.pod_uid, "trainer")
+        lookup = OwnerLookup(proc_root=node.proc, root=root)
+        started = time.perf_counter_ns()
+        for pid in pids:
+            lookup.owner(pid, pid)
+        first = (time.perf_counter_ns() - started) / 1e6
+
+        def cached() -> None:
+            for pid in pids:
+                lookup.owner(pid, pid)
+
+        def reading_stat() -> None:
+            for pid in pids:
+                lookup.owner(pid)
+
+        clock = TickClock()
+        plain = ProcessEnricher(proc_root=root / "none", host_proc_root=node.proc, clock=clock)
+        owned = ProcessEnricher(
+            proc_root=root / "none",
+            host_proc_root=node.proc,
+            clock=clock,
+            owners=OwnerLookup(proc_root=node.proc, root=root),
+        )
+        owned.host_fields(pids)
+        return OwnerCost(
+            processes,
+            first,
+            median_ms(cached, ticks),
+            median_ms(reading_stat, ticks),
+            median_ms(lambda: plain.host_fields(pids), ticks),
+            median_ms(lambda: owned.host_fields(pids), ticks),
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=50, help="ticks after the first (50)")
@@ -275,7 +361,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--gap", type=float, default=0.05, help="with --cpu: real seconds between ticks (0.05)"
     )
+    parser.add_argument(
+        "--owners",
+        action="store_true",
+        help="instead: the cost of naming 200 processes' containers, pods and jobs",
+    )
     args = parser.parse_args(argv)
+    if args.owners:
+        cost = owners_per_tick(ticks=args.ticks)
+        extra = cost.enricher_with - cost.enricher_without
+        print(
+            f"attribution of {cost.processes} processes (ms): first tick {cost.first:.2f}; "
+            f"then per tick {cost.cached:.3f} cached ({cost.cached_reading_stat:.2f} when each "
+            f"start time is read to check for a reused PID); host-procfs enricher "
+            f"{cost.enricher_without:.2f} without, {cost.enricher_with:.2f} with "
+            f"(+{extra:.2f})"
+        )
+        worst = max(cost.cached_reading_stat, extra)
+        ok = worst < TARGET_OWNERS_MS_200
+        print(
+            f"target < {TARGET_OWNERS_MS_200:g} ms per tick after the first: "
+            f"{worst:.2f} ms, {'OK' if ok else 'OVER'}"
+        )
+        return 0
     if args.cpu:
         got = cpu_per_tick(args.ticks, args.gap)
         print(

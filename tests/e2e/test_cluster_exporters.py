@@ -15,8 +15,8 @@ from gputop.sources.prometheus.client import PrometheusClient
 from gputop.sources.prometheus.source import PrometheusFleet
 from support.command import ROOT
 from support.exporter import FOUR, running_exporter
+from support.metrics import document
 from support.prometheus import DCGM, cluster, running_prometheus, serving
-from unit.test_export_cli import document
 
 MIG_TEXT = ROOT / "snapshots" / "h100-mig-590-q.txt"
 

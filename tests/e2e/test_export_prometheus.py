@@ -9,8 +9,8 @@ from typing import Any
 
 from support.command import ROOT
 from support.exporter import FOUR, running_exporter
+from support.metrics import document, web_config
 from support.prometheus import query, running_prometheus, scrape_config, wait_for_query
-from unit.test_export_cli import document, web_config
 
 MIB = 1024 * 1024
 MIG_TEXT = ROOT / "snapshots" / "h100-mig-590-q.txt"

@@ -743,6 +743,11 @@ class FakeNvml:
     def nvmlDeviceGetPowerUsage(self, handle: Any, out: Any) -> int:
         return self._gpu_value(handle, out, lambda g: self._milliwatts(g.power.draw))
 
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any, out: Any) -> int:
+        return self._gpu_value(
+            handle, out, lambda g: None if g.power.energy is None else round(g.power.energy * 1000)
+        )
+
     def nvmlDeviceGetEnforcedPowerLimit(self, handle: Any, out: Any) -> int:
         return self._gpu_value(handle, out, lambda g: self._milliwatts(g.power.limit))
 

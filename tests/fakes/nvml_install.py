@@ -12,6 +12,8 @@ calls :func:`install_from_environment` before gputop starts. Optional faults:
   from tick 2.
 * ``GPUTOP_FAKE_NVML_LATENCY=0.002``: every C call takes this many seconds;
   ``0.00005,nvmlInitWithFlags=0.2``: so does every call but the named ones, which take their own.
+* ``GPUTOP_FAKE_NVML_INIT_LOG=FILE``: each process that starts NVML appends its PID to FILE
+  (how a test counts the processes that sample: `gputop serve` must be the only one).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ ENV_SPEC = "GPUTOP_FAKE_NVML"
 ENV_LOSE = "GPUTOP_FAKE_NVML_LOSE"
 ENV_HANG = "GPUTOP_FAKE_NVML_HANG"
 ENV_LATENCY = "GPUTOP_FAKE_NVML_LATENCY"
+ENV_INIT_LOG = "GPUTOP_FAKE_NVML_INIT_LOG"
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,5 +112,20 @@ def install_from_environment() -> FakeNvml | None:
     _parse_lose(os.environ.get(ENV_LOSE, ""), fake.faults)
     _parse_hang(os.environ.get(ENV_HANG, ""), fake.faults)
     _parse_latency(os.environ.get(ENV_LATENCY, ""), fake.faults)
+    log = os.environ.get(ENV_INIT_LOG)
+    if log:
+        _log_inits(fake, Path(log))
     install(fake)
     return fake
+
+
+def _log_inits(fake: FakeNvml, log: Path) -> None:
+    start = fake.nvmlInitWithFlags
+
+    def logged(flags: object) -> int:
+        with log.open("a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()}\n")
+        return start(flags)
+
+    # The library bound its C functions when it was made: the log goes in there.
+    fake.library._functions["nvmlInitWithFlags"].impl = logged

@@ -47,7 +47,14 @@ def gpu_sample(index: int = 0, **changes: object) -> GpuSample:
         temperature=Temperature(
             gpu=71.0, memory=None, slowdown=93.0, shutdown=98.0, max_operating=88.0
         ),
-        power=Power(draw=251.5, limit=300.0, default_limit=300.0, min_limit=100.0, max_limit=300.0),
+        power=Power(
+            draw=251.5,
+            limit=300.0,
+            default_limit=300.0,
+            min_limit=100.0,
+            max_limit=300.0,
+            energy=8_765_432.1,
+        ),
         fan_speed=64.0,
         performance_state="P2",
         clocks=Clocks(graphics=1740, sm=1740, memory=7600, video=1545),
@@ -236,6 +243,12 @@ def _failing(code: int) -> Callable[[], tuple[list[Snapshot], Faults]]:
 SCENARIOS: dict[str, Callable[[], tuple[list[Snapshot], Faults]]] = {
     "h100-mig-8x7": lambda: ([h100_mig_box()], Faults()),
     "plain-8": lambda: ([plain_box(8)], Faults()),
+    # A Kubernetes node: a whole GPU (PIDs 4242, 1717, 1818) and a MIG GPU with two
+    # instances (PIDs 100000, 100001); tests give the PIDs cgroups (support.fake_node).
+    "pods": lambda: (
+        [snapshot(gpu_sample(0), mig_gpu(1, instances=2, processes_per_instance=1))],
+        Faults(),
+    ),
     "busy-2": lambda: (varying(plain_box(2)), Faults()),
     "no-gpu": lambda: ([snapshot()], Faults()),
     "no-library": _failing(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND),

@@ -21,6 +21,7 @@ from gputop.model import GpuSample, Memory, Power, ProcessSample, Reason, Snapsh
 from gputop.sinks.smi_xml import snapshot_to_xml
 from gputop.sources.smi.recording import Recording
 from gputop.ui.settings import UiSettings
+from support import pods
 from support.apps import (
     FIXED_SETTINGS,
     eight_gpus,
@@ -239,3 +240,21 @@ def input_starved(base: Snapshot) -> list[Snapshot]:
 def test_diagnosis_on_a_waiting_gpu_panel(snap_compare: SnapCompare) -> None:
     app = replay_app(input_starved(capture("rtx-a5000x2-v13.xml")), source_label="starved.xml")
     assert snap_compare(app, terminal_size=(120, 40))
+
+
+def test_a_kubernetes_node(snap_compare: SnapCompare) -> None:
+    """Two GPUs of a node running pods: GPU 0 is the vLLM pod's (the kubelet says so), so its
+    panel names it; GPU 1 is shared by two pods. POD and CONTAINER columns; ``p`` offered."""
+    base = capture("rtx-a5000x2-v13.xml")
+    # The live table's clock is the wall clock: no start times, no moving TIME.
+    node = pods.timeless(pods.k8s_node())
+    gpus = tuple(
+        dataclasses.replace(
+            gpu,
+            processes=pods_gpu.processes,
+            holders=(pods.LLAMA,) if gpu.index == 0 else (),
+        )
+        for gpu, pods_gpu in zip(base.gpus, node.gpus, strict=True)
+    )
+    app = live(dataclasses.replace(base, gpus=gpus))
+    assert snap_compare(app, terminal_size=(140, 30))

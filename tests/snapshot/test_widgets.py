@@ -29,6 +29,7 @@ from gputop.model import (
 from gputop.sources.smi.recording import snapshot_from_path
 from gputop.ui.widgets.mig_tree import MigTree
 from gputop.ui.widgets.process_table import ProcessTable
+from support import pods
 
 SnapCompare = Callable[..., bool]
 
@@ -268,3 +269,23 @@ def test_mig_tree_h100_7x1g(snap_compare: SnapCompare) -> None:
     assert snap_compare(
         WidgetApp(MigTree(), h100_7x1g()), run_before=collapse_gi_8, terminal_size=(110, 24)
     )
+
+
+def test_process_table_grouped_by_pod(snap_compare: SnapCompare) -> None:
+    """A Kubernetes node, one line per pod (``p``), the training pod expanded (Enter)."""
+    assert snap_compare(
+        table_app(pods.timeless(pods.k8s_node())),
+        press=["p", "down", "enter"],
+        terminal_size=(120, 12),
+    )
+
+
+def test_mig_tree_with_pods(snap_compare: SnapCompare) -> None:
+    """An H100 split for pods: one pod per instance, two pods time-sharing one, and a pod the
+    kubelet names on an instance whose processes are hidden."""
+    assert snap_compare(WidgetApp(MigTree(), pods.mig_node()), terminal_size=(110, 16))
+
+
+def test_process_table_inside_a_pod(snap_compare: SnapCompare) -> None:
+    """gputop in a pod without hostPID: the line about its pod and the other containers."""
+    assert snap_compare(table_app(pods.timeless(pods.inside_pod())), terminal_size=(100, 10))

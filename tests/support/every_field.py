@@ -7,10 +7,12 @@ from datetime import datetime
 
 from gputop.model import (
     Clocks,
+    ContainerView,
     EccErrors,
     GpuSample,
     Memory,
     MigDeviceSample,
+    Owner,
     Power,
     ProcessSample,
     Reason,
@@ -35,6 +37,20 @@ _PROCESS = ProcessSample(
     host_memory=2 * 1024 * MIB,
     start_time=1726668000.25,
     local_pid=17,
+    owner=Owner(
+        runtime="containerd",
+        container_id="6a3c1f0d9b2e4c7a8f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6e5f4a3b2",
+        container="trainer",
+        pod="train-7f9c",
+        namespace="ml",
+        pod_uid="0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+    ),
+)
+_HOLDER = Owner(
+    pod="train-7f9c",
+    namespace="ml",
+    container="trainer",
+    pod_uid="0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
 )
 EVERY_FIELD = Snapshot(
     timestamp=datetime(2024, 9, 18, 14, 0, 0, 123456),
@@ -42,6 +58,16 @@ EVERY_FIELD = Snapshot(
     driver_version="550.54.14",
     cuda_version="12.4",
     attached_gpus=3,
+    container=ContainerView(
+        variable="NVIDIA_VISIBLE_DEVICES",
+        requested="GPU-0,GPU-9",
+        given=("GPU-0",),
+        unmatched=("GPU-9",),
+        pod="train-7f9c",
+        namespace="ml",
+        node="node-a",
+        kubernetes=True,
+    ),
     gpus=(
         GpuSample(
             index=0,
@@ -76,9 +102,15 @@ EVERY_FIELD = Snapshot(
                     memory=Memory(total=40 * 1024 * MIB, used=512 * MIB),
                     uuid="MIG-0",
                     processes=(_PROCESS,),
+                    holders=(_HOLDER,),
                 ),
             ),
-            processes=(_PROCESS, ProcessSample(pid=9, foreign=True, type="G")),
+            processes=(
+                _PROCESS,
+                ProcessSample(pid=9, foreign=True, type="G"),
+                ProcessSample(pid=31, type="C", owner=Owner(runtime="slurm", slurm_job="4711")),
+            ),
+            holders=(_HOLDER, Owner(pod="notebook-0", namespace="lab", container="jupyter")),
         ),
         GpuSample(
             index=1,

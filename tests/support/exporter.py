@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import ssl
 import subprocess
@@ -27,6 +28,11 @@ class Exporter:
 
     context: ssl.SSLContext | None = None
     """Trusts the exporter's certificate, when it serves TLS."""
+    said: _Said | None = None
+
+    def stderr(self) -> str:
+        """Everything the process wrote on stderr so far."""
+        return "" if self.said is None else self.said.read()
 
     def metrics(self) -> str:
         """One scrape of ``/metrics``."""
@@ -62,23 +68,42 @@ def running_exporter(
     scheme = "http" if tls is None else "https"
     exporter = Exporter(f"{scheme}://127.0.0.1:{port}", port, process, context)
     try:
+        said = exporter.said = _Said(process)
 
         def died() -> str | None:
             if process.poll() is None:
                 return None
-            return process.stderr.read() if process.stderr else ""
+            return said.read()
 
-        wait_until(
-            lambda: (
-                http_get(f"{exporter.url}/metrics", timeout=2, context=context)[0] in (200, 401)
-            ),
-            timeout=timeout,
-            what="gputop export",
-            alive=died,
-        )
+        def ready() -> bool:
+            # Our process says where it serves: a 200 alone could come from another test's
+            # exporter that got the same free port first.
+            return "serving " in said.read() and http_get(
+                f"{exporter.url}/metrics", timeout=2, context=context
+            )[0] in (200, 401)
+
+        wait_until(ready, timeout=timeout, what="gputop export", alive=died)
         yield exporter
     finally:
         stop(process)
+
+
+class _Said:
+    """What the process wrote on stderr so far, read without blocking."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        assert process.stderr is not None
+        self._fd = process.stderr.fileno()
+        os.set_blocking(self._fd, False)
+        self._text = ""
+
+    def read(self) -> str:
+        try:
+            while chunk := os.read(self._fd, 65536):
+                self._text += chunk.decode(errors="replace")
+        except BlockingIOError:
+            pass
+        return self._text
 
 
 def stop(process: subprocess.Popen[str], timeout: float = 10.0) -> int:

@@ -120,8 +120,18 @@ class RunningPrometheus(str):
             self._log.seek(0)
             return self._log.read()[-2000:]
 
+        data = str(self.directory / "data")
+
+        def ready() -> bool:
+            if http_get(f"{self}/-/ready", timeout=2)[0] != 200:
+                return False
+            # Ours, not another test's server that took the same free port first.
+            status, body = http_get(f"{self}/api/v1/status/flags", timeout=2)
+            flags = json.loads(body).get("data", {}) if status == 200 else {}
+            return bool(flags.get("storage.tsdb.path") == data)
+
         wait_until(
-            lambda: http_get(f"{self}/-/ready", timeout=2)[0] == 200,
+            ready,
             timeout=self._timeout,
             what="prometheus",
             alive=died,

@@ -67,7 +67,7 @@ async def test_question_mark_opens_the_help_and_escape_closes_it() -> None:
         assert ("Space", "Pause / Resume") in rows and ("←", "Step back") in rows
         assert ("/", "Filter") in rows and ("q, Ctrl+C", "Quit") in rows
         assert ("?, h", "Help") in rows
-        assert ("Enter", "Details") in rows and ("3", "1 h") in rows
+        assert ("Enter", "Details (a pod's line: expand)") in rows and ("3", "1 h") in rows
         # Two columns of near equal height: General, Live, GPU panels, History | the rest.
         assert [title for title, _ in app.screen.sections][4:] == ["Replay", "Processes"]
         assert balanced_split([len(rows) + 2 for _, rows in app.screen.sections]) == 4

@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Input
 from textual.widgets.data_table import ColumnKey
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
-from gputop.ui.render.process_rows import COLUMN_INDEX, COLUMNS
+from gputop.ui.render.process_rows import COLUMN_INDEX, COLUMNS, OWNER_COLUMNS
 from gputop.ui.widgets.process_details import ProcessDetails
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.signal_dialog import SignalDialog
@@ -550,7 +550,8 @@ async def test_narrow_terminal_drops_host_columns_and_sort_keys_skip_them() -> N
         assert highlighted is not None
         await pilot.resize_terminal(140, 24)
         await pilot.pause()
-        assert widget.columns == [column.key for column in COLUMNS]
+        # No process has a pod, container or job: their columns stay away.
+        assert widget.columns == [c.key for c in COLUMNS if c.key not in OWNER_COLUMNS]
         assert not widget.has_class("-narrow")
         assert widget.highlighted_row is not None
         assert widget.highlighted_row.key == highlighted.key

@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from fakes.nvml_scenarios import GIB, MIB, gpu_sample, h100_mig_box, mig_gpu, snapshot
 from gputop.insight.diagnosis import gpu_state
@@ -26,8 +25,7 @@ from gputop.sinks.prometheus.labels import ProcessDetail
 from gputop.sinks.prometheus.latest import LatestSample
 from gputop.sinks.prometheus.render import Exported, exposition, snapshot_families
 from gputop.sinks.prometheus.tracker import ExportTracker
-
-Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+from support.metrics import find, series
 
 DCGM_ORDER = ["gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname",
               "DCGM_FI_DRIVER_VERSION"]  # fmt: skip
@@ -60,25 +58,6 @@ def label_names(line: str) -> list[str]:
     return [part.split("=", 1)[0] for part in inside.split('",') if part]
 
 
-def series(text: str) -> Series:
-    out: Series = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            name = sample.name
-            if family.type == "counter" and name == family.name + "_total":
-                name = family.name  # the parser's OpenMetrics suffix: not in the text
-            out[(name, tuple(sorted(sample.labels.items())))] = sample.value
-    return out
-
-
-def find(values: Series, name: str, **labels: str) -> list[float]:
-    return [
-        value
-        for (metric, pairs), value in values.items()
-        if metric == name and all((k, v) in pairs for k, v in labels.items())
-    ]
-
-
 def test_gpu_series_carry_dcgm_exporters_labels_in_its_order() -> None:
     text = render(snapshot(gpu_sample(0), gpu_sample(1)))
     line = lines_of(text, "DCGM_FI_DEV_GPU_UTIL")[1]
@@ -100,9 +79,12 @@ def test_values_in_dcgm_units_from_the_field_table() -> None:
         if name is None or not name.startswith("DCGM_FI_DEV_") or name == "DCGM_FI_DEV_PSTATE":
             continue
         raw = field.read(gpu)
-        assert find(values, name, gpu="0") == [pytest.approx(float(raw) * field.export_scale)]
+        wanted = [] if raw is None else [pytest.approx(float(raw) * field.export_scale)]
+        assert find(values, name, gpu="0") == wanted, name
     assert find(values, "DCGM_FI_DEV_FB_USED", gpu="0") == [30 * 1024]  # MiB
     assert find(values, "DCGM_FI_DEV_PSTATE", gpu="0") == [2.0]
+    assert find(values, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu="0") == [8_765_432_100]
+    assert find(values, "DCGM_FI_DEV_MEMORY_TEMP", gpu="0") == []  # not an HBM part
     assert find(values, "gputop_ecc_mode", gpu="0") == [1.0]
 
 

@@ -15,6 +15,7 @@ from gputop.model.fields import (
     HOST_FIELDS,
     IDENTITY,
     MIG_FIELDS,
+    OWNER_PARTS,
     PROCESS_FIELDS,
     Value,
     host_facts,
@@ -54,7 +55,10 @@ def test_prometheus_names_are_dcgm_exporters_or_ours() -> None:
         for f in table:
             framebuffer = (f.prometheus or "").startswith("DCGM_FI_DEV_FB_")
             ratio = (f.prometheus or "").startswith("DCGM_FI_PROF_")  # DCGM's 0..1, from %
-            expected = 1 / 1024**2 if framebuffer else 1 / 100 if ratio else 1.0
+            millijoules = f.prometheus == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+            expected = (
+                1 / 1024**2 if framebuffer else 1 / 100 if ratio else 1000 if millijoules else 1.0
+            )
             assert f.export_scale == expected, f.path
             assert not ratio or f.unit == "%", f.path
             assert framebuffer is (f.value is Value.BYTES), f.path
@@ -75,17 +79,44 @@ def test_every_path_reads_its_model_value() -> None:
 
 
 def test_process_table_is_every_process_sample_field_in_order() -> None:
-    assert [f.path for f in PROCESS_FIELDS] == [f.name for f in dataclasses.fields(ProcessSample)]
+    top = [f.path for f in PROCESS_FIELDS if "." not in f.path]
+    assert top == [f.name for f in dataclasses.fields(ProcessSample)]
+    # The owner's parts follow the fields, each read from the owner (None without one).
+    parts = [f for f in PROCESS_FIELDS if "." in f.path]
+    assert [f.path for f in parts] == [f"owner.{name}" for name, _ in OWNER_PARTS]
+    process = EVERY_FIELD.gpus[0].processes[0]
+    assert process.owner is not None
+    for f in parts:
+        assert f.read(process) == getattr(process.owner, f.path.split(".")[1]), f.path
+        assert f.read(ProcessSample(pid=1)) is None, f.path
     model = {f.name for f in dataclasses.fields(MigDeviceSample)}
     assert {f.path.split(".")[0] for f in MIG_FIELDS} <= model
 
 
 def test_json_and_csv_carry_exactly_the_tables_names() -> None:
     gpu = snapshot_dict(EVERY_FIELD)["gpus"][0]
-    structure = ["mig_devices", "processes", "unavailable"]
+    structure = ["mig_devices", "processes", "holders", "unavailable"]
     assert list(gpu) == [f.json for f in GPU_FIELDS if f.json] + structure
-    assert list(gpu["mig_devices"][0]) == [f.json for f in MIG_FIELDS if f.json]
+    assert list(gpu["mig_devices"][0]) == [f.json for f in MIG_FIELDS if f.json] + ["holders"]
     assert list(gpu["processes"][0]) == [f.json for f in PROCESS_FIELDS if f.json]
+    # The owner flattened: a process's pod and container are keys of the process.
+    owned = gpu["processes"][0]
+    assert [owned[key] for key in ("pod", "namespace", "container", "slurm_job")] == [
+        "train-7f9c",
+        "ml",
+        "trainer",
+        None,
+    ]
+    assert owned["container_id"].startswith("6a3c1f0d9b2e")
+    assert gpu["processes"][2]["slurm_job"] == "4711"
+    assert [holder["pod"] for holder in gpu["holders"]] == ["train-7f9c", "notebook-0"]
+    assert gpu["mig_devices"][0]["holders"][0]["namespace"] == "ml"
+    container = snapshot_dict(EVERY_FIELD)["container"]
+    assert (container["pod"], container["given"], container["unmatched"]) == (
+        "train-7f9c",
+        ["GPU-0"],
+        ["GPU-9"],
+    )
     assert ("timestamp", *(f.csv for f in CSV_LOG)) == COLUMNS
     assert len(gpu_row(EVERY_FIELD, EVERY_FIELD.gpus[0])) == len(COLUMNS)
 
@@ -107,7 +138,7 @@ def test_labels_come_from_the_table() -> None:
     assert gauges.FIELD_LABELS["power.draw"] == GPU_BY_PATH["power.draw"].label == "power"
     labels = {f.path: f.label for f in PROCESS_FIELDS}
     assert {path: labels[path] for path in process_rows.FIELD_LABELS} == process_rows.FIELD_LABELS
-    assert set(process_rows.FIELD_LABELS) == set(labels)
+    assert set(process_rows.FIELD_LABELS) == {path for path in labels if "." not in path}
 
 
 def test_host_facts_are_named_once() -> None:

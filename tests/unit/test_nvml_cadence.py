@@ -36,6 +36,7 @@ SLOW_CALLS = {
 FAST_CALLS = (
     "nvmlDeviceGetTemperature",
     "nvmlDeviceGetPowerUsage",
+    "nvmlDeviceGetTotalEnergyConsumption",
     "nvmlDeviceGetUtilizationRates",
     "nvmlDeviceGetMemoryInfo_v2",
     "nvmlDeviceGetClockInfo",
@@ -141,7 +142,12 @@ def test_slow_values_are_read_first_then_after_the_cadence_not_in_between() -> N
         assert gpu.persistence_mode is True and gpu.compute_mode == "Default"
         assert gpu.bar1 == before.bar1
     assert gpu4.power == Power(
-        draw=123.0, limit=250.0, default_limit=300.0, min_limit=100.0, max_limit=300.0
+        draw=123.0,
+        limit=250.0,
+        default_limit=300.0,
+        min_limit=100.0,
+        max_limit=300.0,
+        energy=before.power.energy,
     )
     assert gpu4.ecc_errors == after.ecc_errors
     assert gpu4.persistence_mode is False and gpu4.compute_mode == "Exclusive_Process"

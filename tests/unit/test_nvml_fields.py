@@ -198,3 +198,12 @@ def test_enrich_adds_host_fields_to_every_copy_of_a_process() -> None:
     # Driver facts stay per GPU.
     assert _by_pid(got.gpus[0].processes)[1818].type == "C+G"
     assert _by_pid(got.gpus[0].processes)[4242].memory_used == 20 * GIB
+
+
+def test_the_energy_counter_in_joules_or_why_not() -> None:
+    counted = _poll(snapshot(gpu_sample(0))).gpus[0]
+    assert counted.power.energy == pytest.approx(8_765_432.1)  # NVML's mJ, as joules
+    older = gpu_sample(0, power=replace(gpu_sample(0).power, energy=None))
+    got = _poll(snapshot(older)).gpus[0]
+    assert got.power.energy is None
+    assert got.reason("power.energy") is Reason.NOT_SUPPORTED

@@ -101,6 +101,9 @@ class TestCells:
             "0",
             "2314",
             "alice",
+            "n/a",  # POD, CONTAINER, JOB: no owner
+            "n/a",
+            "n/a",
             "C",
             "18.2GiB",
             "87%",

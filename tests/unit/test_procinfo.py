@@ -515,3 +515,82 @@ def test_a_host_placement_holds_while_the_host_start_time_does(
     (host / "4242" / "stat").write_text(_stat_line(4242, "x", 999))
     clock.now += 1.0
     assert enrich.host_fields([4242])[4242].foreign
+
+
+def _node(root: Path, proc: Path, pid: int, cgroup: str, start: int = 1000) -> None:
+    make_proc(proc, pid, (pid,), start=start)
+    (proc / str(pid) / "cgroup").write_text(cgroup)
+
+
+def test_processes_get_their_pod_once_and_again_when_the_pid_is_reused(
+    tmp_path: Path, proc_root: Path
+) -> None:
+    from gputop.sources.host.owners import OwnerLookup
+    from support.fake_node import REAL, FakeNode
+
+    node = FakeNode(tmp_path)
+    real = REAL["containerd-systemd-v2"]
+    assert real.pod_uid is not None
+    _node(tmp_path, proc_root, 4242, real.text)
+    _node(tmp_path, proc_root, 4343, REAL["host-service"].text)
+    node.pod_logs("ml", "trainer-0", real.pod_uid, "trainer")
+    factory = Factory()
+    clock = Clock()
+    enrich = ProcessEnricher(
+        proc_root=proc_root,
+        process_factory=factory,
+        clock=clock,
+        owners=OwnerLookup(proc_root=proc_root, root=tmp_path),
+    )
+
+    pod, plain = enrich((gpu_process(4242), gpu_process(4343)))
+    assert pod.owner is not None and plain.owner is None
+    assert (pod.owner.namespace, pod.owner.pod, pod.owner.container) == (
+        "ml",
+        "trainer-0",
+        "trainer",
+    )
+    clock.now += 1.0
+    (again,) = enrich((gpu_process(4242),))
+    assert again.owner is pod.owner
+
+    # The PID now names another process (a Slurm job's), started later.
+    factory.processes[4242].running = False
+    (proc_root / "4242" / "stat").write_text(_stat_line(4242, "python3", 2000))
+    (proc_root / "4242" / "cgroup").write_text(REAL["slurm-v2"].text)
+    clock.now += 1.0
+    (reused,) = enrich((gpu_process(4242),))
+    assert reused.owner is not None and reused.owner.slurm_job == "1392969"
+
+
+def test_other_containers_processes_are_named_through_a_host_procfs(
+    tmp_path: Path, proc_root: Path
+) -> None:
+    from gputop.sources.host.owners import OwnerLookup
+    from support.fake_node import REAL, FakeNode
+
+    host = tmp_path / "host-proc"
+    make_proc(host, "self", (5000, 7))
+    make_proc(host, 4343, (4343, 17), start=999)  # a sibling container's process
+    (host / "4343" / "cgroup").write_text(REAL["crio-v1"].text)
+    real = REAL["crio-v1"]
+    assert real.pod_uid is not None
+    FakeNode(tmp_path).pod_logs("research", "llama-0", real.pod_uid, "llama")
+    enrich = ProcessEnricher(
+        proc_root=proc_root,
+        host_proc_root=host,
+        process_factory=Factory(),
+        clock=Clock(),
+        owners=OwnerLookup(proc_root=host, root=tmp_path),
+    )
+
+    (sibling,) = enrich((gpu_process(4343),))
+    (again,) = enrich((gpu_process(4343),))
+
+    assert sibling.foreign and sibling.owner is not None
+    assert (sibling.owner.pod, sibling.owner.container, sibling.owner.runtime) == (
+        "llama-0",
+        "llama",
+        "cri-o",
+    )
+    assert again.owner is sibling.owner

@@ -283,7 +283,7 @@ def test_format_needs_a_recording() -> None:
     ("text", "words"),
     [
         ("Date,Time,Temperature\n04-03-2021,13:32:39,58\n", ("gputop reads", "--query-gpu")),
-        ("0, 22 %, 1024 MiB\n", ("gputop reads",)),
+        ("0, 22 %, 1024 MiB\n", ("without its header line", "--query-gpu")),
         ("timestamp, utilization.gpu [%]\n", ("no GPU rows",)),
     ],
 )

@@ -39,3 +39,39 @@ def test_empty_standard_input_is_one_line_naming_it_as_given() -> None:
     result = _report("-", stdin=b"")
     assert result.returncode == 2
     assert result.stderr.decode() == "gputop: -: empty file\n"
+
+
+def test_a_csv_log_piped_in_is_reported_whole_even_when_it_pauses() -> None:
+    """The writer stops for a moment mid-way (a slow `zcat`, a network pipe): the report
+    still covers every snapshot, not those that had come when reading caught up."""
+    header = "timestamp, index, utilization.gpu [%], memory.used [MiB]\n"
+    rows = [
+        f"2024/01/04 15:{minute:02d}:{second:02d}.000, {gpu}, {50 + gpu} %, 1000 MiB\n"
+        for minute in range(20)
+        for second in range(60)
+        for gpu in range(2)
+    ]
+    writer = (
+        "import sys, time\n"
+        f"rows = {rows!r}\n"
+        f"sys.stdout.write({header!r} + ''.join(rows[:1000])); sys.stdout.flush()\n"
+        "time.sleep(1.5)\n"
+        "sys.stdout.write(''.join(rows[1000:])); sys.stdout.flush()\n"
+    )
+    source = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "gputop", "report", "-", "--json"],
+            stdin=source.stdout,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        assert source.stdout is not None
+        source.stdout.close()
+        source.wait(timeout=30)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["snapshots"] == 1200
+    assert [gpu["samples"] for gpu in report["gpus"]] == [1200, 1200]

@@ -210,14 +210,15 @@ def _print_once(source: FleetSource, out: TextIO, *, as_json: bool) -> int:
 
 
 def run_fleet_tui(source: FleetSource, options: ClusterOptions) -> int:
-    """The interactive fleet screen (helper "cluster-ui" provides it in ``ui/``)."""
-    try:
-        from gputop.ui.fleet import run_fleet_tui as run  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        print(
-            "gputop: the interactive fleet screen is not built yet; use --once or --json",
-            file=sys.stderr,
-        )
-        return 2
-    result: int = run(source, options)
-    return result
+    """The interactive fleet screen (``gputop.cli.fleet_tui``); a node screen loads the
+    window, or ten minutes if that is longer, so its sparklines are full."""
+    from gputop.cli.fleet_tui import run_fleet_tui as run
+    from gputop.pipeline.fleet_loop import DEFAULT_NODE_HISTORY
+
+    return run(
+        source,
+        refresh=options.refresh,
+        history=max(options.window, DEFAULT_NODE_HISTORY),
+        source_label=options.where,
+        theme=options.theme or "dark",
+    )

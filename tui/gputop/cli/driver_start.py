@@ -140,6 +140,11 @@ class WaitingFeed:
                 raise Fatal(error) from None
         return snapshot
 
+    @property
+    def note(self) -> str | None:
+        """The opened source's ``note`` (see ``LiveFeed``), once there is one."""
+        return getattr(self._source, "note", None)
+
     def close(self) -> None:
         """Close the source, now or when it opens: never wait for a stuck driver here."""
         self._start.abandon()

@@ -44,8 +44,10 @@ DEFAULT_LISTEN = "127.0.0.1:9400"
 """dcgm-exporter's port, on this machine only: exposing it is a choice (``--listen``)."""
 
 
-class _Stop(Exception):
-    """SIGTERM: leave the server loop and stop as on Ctrl-C."""
+class _Stop(BaseException):
+    """SIGTERM: leave the server loop and stop as on Ctrl-C. A BaseException, as
+    KeyboardInterrupt is: the server swallows an ``Exception`` raised while it accepts a
+    request, and the signal can arrive just then."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -215,38 +217,53 @@ def export_main(argv: Sequence[str]) -> int:
         detail=ProcessDetail(ns.export_processes),
         stale_after=stale_after(ns.interval) if live else None,
     )
+    # From here SIGTERM stops the exporter as Ctrl-C does, wherever it is (a driver that
+    # takes seconds to start included).
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        _serve(ns, address, web, selection, latest)
+    except (KeyboardInterrupt, _Stop):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+def _serve(
+    ns: argparse.Namespace,
+    address: tuple[str, int],
+    web: WebConfig,
+    selection: GpuSelection | None,
+    latest: LatestSample,
+) -> None:
+    """Bind, open the source, sample on a thread and serve until stopped."""
     # Bound before the source opens: a port in use is said at once, with nothing to undo.
     server = _bind(address, ns.listen, latest, web)
     try:
-        feed = _live_feed(selection) if live else _replay_feed(ns, selection)
+        feed = _live_feed(selection) if ns.replay is None else _replay_feed(ns, selection)
     except BaseException:
         server.server_close()
         raise
     pipeline = Pipeline(feed, interval=ns.interval, selection=selection)
+    loop = PollLoop(pipeline, started=True, name="gputop-export-sampler")
 
     def take(tick: Tick) -> None:
         latest.take(tick.snapshot)
 
-    take(pipeline.start())
-    loop = PollLoop(pipeline, started=True, name="gputop-export-sampler")
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
+        take(pipeline.start())
         loop.start(take)
         scheme = "https" if web.tls is not None else "http"
         host, port = str(server.server_address[0]), int(server.server_address[1])
         shown = f"[{host}]" if ":" in host else host
         _say(f"serving {scheme}://{shown}:{port}/metrics")
         server.serve_forever(poll_interval=0.5)
-    except (KeyboardInterrupt, _Stop):
-        pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
         server.server_close()
         # A sampler stuck in a driver call cannot be closed under its feet; the process is
         # about to exit and the OS reclaims it.
         if loop.stop(1.0):
             pipeline.close()
-    return 0
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

@@ -33,9 +33,18 @@ from gputop.model import Snapshot
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import LiveFeed
 from gputop.sinks.fanout import SnapshotSinks
+from gputop.sources.attribution import AttributedSource
 from gputop.sources.base import Source
 from gputop.sources.gpu_select import GpuSelection, describe_visible_devices
-from gputop.sources.host.procinfo import ProcessEnricher, find_host_proc_root, foreign_hint
+from gputop.sources.host.incontainer import read_container_view
+from gputop.sources.host.owners import open_owner_lookup
+from gputop.sources.host.procinfo import (
+    ProcessEnricher,
+    find_host_proc_root,
+    foreign_hint,
+    host_proc_candidates,
+)
+from gputop.sources.k8s.podresources import open_watcher
 
 
 def open_live_source() -> Source:
@@ -46,8 +55,26 @@ def open_live_source() -> Source:
     """
     from gputop.sources.nvml.source import open_nvml_source
 
-    enricher = ProcessEnricher(host_proc_root=find_host_proc_root())
-    return open_nvml_source(enrich=enricher)
+    env = os.environ
+    host_proc = find_host_proc_root(host_proc_candidates(env))
+    enricher = ProcessEnricher(host_proc_root=host_proc, owners=open_owner_lookup(env, host_proc))
+    nvml = open_nvml_source(enrich=enricher)
+    return AttributedSource(
+        nvml,
+        watcher=open_watcher(env),
+        container=lambda snapshot: read_container_view(snapshot, env),
+    )
+
+
+def _notes(source: Source) -> Callable[[Snapshot], str | None]:
+    """What a headless run says once on stderr: other PID namespaces' processes, and why the
+    kubelet could not be asked."""
+
+    def note(snapshot: Snapshot) -> str | None:
+        said = [text for text in (foreign_hint(snapshot), getattr(source, "note", None)) if text]
+        return "; ".join(said) if said else None
+
+    return note
 
 
 def run_live(
@@ -116,7 +143,7 @@ def run_live(
                 out,
                 err,
                 count=options.count or 1,
-                note=foreign_hint,
+                note=_notes(source),
                 sleep=sleep,
                 clock=clock,
             )

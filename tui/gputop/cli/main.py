@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         "recorded `nvidia-smi -q -x` output.",
         epilog="Subcommands: `gputop report FILE` summarises a recording; `gputop export` "
         "serves the GPUs' metrics to Prometheus; `gputop cluster --prometheus URL` shows a "
-        "fleet.",
+        "fleet; `gputop serve` serves the TUI to web browsers (see `gputop serve --help`).",
     )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     parser.add_argument(
@@ -46,6 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --replay: read FILE as this format instead of telling it by its content "
         "(xml: `nvidia-smi -q -x`; csv: `nvidia-smi --query-gpu=... --format=csv`; text: "
         "`nvidia-smi -q`; dmon: `nvidia-smi dmon`/`pmon`)",
+    )
+    parser.add_argument(
+        "--query-gpu",
+        metavar="FIELDS",
+        help="with --replay: the fields of a CSV log written with `noheader`, as given to "
+        "nvidia-smi (e.g. --query-gpu timestamp,index,utilization.gpu,memory.used)",
+    )
+    parser.add_argument(
+        "--apps",
+        metavar="FILE",
+        type=Path,
+        help="with --replay of a `--query-gpu` CSV log: the `nvidia-smi --query-compute-apps="
+        "timestamp,gpu_uuid,pid,process_name,used_memory --format=csv -l 1` log kept beside it",
     )
     parser.add_argument(
         "--follow",
@@ -136,6 +149,8 @@ def parse_options(argv: Sequence[str]) -> Options:
         log=ns.log,
         follow=ns.follow,
         format=ns.format,
+        query_gpu=ns.query_gpu,
+        apps=ns.apps,
     )
     if options.follow and options.replay is None:
         raise BadArguments(
@@ -143,6 +158,10 @@ def parse_options(argv: Sequence[str]) -> Options:
         )
     if options.format is not None and options.replay is None:
         raise BadArguments("--format names the format of a recording: use it with --replay FILE")
+    if options.query_gpu is not None and options.replay is None:
+        raise BadArguments("--query-gpu names the columns of a CSV log: use it with --replay FILE")
+    if options.apps is not None and options.replay is None:
+        raise BadArguments("--apps names the processes of a CSV log: use it with --replay FILE")
     if options.at is not None and options.replay is None:
         raise BadArguments("--at picks a snapshot of a recording: use it with --replay FILE")
     if options.log is not None and options.replay is not None and not options.headless:
@@ -176,6 +195,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputop.cli.cluster import cluster_main
 
             return cluster_main(args[1:])
+        if args[:1] == ["serve"]:
+            release_collection()
+            from gputop.cli.serve import serve_main
+
+            return serve_main(args[1:], parse_options)
         options = tui_or_batch(parse_options(args))
         if options.headless:
             release_collection()

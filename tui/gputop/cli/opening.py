@@ -76,14 +76,20 @@ class Opening:
 
 
 def open_recording(
-    path: Path, notice: Callable[[str], None], format_name: str | None = None
+    path: Path,
+    notice: Callable[[str], None],
+    format_name: str | None = None,
+    query_gpu: str | None = None,
+    apps: Path | None = None,
 ) -> AnyRecording:
     """The recording at ``path`` in its format (or ``format_name``'s); when a pipe keeps it
     waiting a second, ``notice`` is told once, then this waits on (Ctrl+C still ends it)."""
     if not is_pipe(path):
-        return open_any(path, format_name=format_name)
+        return open_any(path, format_name=format_name, query_gpu=query_gpu, apps=apps)
     return wait_for_opening(
-        Opening(lambda: open_any(path, format_name=format_name)), notice, waiting_message(path)
+        Opening(lambda: open_any(path, format_name=format_name, query_gpu=query_gpu, apps=apps)),
+        notice,
+        waiting_message(path),
     )
 
 

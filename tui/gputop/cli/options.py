@@ -34,6 +34,14 @@ class Options:
     follow: bool = False
     """--follow: read documents appended to the replayed file as they arrive (a pipe or
     `--replay -` is followed whatever this says)."""
+    query_gpu: str | None = None
+    """--query-gpu FIELDS: the columns of a `noheader` CSV log, as given to nvidia-smi."""
+    apps: Path | None = None
+    """--apps FILE: a `--query-compute-apps` CSV log beside the replayed `--query-gpu` one."""
+    hide_commands: bool = False
+    """`gputop serve --hide-commands`: processes' command lines are left out of the view."""
+    served: bool = False
+    """A `gputop serve` browser viewer: read-only whatever the other options say."""
 
     @property
     def headless(self) -> bool:

@@ -41,6 +41,10 @@ class RecordingInput:
     """Opening or reading it can wait for ever (a FIFO with no writer, stdin)."""
     format: str | None = None
     """--format: the format to read it as (else told by its content)."""
+    query_gpu: str | None = None
+    """--query-gpu: the columns of a `noheader` CSV log."""
+    apps: Path | None = None
+    """--apps: the `--query-compute-apps` log beside it."""
 
     @property
     def may_wait(self) -> bool:
@@ -60,7 +64,13 @@ class RecordingInput:
         Raises:
             BadCapture: the recording cannot be read.
         """
-        return open_any(self.path, follow=self.follow, format_name=self.format)
+        return open_any(
+            self.path,
+            follow=self.follow,
+            format_name=self.format,
+            query_gpu=self.query_gpu,
+            apps=self.apps,
+        )
 
 
 def recording_input(options: Options) -> RecordingInput:
@@ -80,7 +90,9 @@ def recording_input(options: Options) -> RecordingInput:
         path = _STDIN_PATH
     pipe = is_pipe(path)
     name = "standard input" if reads_stdin(options) else str(options.replay)
-    return RecordingInput(path, options.follow or pipe, name, pipe, options.format)
+    return RecordingInput(
+        path, options.follow or pipe, name, pipe, options.format, options.query_gpu, options.apps
+    )
 
 
 def open_recording(options: Options, notice: Callable[[str], None]) -> AnyRecording:

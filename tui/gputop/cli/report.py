@@ -28,7 +28,15 @@ from typing import TextIO
 
 from gputop.cli.validate import Parser, gap_seconds, jobs_count
 from gputop.errors import BadArguments, BadCapture, GputopError
-from gputop.insight.report import MIN_AUTO_GAP_S, ReportBuilder, render_table, summary_to_json
+from gputop.insight.report import (
+    MIN_AUTO_GAP_S,
+    ReportBuilder,
+    gap_threshold,
+    render_table,
+    summary_to_json,
+)
+from gputop.model import Snapshot
+from gputop.sources.csvlog import CsvRecording
 from gputop.sources.formats import format_names
 
 PARALLEL_MIN_DOCUMENTS = 1000
@@ -37,7 +45,12 @@ PARALLEL_MIN_DOCUMENTS = 1000
 DOCUMENTS_PER_JOB = 400
 """At least this many documents per worker, so that each one's start-up pays off."""
 
+CSV_SNAPSHOTS_PER_DOCUMENT = 100
+"""A CSV snapshot is read in about a hundredth of an XML document's time: what counts
+towards splitting a log among workers."""
+
 _GZIP_MAGIC = b"\x1f\x8b"
+_PIPE_WAIT_S = 0.5
 
 STDIN = Path("-")
 """`gputop report -`: the recording comes on standard input."""
@@ -68,6 +81,19 @@ def build_parser() -> argparse.ArgumentParser:
         choices=format_names(),
         help="read FILE as this format instead of telling it by its content",
     )
+    parser.add_argument(
+        "--query-gpu",
+        metavar="FIELDS",
+        help="the fields of a CSV log written with `noheader`, as given to nvidia-smi "
+        "(e.g. --query-gpu timestamp,index,utilization.gpu,memory.used)",
+    )
+    parser.add_argument(
+        "--apps",
+        metavar="FILE",
+        type=Path,
+        help="with a `--query-gpu` CSV log: the `nvidia-smi --query-compute-apps=timestamp,"
+        "gpu_uuid,pid,process_name,used_memory --format=csv -l 1` log kept beside it",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     charts = parser.add_mutually_exclusive_group()
     charts.add_argument(
@@ -91,8 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs",
         type=jobs_count,
         metavar="N",
-        help="parse with N processes (default: one per CPU for recordings of "
-        f"{PARALLEL_MIN_DOCUMENTS} documents or more, in a plain, uncompressed file)",
+        help="parse with N processes (default: one per CPU for XML recordings of "
+        f"{PARALLEL_MIN_DOCUMENTS} documents or more, in a plain, uncompressed file, and for "
+        f"CSV logs of {PARALLEL_MIN_DOCUMENTS * CSV_SNAPSHOTS_PER_DOCUMENT} snapshots or more)",
     )
     return parser
 
@@ -173,13 +200,70 @@ def _say(message: str) -> None:
     print(f"gputop: {message}", file=sys.stderr, flush=True)
 
 
+_SHARED_CSV: CsvRecording | None = None
+"""The CSV log forked workers read (set before they start: a fork inherits it, scanned)."""
+
+
+def _build_csv_range(start: int, stop: int, max_gap: float, keep_samples: bool) -> ReportBuilder:
+    """A worker's part of a CSV log's report: snapshots ``start`` to ``stop``."""
+    recording = _SHARED_CSV
+    assert recording is not None
+    builder = ReportBuilder(max_gap_s=max_gap, origin=recording.origin, keep_samples=keep_samples)
+    with _collector_paused():
+        for part in recording.runs(start, stop):
+            if isinstance(part, Snapshot):
+                builder.add(part)
+            else:
+                builder.add_columns(part)
+    return builder
+
+
+def _csv_report(
+    recording: CsvRecording, max_gap: float | None, jobs: int | None, charts: bool
+) -> ReportBuilder:
+    """A CSV log's report, read column by column (``CsvRecording.runs``): the same figures
+    as snapshot by snapshot. The gap threshold is worked out first, from the log's index,
+    so that the figures add up as runs come and nothing is kept per sample unless the
+    charts need it; a long log is read by one process per CPU (a part each)."""
+    global _SHARED_CSV
+    count = len(recording)
+    if max_gap is None:
+        max_gap = gap_threshold(recording.seconds(), STEADY_MIN_GAP_S)
+    workers = job_count(count // CSV_SNAPSHOTS_PER_DOCUMENT, jobs, _cpus())
+    if workers <= 1 or charts or "fork" not in multiprocessing.get_all_start_methods():
+        _SHARED_CSV = recording
+        try:
+            return _build_csv_range(0, count, max_gap, charts)
+        finally:
+            _SHARED_CSV = None
+    starts = [count * k // workers for k in range(workers)]
+    stops = [*starts[1:], count]
+    _SHARED_CSV = recording
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            parts = list(pool.map(_build_csv_range, starts, stops, repeat(max_gap), repeat(False)))
+    finally:
+        _SHARED_CSV = None
+    return ReportBuilder.merged(parts)
+
+
 def build_report(
     path: Path,
     max_gap: float | None = None,
     jobs: int | None = None,
     format_name: str | None = None,
+    *,
+    charts: bool = True,
+    columns: bool = True,
+    query_gpu: str | None = None,
+    apps: Path | None = None,
 ) -> tuple[ReportBuilder, list[str]]:
     """Read the recording at ``path`` into a ReportBuilder; also return the reader's warnings.
+
+    ``charts``: the builder must keep the samples for ``traces``. ``columns``: a CSV log is
+    read column by column (False: snapshot by snapshot, as every other format; the figures
+    are the same).
 
     Raises:
         BadCapture: the recording cannot be read.
@@ -187,7 +271,14 @@ def build_report(
     from gputop.cli.opening import open_recording
     from gputop.sources.smi.recording import Recording
 
-    with open_recording(path, _say, format_name) as recording:
+    with open_recording(path, _say, format_name, query_gpu, apps) as recording:
+        # A pipe is followed as it comes: a report covers all of it, read once it has ended
+        # (else it would end at whatever had come when the reading caught up).
+        while recording.following:
+            recording.wait_for(len(recording), timeout=_PIPE_WAIT_S)
+        if columns and isinstance(recording, CsvRecording):
+            builder = _csv_report(recording, max_gap, jobs, charts)
+            return builder, list(recording.warnings)
         count = len(recording)
         # Workers read ranges of XML documents; other formats are read in one pass.
         splittable = isinstance(recording, Recording) and _splittable(path)
@@ -233,8 +324,18 @@ def _input_path(path: Path) -> Path:
 
 def _report(args: argparse.Namespace, out: TextIO) -> int:
     path: Path = args.file
+    interactive = out.isatty()
+    charts = bool(args.charts or (args.charts is None and interactive)) and not args.json
     try:
-        builder, warnings = build_report(_input_path(path), args.max_gap, args.jobs, args.format)
+        builder, warnings = build_report(
+            _input_path(path),
+            args.max_gap,
+            args.jobs,
+            args.format,
+            charts=charts,
+            query_gpu=args.query_gpu,
+            apps=args.apps,
+        )
     except OSError as error:
         raise BadCapture(f"{path}: {error.strerror or error}") from None
     except BadCapture as error:
@@ -266,7 +367,6 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
         return 0
     out.write(render_table(summary) + "\n")
-    interactive = out.isatty()
     if builder.backward_steps and (args.charts or interactive):
         out.write("\ncharts left out: time went backwards, so there is no one time axis\n")
     elif args.charts or (args.charts is None and interactive):

@@ -13,7 +13,7 @@ from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed, ReplayFeed
 from gputop.pipeline.loop import PollLoop
 from gputop.sinks.fanout import SnapshotSinks
-from gputop.sources.replay import ReplayPlayer, machines_warning
+from gputop.sources.replay import ReplayPlayer, Timeline, machines_warning
 from gputop.ui.render.panel_lines import PANEL_VIEW
 from gputop.ui.settings import UiSettings
 
@@ -109,7 +109,12 @@ def run_tui(
             several = machines_warning(recording, str(options.replay))
             if several is not None:
                 recording.warnings.append(several)
-        player = ReplayPlayer(recording, interval=options.interval)
+        timeline: Timeline = recording
+        if options.hide_commands:
+            from gputop.sources.redact import WithoutCommands
+
+            timeline = WithoutCommands(recording)
+        player = ReplayPlayer(timeline, interval=options.interval)
         pipeline = tui_pipeline(ReplayFeed(player), interval=options.interval, selection=selection)
         owned = True
     elif source is not None:
@@ -122,8 +127,9 @@ def run_tui(
         raise BadArguments("nothing to show: give --replay FILE, or run where NVML works")
     settings = UiSettings(
         theme=options.theme or "dark",
-        readonly=options.readonly or options.replay is not None,
+        readonly=options.readonly or options.served or options.replay is not None,
         source_label=label,
+        served=options.served,
     )
     from gputop.ui.app import GputopApp
 

@@ -77,6 +77,8 @@ gap_seconds = Bounded(float, 0.001, MAX_GAP_SECONDS, "seconds")
 """report --max-gap: the longest interval still counted."""
 jobs_count = Bounded(int, 1, MAX_JOBS, "processes")
 """report --jobs: parsing processes."""
+viewer_count = Bounded(int, 1, 1000, "viewers")
+"""serve --max-viewers: browser connections at once (each one is an app process)."""
 
 window_seconds = Bounded(float, 10.0, 7 * 24 * 3600.0, "seconds")
 """cluster --window: how long each GPU's state is judged over."""
@@ -91,6 +93,7 @@ NUMERIC_TYPES: tuple[Bounded[int] | Bounded[float], ...] = (
     pick_count,
     gap_seconds,
     jobs_count,
+    viewer_count,
     window_seconds,
     refresh_seconds,
     timeout_seconds,

@@ -605,8 +605,9 @@ def diagnose(
             Finding(
                 FindingKind.STALE,
                 Severity.WARNING,
-                f"stale: sampling this GPU did not finish in time{_since_text(since, latest)} "
-                "(a hung driver call?); values are from an earlier tick",
+                f"stale: no new values for this GPU{_since_text(since, latest)} (a hung "
+                "driver call, or a node's exporter no longer scraped); values are from an "
+                "earlier sample",
                 since,
             )
         )

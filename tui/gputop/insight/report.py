@@ -3,7 +3,10 @@ and energy.
 
 Built in one pass over the snapshots (:class:`ReportBuilder`), keeping per GPU only four
 compact arrays (time, utilization, power, state) for the percentiles, the time integrals and
-the charts: a few MB for a day of one-second samples of 8 GPUs.
+the charts: a few MB for a day of one-second samples of 8 GPUs. Given the gap threshold up
+front, it keeps none and adds the figures up as they come (``gpu_figures.RunningGpu``), and
+it takes runs of snapshots read column by column (:meth:`ReportBuilder.add_columns`): the
+figures are the same, sums being exact (``steps``).
 
 How the figures are computed (the README documents these):
 
@@ -25,60 +28,30 @@ How the figures are computed (the README documents these):
 from __future__ import annotations
 
 import itertools
-import statistics
+import math
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypeVar
+from itertools import compress, islice
+from operator import eq, lt, sub
 
-from gputop.insight.diagnosis import DEFAULT_THRESHOLDS, DiagnosisThresholds, GpuState, gpu_state
-from gputop.insight.series import known, percentile, value_or_nan
+from gputop.insight.diagnosis import DEFAULT_THRESHOLDS, DiagnosisThresholds, gpu_state
+from gputop.insight.gpu_figures import STATES as STATES
+from gputop.insight.gpu_figures import GpuSummary as GpuSummary
+from gputop.insight.gpu_figures import GpuTrace as GpuTrace
+from gputop.insight.gpu_figures import KeptGpu, RunningGpu, StateCache
+from gputop.insight.steps import Intervals, ranked
 from gputop.insight.textfmt import fmt_duration
 from gputop.model import GpuSample, Snapshot
+from gputop.model.columns import GpuColumns, SnapshotColumns
 from gputop.model.fields import IDENTITY
 from gputop.model.machine import Machine, Machines
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_watts
 
-STATES: tuple[GpuState, ...] = tuple(GpuState)
-_STATE_CODE = {state: code for code, state in enumerate(STATES)}
-
 MIN_AUTO_GAP_S = 10.0
 """The automatic gap threshold is three sampling intervals, but never below this."""
-
-
-@dataclass(frozen=True, slots=True)
-class GpuSummary:
-    """The figures of one GPU over a recording. Times in seconds, power in W, memory in bytes."""
-
-    index: int
-    name: str | None
-    uuid: str | None
-    samples: int
-    start: datetime | None
-    """None when this GPU's samples went back in time."""
-    end: datetime | None
-    duration_s: float
-    """From this GPU's first sample to its last, gaps included (the sum of the intervals that
-    went forward)."""
-    utilization_samples: int
-    """Samples that reported utilization (the statistics below are over these)."""
-    utilization_mean_pct: float | None
-    utilization_p50_pct: float | None
-    utilization_p95_pct: float | None
-    busy_s: float
-    waiting_s: float | None
-    """None when the recording holds no memory use (nor processes) for this GPU: then
-    waiting (work loaded, little done) cannot be told from idle (nothing loaded)."""
-    idle_s: float | None
-    throttled_s: float
-    unknown_s: float
-    gap_s: float
-    peak_memory_used_bytes: int | None
-    memory_total_bytes: int | None
-    peak_power_w: float | None
-    energy_wh: float | None
-    """None when no sample reported power."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,151 +76,6 @@ class RecordingSummary:
     not one recording in order); such steps count as gaps."""
 
 
-@dataclass(frozen=True, slots=True)
-class GpuTrace:
-    """One GPU's samples over time, for charts. NaN marks a value not reported."""
-
-    index: int
-    times: Sequence[float]
-    """Seconds since the recording's first timed snapshot."""
-    utilization: Sequence[float]
-    power: Sequence[float]
-    throttled: Sequence[bool]
-
-
-_N = TypeVar("_N", int, float)
-
-
-def _forward(times: Sequence[float]) -> float:
-    """The sum of the steps of ``times`` that go forward: last - first when all do."""
-    return sum(max(b - a, 0.0) for a, b in itertools.pairwise(times))
-
-
-def _peak(a: _N | None, b: _N | None) -> _N | None:
-    if a is None:
-        return b
-    return a if b is None else max(a, b)
-
-
-class _GpuAccumulator:
-    __slots__ = (
-        "end",
-        "index",
-        "memory_total",
-        "name",
-        "peak_memory",
-        "peak_power",
-        "power",
-        "start",
-        "states",
-        "times",
-        "utilization",
-        "uuid",
-    )
-
-    def __init__(self, gpu: GpuSample) -> None:
-        self.index = gpu.index
-        self.name = gpu.name
-        self.uuid = gpu.uuid
-        self.memory_total: int | None = None
-        self.peak_memory: int | None = None
-        self.peak_power: float | None = None
-        self.start: datetime | None = None
-        self.end: datetime | None = None
-        self.times = array("d")
-        self.utilization = array("d")
-        self.power = array("d")
-        self.states = bytearray()
-
-    def add(self, moment: datetime, offset: float, gpu: GpuSample, state: GpuState) -> None:
-        if self.start is None:
-            self.start = moment
-        self.end = moment
-        self.name = self.name or gpu.name
-        self.uuid = self.uuid or gpu.uuid
-        self.times.append(offset)
-        self.utilization.append(value_or_nan(gpu.utilization.gpu))
-        draw = gpu.power.draw
-        self.power.append(value_or_nan(draw))
-        self.states.append(_STATE_CODE[state])
-        used = gpu.memory.used
-        if used is not None and (self.peak_memory is None or used > self.peak_memory):
-            self.peak_memory = used
-        if gpu.memory.total is not None:
-            self.memory_total = gpu.memory.total
-        if draw is not None and (self.peak_power is None or draw > self.peak_power):
-            self.peak_power = draw
-
-    def extend(self, later: _GpuAccumulator) -> None:
-        """Append the samples of ``later``, which come after this one's."""
-        self.name = self.name or later.name
-        self.uuid = self.uuid or later.uuid
-        self.start = self.start or later.start
-        self.end = later.end or self.end
-        self.times.extend(later.times)
-        self.utilization.extend(later.utilization)
-        self.power.extend(later.power)
-        self.states.extend(later.states)
-        if later.memory_total is not None:
-            self.memory_total = later.memory_total
-        self.peak_memory = _peak(self.peak_memory, later.peak_memory)
-        self.peak_power = _peak(self.peak_power, later.peak_power)
-
-    def summary(self, max_gap_s: float) -> GpuSummary:
-        times, power, states = self.times, self.power, self.states
-        per_state = [0.0] * len(STATES)
-        gap = 0.0
-        joules = 0.0
-        backward = False
-        for i in range(len(times) - 1):
-            step = times[i + 1] - times[i]
-            if step < 0:
-                backward = True
-                continue
-            if step > max_gap_s:
-                gap += step
-                continue
-            per_state[states[i]] += step
-            before, after = power[i], power[i + 1]
-            if before == before and after == after:  # neither is NaN
-                joules += (before + after) / 2 * step
-        utils = sorted(known(self.utilization))
-        held_known = self.peak_memory is not None
-        return GpuSummary(
-            index=self.index,
-            name=self.name,
-            uuid=self.uuid,
-            samples=len(times),
-            start=None if backward else self.start,
-            end=None if backward else self.end,
-            duration_s=_forward(times),
-            utilization_samples=len(utils),
-            utilization_mean_pct=statistics.fmean(utils) if utils else None,
-            utilization_p50_pct=percentile(utils, 0.50) if utils else None,
-            utilization_p95_pct=percentile(utils, 0.95) if utils else None,
-            busy_s=per_state[_STATE_CODE[GpuState.BUSY]],
-            waiting_s=per_state[_STATE_CODE[GpuState.WAITING]] if held_known else None,
-            idle_s=per_state[_STATE_CODE[GpuState.IDLE]] if held_known else None,
-            throttled_s=per_state[_STATE_CODE[GpuState.THROTTLED]],
-            unknown_s=per_state[_STATE_CODE[GpuState.UNKNOWN]],
-            gap_s=gap,
-            peak_memory_used_bytes=self.peak_memory,
-            memory_total_bytes=self.memory_total,
-            peak_power_w=self.peak_power,
-            energy_wh=joules / 3600 if self.peak_power is not None else None,
-        )
-
-    def trace(self) -> GpuTrace:
-        throttled = _STATE_CODE[GpuState.THROTTLED]
-        return GpuTrace(
-            index=self.index,
-            times=self.times,
-            utilization=self.utilization,
-            power=self.power,
-            throttled=[code == throttled for code in self.states],
-        )
-
-
 class ReportBuilder:
     """Feed snapshots in time order with :meth:`add`; read :meth:`summary` and :meth:`traces`.
 
@@ -259,6 +87,9 @@ class ReportBuilder:
         origin: the moment offsets count from; None takes the first timed snapshot. Builders
             fed consecutive parts of one recording share it, so that :meth:`merged` can join
             them.
+        keep_samples: keep every sample of every GPU (for :meth:`traces` and
+            :meth:`merged`). False adds the figures up as samples come, in memory that does
+            not grow with the recording; it needs ``max_gap_s`` (see :func:`gap_threshold`).
     """
 
     def __init__(
@@ -268,13 +99,17 @@ class ReportBuilder:
         min_auto_gap_s: float = MIN_AUTO_GAP_S,
         thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS,
         origin: datetime | None = None,
+        keep_samples: bool = True,
     ) -> None:
         if max_gap_s is not None and max_gap_s <= 0:
             raise ValueError("max_gap_s must be positive")
+        if not keep_samples and max_gap_s is None:
+            raise ValueError("a report that keeps no samples needs max_gap_s")
         self._max_gap_s = max_gap_s
         self._min_auto_gap_s = min_auto_gap_s
         self._thresholds = thresholds
-        self._gpus: dict[str, _GpuAccumulator] = {}
+        self._keep = keep_samples
+        self._gpus: dict[str, KeptGpu | RunningGpu] = {}
         """By UUID (``index:N`` for a GPU without one)."""
         self._machines = Machines()
         self._origin = origin
@@ -284,6 +119,7 @@ class ReportBuilder:
         self._snapshots = 0
         self._untimed = 0
         self._backward = 0
+        self._states = StateCache(thresholds)
 
     def add(self, snapshot: Snapshot) -> None:
         """Take one snapshot into account (the next in time order)."""
@@ -303,16 +139,54 @@ class ReportBuilder:
         offset = (moment - self._origin).total_seconds()
         self._offsets.append(offset)
         thresholds = self._thresholds
-        seen: set[str] = set()
-        for gpu in snapshot.gpus:
-            key = gpu.uuid or f"index:{gpu.index}"
-            if key in seen:  # an edited capture giving two GPUs one UUID: still two GPUs
-                key = f"{key}@{gpu.index}"
-            seen.add(key)
-            accumulator = self._gpus.get(key)
-            if accumulator is None:
-                accumulator = self._gpus[key] = _GpuAccumulator(gpu)
-            accumulator.add(moment, offset, gpu, gpu_state(gpu, thresholds))
+        for key, gpu in zip(_keys(snapshot.gpus), snapshot.gpus, strict=True):
+            self._accumulator(key, gpu).add(moment, offset, gpu, gpu_state(gpu, thresholds))
+
+    def _accumulator(self, key: str, gpu: GpuSample | GpuColumns) -> KeptGpu | RunningGpu:
+        accumulator = self._gpus.get(key)
+        if accumulator is None:
+            if self._keep:
+                accumulator = KeptGpu(gpu)
+            else:
+                assert self._max_gap_s is not None
+                accumulator = RunningGpu(gpu, self._max_gap_s)
+            self._gpus[key] = accumulator
+        return accumulator
+
+    def add_columns(self, run: SnapshotColumns) -> None:
+        """Take a run of consecutive snapshots into account, read column by column: the
+        same figures as :meth:`add` of each of them."""
+        if not len(run):
+            return
+        self._snapshots += len(run)
+        self._machines.add(
+            Snapshot(
+                timestamp=None,
+                host=run.host,
+                gpus=tuple(GpuSample(index=g.index, name=g.name, uuid=g.uuid) for g in run.gpus),
+            )
+        )
+        if self._origin is None:
+            self._origin = run.origin
+        elif self._origin != run.origin:
+            raise ValueError("a run of columns must count from the report's origin")
+        offsets = run.offsets
+        self._first = self._first or run.first
+        if self._last is not None and run.first < self._last:
+            self._backward += 1
+        self._backward += sum(map(lt, islice(offsets, 1, None), offsets))
+        self._last = run.last
+        self._offsets.extend(offsets)
+        # Worked out once for all GPUs; only a report that keeps no samples adds them up now.
+        intervals = None if self._keep else Intervals(offsets, self.max_gap_s)
+        for key, gpu in zip(_keys(run.gpus), run.gpus, strict=True):
+            accumulator = self._accumulator(key, gpu)
+            states = self._states.of(gpu)
+            if isinstance(accumulator, RunningGpu):
+                assert intervals is not None
+                accumulator.add_columns(run, intervals, gpu, states)
+            else:
+                accumulator.add_columns(run, intervals, gpu, states)
 
     def add_all(self, snapshots: Iterable[Snapshot]) -> ReportBuilder:
         """:meth:`add` each snapshot; returns self for chaining."""
@@ -340,10 +214,13 @@ class ReportBuilder:
         if not parts:
             return cls()
         first = parts[0]
+        if any(part._keep != first._keep for part in parts):
+            raise ValueError("parts of a report must all keep their samples, or none")
         whole = cls(
             max_gap_s=first._max_gap_s,
             min_auto_gap_s=first._min_auto_gap_s,
             thresholds=first._thresholds,
+            keep_samples=first._keep,
         )
         for part in parts:
             if None not in (part._origin, first._origin) and part._origin != first._origin:
@@ -362,7 +239,11 @@ class ReportBuilder:
                 existing = whole._gpus.get(key)
                 if existing is None:
                     whole._gpus[key] = accumulator
+                elif isinstance(existing, KeptGpu):
+                    assert isinstance(accumulator, KeptGpu)
+                    existing.extend(accumulator)
                 else:
+                    assert isinstance(accumulator, RunningGpu)
                     existing.extend(accumulator)
         return whole
 
@@ -371,11 +252,7 @@ class ReportBuilder:
         """The gap threshold in use (worked out from the samples when not given)."""
         if self._max_gap_s is not None:
             return self._max_gap_s
-        offsets = self._offsets
-        steps = [b - a for a, b in itertools.pairwise(offsets) if b > a]
-        if not steps:
-            return self._min_auto_gap_s
-        return max(self._min_auto_gap_s, 3 * statistics.median(steps))
+        return gap_threshold(self._offsets, self._min_auto_gap_s)
 
     def summary(self, source: str = "", warnings: Iterable[str] = ()) -> RecordingSummary:
         """Every GPU's figures, in index order."""
@@ -395,19 +272,61 @@ class ReportBuilder:
         )
 
     def traces(self) -> tuple[GpuTrace, ...]:
-        """Every GPU's samples over time, in index order."""
-        return tuple(gpu.trace() for gpu in self._in_order())
+        """Every GPU's samples over time, in index order (none when no sample was kept)."""
+        return tuple(gpu.trace() for gpu in self._in_order() if isinstance(gpu, KeptGpu))
 
     @property
     def backward_steps(self) -> int:
         """Times a snapshot was older than the one before it."""
         return self._backward
 
-    def _in_order(self) -> list[_GpuAccumulator]:
+    def _in_order(self) -> list[KeptGpu | RunningGpu]:
         return [self._gpus[key] for key in sorted(self._gpus, key=self._order)]
 
     def _order(self, key: str) -> tuple[int, str]:
         return self._gpus[key].index, key
+
+
+def _forward(times: Sequence[float]) -> float:
+    """The sum of the steps of ``times`` that go forward: last - first when all do."""
+    return math.fsum(max(b - a, 0.0) for a, b in itertools.pairwise(times))
+
+
+def gap_threshold(offsets: Sequence[float], floor: float = MIN_AUTO_GAP_S) -> float:
+    """The automatic gap threshold of snapshots taken at ``offsets`` (seconds, in order;
+    NaN, a snapshot without a time, is left out): three times the median interval that went
+    forward, at least ``floor``.
+
+    The intervals are counted, not listed: a log's sampling intervals take few values, and
+    a list of them would be the largest thing a long log's report holds.
+    """
+    timed = compress(offsets, map(eq, offsets, offsets))
+    first, second = itertools.tee(timed)
+    next(second, None)
+    steps = Counter(filter((0.0).__lt__, map(sub, second, first)))
+    total = steps.total()
+    if not total:
+        return floor
+    ordered = sorted(steps.items())
+    # statistics.median of the listed intervals, taken from their counts.
+    middle = total // 2
+    median = ranked(ordered, middle)
+    if total % 2 == 0:
+        median = (ranked(ordered, middle - 1) + median) / 2
+    return max(floor, 3 * median)
+
+
+def _keys(gpus: Sequence[GpuSample] | Sequence[GpuColumns]) -> list[str]:
+    """Each GPU's key in a report: its UUID, else ``index:N``."""
+    keys: list[str] = []
+    seen: set[str] = set()
+    for gpu in gpus:
+        key = gpu.uuid or f"index:{gpu.index}"
+        if key in seen:  # an edited capture giving two GPUs one UUID: still two GPUs
+            key = f"{key}@{gpu.index}"
+        seen.add(key)
+        keys.append(key)
+    return keys
 
 
 def summarize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gputop.model.container import ContainerView
 from gputop.model.owner import Owner
 from gputop.model.sample import (
     Clocks,
@@ -22,6 +23,7 @@ from gputop.model.throttle import ThrottleKind, ThrottleReason
 
 __all__ = [
     "Clocks",
+    "ContainerView",
     "EccErrors",
     "GpuSample",
     "Memory",

@@ -16,7 +16,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 from gputop.model.sample import GpuSample, ProcessSample
 
@@ -179,6 +179,14 @@ POWER_LIMIT = Field(
 )
 """The enforced limit (what the GPU is held to), which DCGM and nvidia-smi name so; their
 ``power.limit`` / ``POWER_MGMT_LIMIT`` is the one set by management, often the same."""
+ENERGY = Field(
+    "power.energy",
+    "energy",
+    "J",
+    prometheus="DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    export_scale=1000,
+)
+"""A counter since the driver was loaded; DCGM's is in mJ."""
 TEMP = Field(
     "temperature.gpu",
     "temp",
@@ -188,6 +196,13 @@ TEMP = Field(
     query="temperature.gpu",
     prometheus="DCGM_FI_DEV_GPU_TEMP",
 )
+TEMP_MEMORY = Field(
+    "temperature.memory",
+    "memory temp",
+    "°C",
+    prometheus="DCGM_FI_DEV_MEMORY_TEMP",
+)
+"""HBM parts report it; others say not supported."""
 TEMP_SLOWDOWN = Field(
     "temperature.slowdown",
     "slowdown temp",
@@ -322,7 +337,9 @@ GPU_FIELDS: tuple[Field, ...] = (
     MEM_RESERVED,
     POWER_DRAW,
     POWER_LIMIT,
+    ENERGY,
     TEMP,
+    TEMP_MEMORY,
     TEMP_SLOWDOWN,
     TEMP_SHUTDOWN,
     FAN,
@@ -407,6 +424,25 @@ MIG_FIELDS: tuple[Field, ...] = (
 names with ``GPU_I_ID`` labels, so do we. A MIG instance's graphics activity (GPM, Hopper
 and later: None elsewhere) is DCGM's ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``, a ratio of 0 to 1."""
 
+OWNER_PARTS: tuple[tuple[str, str], ...] = (
+    ("container_id", "Container id"),
+    ("pod", "Pod"),
+    ("namespace", "Namespace"),
+    ("container", "Container"),
+    ("slurm_job", "Slurm job"),
+)
+"""The parts of a process's ``owner`` that ``--json`` (and labels) carry, as flat keys: a
+dashboard filters on ``pod``, not on a nested object. Runtime and pod UID stay in the model."""
+
+
+def _owner_field(name: str, label: str) -> Field:
+    def read(process: ProcessSample) -> str | None:
+        owner = process.owner
+        return None if owner is None else cast("str | None", getattr(owner, name))
+
+    return Field(f"owner.{name}", label, value=Value.TEXT, json=name, read=read)
+
+
 PROCESS_FIELDS: tuple[Field, ...] = (
     Field("pid", "PID (driver)", json="pid"),
     Field("type", "Type", value=Value.TEXT, json="type"),
@@ -443,8 +479,10 @@ PROCESS_FIELDS: tuple[Field, ...] = (
     Field("foreign", "PID namespace", value=Value.FLAG, json="foreign", host=True),
     Field("local_pid", "PID here", host=True),
     Field("owner", "Container, pod or job", value=Value.TEXT, host=True),
+    *(_owner_field(name, label) for name, label in OWNER_PARTS),
 )
-"""A process's fields, in ``ProcessSample`` order (``--json`` writes those with a key)."""
+"""A process's fields, in ``ProcessSample`` order (``--json`` writes those with a key); the
+``owner.*`` rows after them flatten the one ``owner`` value into its parts for the outputs."""
 
 PROCESS_BY_PATH: dict[str, Field] = {f.path: f for f in PROCESS_FIELDS}
 

@@ -16,6 +16,7 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from gputop.model.container import ContainerView
 from gputop.model.owner import Owner
 
 
@@ -94,6 +95,9 @@ class Power:
     default_limit: float | None = None
     min_limit: float | None = None
     max_limit: float | None = None
+    energy: float | None = None
+    """Joules used since the driver was loaded (NVML's total energy counter, Volta and
+    later; live only: no recording format carries it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +231,9 @@ class Snapshot:
     cuda_version: str | None = None
     attached_gpus: int | None = None
     """What the driver said it has; may disagree with ``len(gpus)`` in edited captures."""
+    container: ContainerView | None = None
+    """The container gputop runs in (live, inside one): the GPUs it was given, its pod;
+    None on a host, and for recordings."""
 
     def gpu(self, index: int) -> GpuSample | None:
         """The GPU with NVML index ``index``, if present."""

@@ -257,6 +257,7 @@ class Pipeline:
     # -- internals -------------------------------------------------------------------
 
     def _take(self, arrival: Arrival) -> None:
+        self._notes += arrival.notes
         if arrival.move is Move.REBUILD or (arrival.move is Move.BACK and len(self._window) <= 1):
             self._load_window()
             return

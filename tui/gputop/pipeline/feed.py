@@ -55,6 +55,8 @@ class Arrival:
     """Oldest first, whole (``--gpu`` is the pipeline's); None: a document that could not be
     read, shown as the current snapshot again (the feed's ``error`` says why)."""
     move: Move = Move.APPEND
+    notes: tuple[str, ...] = ()
+    """One-off messages from the source (``Tick.notes``): said once each."""
 
 
 NOTHING = Arrival()
@@ -125,6 +127,9 @@ class LiveFeed:
         self._error: str | None = None
         self._waiting: str | None = None
         self._closed = False
+        self._said: str | None = None
+        """The source's last ``note`` passed on (a source may say why part of its answer
+        is missing: the kubelet's PodResources cannot be asked)."""
 
     def start(self) -> Arrival:
         """Poll once."""
@@ -153,6 +158,11 @@ class LiveFeed:
                 self._error = f"{type(error).__name__}: {error}"
                 return NOTHING
         self._error = self._waiting = None
+        note = getattr(self._source, "note", None)
+        if note != self._said:
+            self._said = note
+            if note:
+                return Arrival((snapshot,), notes=(note,))
         return Arrival((snapshot,))
 
     def apply(self, command: Command) -> Arrival:

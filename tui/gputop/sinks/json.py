@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gputop.model import GpuSample, Snapshot
+from gputop.model import ContainerView, GpuSample, Owner, Snapshot
 from gputop.model.fields import GPU_FIELDS, MIG_FIELDS, PROCESS_FIELDS, Field, Value
 
 
@@ -18,7 +18,37 @@ def snapshot_dict(snapshot: Snapshot) -> dict[str, Any]:
         "driver_version": snapshot.driver_version,
         "cuda_version": snapshot.cuda_version,
         "attached_gpus": snapshot.attached_gpus,
+        "container": _container_dict(snapshot.container),
         "gpus": [_gpu_dict(gpu) for gpu in snapshot.gpus],
+    }
+
+
+def holder_dict(owner: Owner) -> dict[str, Any]:
+    """A pod the kubelet gave a GPU or MIG device to (``holders``)."""
+    return {
+        "pod": owner.pod,
+        "namespace": owner.namespace,
+        "container": owner.container,
+        "pod_uid": owner.pod_uid,
+    }
+
+
+def _container_dict(container: ContainerView | None) -> dict[str, Any] | None:
+    """The container gputop runs in (live, inside one); null elsewhere."""
+    if container is None:
+        return None
+    return {
+        "pod": container.pod,
+        "namespace": container.namespace,
+        "node": container.node,
+        "container": container.container,
+        "kubernetes": container.kubernetes,
+        "variable": container.variable,
+        "requested": container.requested,
+        "given": list(container.given),
+        "unmatched": list(container.unmatched),
+        "all_gpus": container.all_gpus,
+        "no_gpus": container.no_gpus,
     }
 
 
@@ -36,8 +66,15 @@ def _fields_dict(fields: tuple[Field, ...], obj: object) -> dict[str, Any]:
 
 def _gpu_dict(gpu: GpuSample) -> dict[str, Any]:
     out = _fields_dict(GPU_FIELDS, gpu)
-    out["mig_devices"] = [_fields_dict(MIG_FIELDS, device) for device in gpu.mig_devices]
+    out["mig_devices"] = [
+        {
+            **_fields_dict(MIG_FIELDS, device),
+            "holders": [holder_dict(owner) for owner in device.holders],
+        }
+        for device in gpu.mig_devices
+    ]
     out["processes"] = [_fields_dict(PROCESS_FIELDS, process) for process in gpu.processes]
+    out["holders"] = [holder_dict(owner) for owner in gpu.holders]
     out["unavailable"] = {path: reason.value for path, reason in gpu.unavailable}
     return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
+from gputop.model import GpuSample, MigDeviceSample, Owner, ProcessSample, Snapshot
 from gputop.model.units import (
     fmt_celsius,
     fmt_memory_pair,
@@ -25,6 +25,8 @@ def format_summary(snapshot: Snapshot) -> str:
         f"{'GPU':>3}  {'Name':<28} {'Util':>5} {'Memory used / total':>21} "
         f"{'Power / limit':>13} {'Temp':>5} {'Fan':>5} {'Perf':>4}",
     ]
+    if snapshot.container is not None:
+        lines.insert(1, f"This container: {snapshot.container.describe()}")
     devices = [device for gpu in snapshot.gpus for device in gpu.mig_devices]
     # Ids as wide as the widest (GI 7 above GI 13), so the columns after them line up.
     widths = _MigWidths(
@@ -34,7 +36,11 @@ def format_summary(snapshot: Snapshot) -> str:
     )
     for gpu in snapshot.gpus:
         lines.append(_gpu_line(gpu))
-        lines.extend(_mig_line(device, widths) for device in gpu.mig_devices)
+        if gpu.holders:
+            lines.append(f"{'':>3}  held by {_holders(gpu.holders)}")
+        for device in gpu.mig_devices:
+            line = _mig_line(device, widths)
+            lines.append(f"{line}  held by {_holders(device.holders)}" if device.holders else line)
     footnote = _derived_footnote(devices)
     if footnote:
         lines.append(footnote)
@@ -49,9 +55,42 @@ def format_summary(snapshot: Snapshot) -> str:
             _process_line(place, width, process)
             for place, (_, process) in zip(places, processes, strict=True)
         )
+        others = [process for _, process in processes if process.foreign]
+        if snapshot.container is not None and others:
+            memory = sum(process.memory_used or 0 for process in others)
+            lines.append(
+                f"{len(others)} of these belong to other containers (their PIDs are the "
+                f"host's), using {fmt_mib(memory).strip()} of GPU memory"
+            )
     else:
         lines.append("No processes.")
     return "\n".join(lines)
+
+
+def owner_text(owner: Owner | None) -> str | None:
+    """``pod ml/trainer-0 (trainer)``, ``docker train-1``, ``Slurm job 4711``; None when
+    nothing is known."""
+    if owner is None or not owner.is_known:
+        return None
+    parts: list[str] = []
+    if owner.pod is not None:
+        where = f"{owner.namespace}/" if owner.namespace else ""
+        parts.append(f"pod {where}{owner.pod}")
+    elif owner.pod_uid is not None:
+        parts.append(f"pod {owner.pod_uid}")
+    if owner.container is not None:
+        parts.append(
+            f"({owner.container})" if parts else f"{owner.runtime or 'container'} {owner.container}"
+        )
+    elif owner.container_id is not None and owner.pod is None:
+        parts.append(f"{owner.runtime or 'container'} {owner.container_id[:12]}")
+    if owner.slurm_job is not None:
+        parts.append(f"Slurm job {owner.slurm_job}")
+    return " ".join(parts) or None
+
+
+def _holders(holders: tuple[Owner, ...]) -> str:
+    return ", ".join(owner_text(owner) or "?" for owner in holders)
 
 
 def _gpu_line(gpu: GpuSample) -> str:
@@ -119,10 +158,12 @@ def _place(index: int, process: ProcessSample) -> str:
 
 
 def _process_line(where: str, width: int, process: ProcessSample) -> str:
-    return (
+    line = (
         f"{where:>{width}}  {process.pid:>8} {fmt_text(process.type):<4} "
         f"{fmt_mib(process.memory_used):>9}  {fmt_text(process.command or process.name)}"
     )
+    owner = owner_text(process.owner)
+    return line if owner is None else f"{line}  [{owner}]"
 
 
 def _id(value: int | None) -> str | None:

@@ -27,7 +27,8 @@ from typing import Protocol
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
 from gputop.sources import csvlog, dmon
-from gputop.sources.logs import SpooledOpener, spool_stream
+from gputop.sources.csvlog.apps import AppsLog, WithApps, sampling_interval
+from gputop.sources.logs import SpooledOpener, spool_gzip, spool_stream
 from gputop.sources.smi import text
 from gputop.sources.smi.recording import Recording as XmlRecording
 
@@ -115,7 +116,8 @@ FORMATS: list[Format] = [
     ),
     Format(
         "csv",
-        "`nvidia-smi --query-gpu=... --format=csv [-l N]` logs (with their header line)",
+        "`nvidia-smi --query-gpu=... --format=csv [-l N]` logs (with their header line, or "
+        "its fields named by --query-gpu)",
         csvlog.looks_like,
         csvlog.CsvRecording.open,
     ),
@@ -184,6 +186,14 @@ def _enough(head: bytes) -> bool:
     text = head.lstrip(_BLANK)
     # A gzip's first bytes may not inflate to a whole line: it is read to _HEAD or its end.
     return not head.startswith(_GZIP_MAGIC) and (b"\n" in text or text.startswith(b"<"))
+
+
+def _starts_gzip(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(2) == _GZIP_MAGIC
+    except OSError:
+        return False  # the reader says what is wrong with it
 
 
 def is_pipe(path: Path) -> bool:
@@ -271,16 +281,59 @@ def open_recording(
     follow: bool = False,
     format_name: str | None = None,
     waiting: Callable[[], None] | None = None,
+    query_gpu: str | None = None,
+    apps: Path | None = None,
 ) -> AnyRecording:
-    """Open a recording in whichever format it is (or ``format_name``'s).
+    """Open a recording (see ``_open``); ``apps``: a `--query-compute-apps` CSV log kept
+    beside a `--query-gpu` one, whose processes its snapshots take (``csvlog.apps``).
+
+    Raises:
+        BadCapture: unreadable, or in no format gputop reads (the line lists them).
+    """
+    recording = _open(
+        path, follow=follow, format_name=format_name, waiting=waiting, query_gpu=query_gpu
+    )
+    if apps is None:
+        return recording
+    try:
+        if not isinstance(recording, csvlog.CsvRecording):
+            raise BadCapture(
+                f"--apps {apps}: the processes of a `--query-gpu` CSV log; {path} is not one"
+            )
+        log = AppsLog.read(Path(apps))
+        return WithApps(recording, log, sampling_interval(recording.seconds()))
+    except BadCapture:
+        recording.close()
+        raise
+
+
+def _open(
+    path: Path | str,
+    *,
+    follow: bool = False,
+    format_name: str | None = None,
+    waiting: Callable[[], None] | None = None,
+    query_gpu: str | None = None,
+) -> AnyRecording:
+    """Open a recording in whichever format it is (or ``format_name``'s). ``query_gpu``:
+    the fields of a `--query-gpu` CSV log written with ``noheader``, as given to
+    nvidia-smi (the log is then read as CSV).
 
     Raises:
         BadCapture: unreadable, or in no format gputop reads (the line lists them).
     """
     path = Path(path)
     chosen = None if format_name is None else by_name(format_name)
-    if path.is_dir() or (chosen is not None and not is_pipe(path)):
+    if query_gpu is not None:
+        if chosen is not None and chosen.name != "csv":
+            raise BadCapture(f"--query-gpu names the columns of a CSV log, not of {chosen.name}")
+        chosen = _with_query(query_gpu)
+    if path.is_dir():
         return (chosen or FORMATS[0]).open(path, follow=follow, waiting=waiting)
+    if chosen is not None and not is_pipe(path):
+        if chosen.spooled is not None and _starts_gzip(path):
+            return spool_gzip(path, chosen.spooled, follow=follow)
+        return chosen.open(path, follow=follow, waiting=waiting)
     if is_pipe(path):
         try:
             head, fd = _head_of_pipe(path, waiting)
@@ -303,13 +356,36 @@ def open_recording(
         recording.path = path  # warnings name what the user gave, not the relay
         return recording
     head = _head_of_file(path, follow, waiting)
-    return _identify(path, head).open(path, follow=follow, waiting=waiting)
+    found = _identify(path, head)
+    if found.spooled is not None and head.startswith(_GZIP_MAGIC):
+        # A text log is read from a plain file it can seek in: inflated into one first.
+        return spool_gzip(path, found.spooled, follow=follow)
+    return found.open(path, follow=follow, waiting=waiting)
+
+
+def _with_query(query_gpu: str) -> Format:
+    """The CSV format, its columns named by ``query_gpu`` (checked here, before any read)."""
+    csvlog.query_schema(query_gpu)
+    csv = by_name("csv")
+
+    def open_csv(
+        path: Path | str, *, follow: bool = False, waiting: Callable[[], None] | None = None
+    ) -> AnyRecording:
+        return csvlog.CsvRecording.open(path, follow=follow, waiting=waiting, query=query_gpu)
+
+    return Format(csv.name, csv.description, csv.looks_like, open_csv)
 
 
 def _identify(path: Path, head: bytes) -> Format:
     if not head.strip(_BLANK) or (head.startswith(_GZIP_MAGIC) and not _inflated(head)):
         return FORMATS[0]  # its reader says why: empty, only white space, a bad gzip
     found = detect(head)
+    if found is None and csvlog.looks_like_noheader(
+        _inflated(head) if head.startswith(_GZIP_MAGIC) else head
+    ):
+        raise BadCapture(
+            f"{path}: a `--query-gpu` CSV log without its header line; {csvlog.NOHEADER_HINT}"
+        )
     if found is None:
         raise BadCapture(f"{path}: not a recording gputop reads; it reads {readable_formats()}")
     return found

@@ -14,14 +14,14 @@ import stat
 import threading
 import time
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import TracebackType
 from typing import BinaryIO, Protocol
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
+from gputop.sources.indexed import IndexedLog
 from gputop.sources.stamps import last_at_or_before
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
@@ -88,11 +88,10 @@ def open_regular(path: Path) -> BinaryIO:
 _QUIET_S = 0.5
 """A followed log whose last sample got no line for this long has that sample whole:
 nvidia-smi writes a sample's lines at once, and no line says a sample is over."""
-_WAIT_SLICE = 0.25
 _READ_BYTES = 1 << 20
 
 
-class LineLog:
+class LineLog(IndexedLog):
     """A scanned text log: the Timeline that replay, `--once`/`--json` and `report` read.
 
     ``parse`` turns the bytes of snapshot ``index`` (and its layout number) into a Snapshot;
@@ -186,32 +185,13 @@ class LineLog:
                 self._ordered = False
         self._checked = len(stamps)
 
-    def wait_for(self, index: int, timeout: float | None = None) -> bool:
-        """Whether snapshot ``index`` exists, waiting (followed) up to ``timeout`` seconds
-        for it to be written."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while index >= len(self):
-            if not self._follow or index < 0:
-                return False
-            pause = _WAIT_SLICE
-            if deadline is not None:
-                pause = min(pause, deadline - time.monotonic())
-                if pause <= 0:
-                    return False
-            time.sleep(pause)
-        return index >= 0 or -index <= len(self)
-
-    def __len__(self) -> int:
+    def _reach(self, index: int) -> bool:
         if self._follow:
             self._grow()
-        return len(self._index)
+        return index < len(self._index)
 
-    def _resolve(self, index: int) -> int:
-        count = len(self)
-        resolved = index + count if index < 0 else index
-        if not 0 <= resolved < count:
-            raise IndexError(f"snapshot {index} is out of range")
-        return resolved
+    def _count(self) -> int:
+        return len(self._index)
 
     def timestamp(self, index: int) -> datetime | None:
         """When snapshot ``index`` was taken (None where the log gives no time)."""
@@ -241,26 +221,6 @@ class LineLog:
             raise BadCapture(f"snapshot {index} (byte {start}): {error}") from None
         return snapshot
 
-    def __iter__(self) -> Iterator[Snapshot]:
-        """Every readable snapshot in order; unreadable ones are skipped with a warning."""
-        index = -1
-        while (index := index + 1) < len(self):
-            try:
-                yield self.snapshot(index)
-            except BadCapture as error:
-                self.warnings.append(f"{self.path}: skipped {error}")
-
     def close(self) -> None:
         """Close the file."""
         self._handle.close()
-
-    def __enter__(self) -> LineLog:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -8,9 +8,11 @@ log and hands it here with the first bytes it read to tell.
 
 from __future__ import annotations
 
+import gzip
 import os
 import tempfile
 import threading
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,17 +25,26 @@ SpooledOpener = Callable[..., LineLog]
 """``opener(path, follow=True, ended=event)``: a text log read from a growing copy."""
 
 
-def _copy(source: int, sink: int, ended: threading.Event) -> None:
-    """Copy the pipe ``source`` into ``sink`` until its writer closes it."""
+def _copy(
+    read: Callable[[], bytes],
+    done: Callable[[], None],
+    sink: int,
+    ended: threading.Event,
+    problems: list[str] | None = None,
+) -> None:
+    """Copy what ``read`` gives into ``sink`` until it gives nothing; a read that fails
+    ends the copy, said in ``problems`` when given."""
     try:
-        while chunk := os.read(source, _READ_BYTES):
+        while chunk := read():
             view = memoryview(chunk)
             while view:
                 view = view[os.write(sink, view) :]
-    except OSError:
-        pass  # the reader went away (gputop is exiting) or the pipe broke: nothing to tell
+    except (OSError, EOFError, zlib.error) as error:
+        # The reader went away (gputop is exiting), the pipe broke, or a gzip is cut off.
+        if problems is not None:
+            problems.append(f"the data stopped early ({error or 'cut off'})")
     finally:
-        os.close(source)
+        done()
         os.close(sink)
         ended.set()
 
@@ -60,7 +71,10 @@ def spool_stream(
     try:
         os.write(spool, head)
         threading.Thread(
-            target=_copy, args=(source, spool, ended), name="gputop-spool", daemon=True
+            target=_copy,
+            args=(lambda: os.read(source, _READ_BYTES), lambda: os.close(source), spool, ended),
+            name="gputop-spool",
+            daemon=True,
         ).start()
         try:
             log = opener(Path(spool_path), follow=True, ended=ended)
@@ -78,4 +92,49 @@ def spool_stream(
         len(log)  # reads to the end, which ends following
     log.path = Path(name)
     log.warnings[:] = [warning.replace(spool_path, name) for warning in log.warnings]
+    return log
+
+
+def spool_gzip(path: Path, opener: SpooledOpener, *, follow: bool) -> LineLog:
+    """The text log gzipped in the file ``path`` (`nvidia-smi -q -l 5 | gzip > run.txt.gz`),
+    inflated into an unnamed temporary file as it is read.
+
+    Raises:
+        BadCapture: unreadable, no room for the copy, or not that log once inflated.
+    """
+    try:
+        handle = gzip.open(path, "rb")  # noqa: SIM115 - closed by the copying thread
+        head = handle.read1(_READ_BYTES)
+    except (OSError, EOFError, zlib.error) as error:
+        raise BadCapture(f"{path}: not a readable gzip ({error})") from None
+    try:
+        spool, spool_path = tempfile.mkstemp(prefix="gputop-", suffix=".log")
+    except OSError as error:
+        handle.close()
+        raise BadCapture(
+            f"{path}: no room to inflate it in {tempfile.gettempdir()} "
+            f"({(error.strerror or str(error)).lower()}); point TMPDIR elsewhere"
+        ) from None
+    ended = threading.Event()
+    problems: list[str] = []
+    try:
+        os.write(spool, head)
+        threading.Thread(
+            target=_copy,
+            args=(lambda: handle.read1(_READ_BYTES), handle.close, spool, ended, problems),
+            name="gputop-gunzip",
+            daemon=True,
+        ).start()
+        try:
+            log = opener(Path(spool_path), follow=True, ended=ended)
+        except BadCapture as error:
+            raise BadCapture(str(error).replace(spool_path, str(path))) from None
+    finally:
+        os.unlink(spool_path)
+    if not follow:
+        ended.wait()
+        len(log)  # reads to the end, which ends following
+    log.path = path
+    log.warnings[:] = [warning.replace(spool_path, str(path)) for warning in log.warnings]
+    log.warnings.extend(f"{path}: {problem}" for problem in problems)
     return log

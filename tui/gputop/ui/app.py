@@ -98,6 +98,12 @@ class GputopApp(App[int]):
         """
         return self.main_screen
 
+    def on_app_focus(self) -> None:
+        """A browser tab came back: make sure the keys reach a widget (``ui/focus.py``)."""
+        from gputop.ui.focus import focus_if_nothing_is
+
+        self.call_after_refresh(focus_if_nothing_is, self)
+
     def on_mount(self) -> None:
         """Start the loop."""
         self.loop.start(self._deliver, self._failed)

@@ -24,6 +24,9 @@ class UiSettings:
     """Show wall-clock time; snapshot tests turn it off."""
     animate: bool = True
     """Textual animations; tests turn them off."""
+    served: bool = False
+    """A `gputop serve` browser viewer: no signal keys at all (not even to say they are
+    off), and the sampling interval is the server's, not the viewer's to change."""
 
     @property
     def textual_theme(self) -> str:

@@ -1,5 +1,11 @@
 """`nvidia-smi --query-gpu=... --format=csv` logs read as recordings (``CsvRecording``)."""
 
-from gputop.sources.csvlog.recording import CsvRecording, looks_like
+from gputop.sources.csvlog.recording import (
+    NOHEADER_HINT,
+    CsvRecording,
+    looks_like,
+    looks_like_noheader,
+    query_schema,
+)
 
-__all__ = ["CsvRecording", "looks_like"]
+__all__ = ["NOHEADER_HINT", "CsvRecording", "looks_like", "looks_like_noheader", "query_schema"]

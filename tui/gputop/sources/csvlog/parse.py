@@ -8,7 +8,7 @@ value it cannot give is a bracketed word (``[N/A]``, ``[Not Supported]``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -264,10 +264,18 @@ def split_row(line: str, width: int) -> list[str] | None:
     return cells
 
 
-def _gpu(schema: Schema, cells: Sequence[str], position: int) -> tuple[GpuSample, dict[str, Any]]:
+Column = tuple[int, str, Converter]
+"""(cell position, model path, converter), as in ``Schema.columns``."""
+
+
+def row_values(
+    columns: Sequence[Column], cells: Sequence[str] | Mapping[int, str]
+) -> tuple[dict[str, Any], dict[str, Reason]]:
+    """The values of a row's ``columns`` by path (the first column of a path that holds
+    one wins), and why each path that none holds is missing."""
     values: dict[str, Any] = {}
     missing: dict[str, Reason] = {}
-    for at, path, convert in schema.columns:
+    for at, path, convert in columns:
         if path in values:
             continue
         value = convert(cells[at].strip())
@@ -276,8 +284,13 @@ def _gpu(schema: Schema, cells: Sequence[str], position: int) -> tuple[GpuSample
         else:
             values[path] = value
             missing.pop(path, None)
-    get = values.get
-    reasons = get("throttle_reasons")
+    return values, missing
+
+
+def throttle_reasons(values: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The active clock-event reasons of a row's values: its bitmask column, else its
+    one-reason columns; None when it holds neither."""
+    reasons: tuple[str, ...] | None = values.get("throttle_reasons")
     if reasons is None:
         flags = {
             path[len("throttle_reasons.") :]: on
@@ -286,7 +299,15 @@ def _gpu(schema: Schema, cells: Sequence[str], position: int) -> tuple[GpuSample
         }
         if flags:
             reasons = tuple(name for name, on in flags.items() if on)
-            missing.pop("throttle_reasons", None)
+    return reasons
+
+
+def _gpu(schema: Schema, cells: Sequence[str], position: int) -> tuple[GpuSample, dict[str, Any]]:
+    values, missing = row_values(schema.columns, cells)
+    get = values.get
+    reasons = throttle_reasons(values)
+    if reasons is not None:
+        missing.pop("throttle_reasons", None)
     unavailable: dict[str, Reason] = {}
     for path, reason in missing.items():
         if path.startswith("throttle_reasons."):
@@ -351,7 +372,7 @@ def _gpu(schema: Schema, cells: Sequence[str], position: int) -> tuple[GpuSample
     return gpu, values
 
 
-def _with_processes(
+def with_processes(
     gpus: list[GpuSample], processes: Sequence[tuple[str | None, str | None, ProcessSample]]
 ) -> list[GpuSample]:
     """Each GPU with the processes whose GPU UUID or bus id is its own (all of them, for
@@ -385,7 +406,7 @@ def parse_block(
         gpus.append(gpu)
         if not first:
             first = values
-    gpus = _with_processes(gpus, processes)
+    gpus = with_processes(gpus, processes)
     stamp = first.get("timestamp")
     return Snapshot(
         timestamp=stamp if isinstance(stamp, datetime) else None,

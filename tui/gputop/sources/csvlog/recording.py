@@ -27,14 +27,17 @@ import threading
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
+from itertools import islice
+from operator import add, ne, sub
 from pathlib import Path
-from types import TracebackType
 from typing import BinaryIO
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
+from gputop.model.columns import SnapshotColumns
+from gputop.sources.csvlog.bulk import RunReader
 from gputop.sources.csvlog.parse import (
     AppsSchema,
     Schema,
@@ -43,6 +46,7 @@ from gputop.sources.csvlog.parse import (
     parse_block,
     parse_timestamp,
 )
+from gputop.sources.indexed import WAIT_SLICE, IndexedLog
 from gputop.sources.stamps import last_at_or_before
 
 _CHUNK = 1 << 20
@@ -50,11 +54,13 @@ _MAX_LINE = 1 << 16
 """A line longer than this is no nvidia-smi CSV row (the widest query is about 6 KB)."""
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 31
-_WAIT_SLICE = 0.25
 _NO_STAMP = math.nan
 _SEPARATOR = b", "
 _LOWER_LINE = re.compile(rb"\n[a-z]")
 """A line that starts with a lower-case letter (after the newline before it)."""
+_RUN_BYTES = 1 << 20
+"""How much of the log `runs` reads at once."""
+_SMALLEST_RUN = 16
 _SETTLE = 0.5
 """Seconds a followed log must stay still before its last snapshot is taken as whole."""
 
@@ -74,6 +80,58 @@ def looks_like(head: bytes) -> bool:
     except BadCapture:
         return False
     return True
+
+
+NOHEADER_HINT = (
+    "a log written with `noheader` is read when its fields are named as they were given "
+    "to nvidia-smi: --query-gpu timestamp,index,utilization.gpu,memory.used"
+)
+
+_QUERY_NAME = re.compile(r"[a-z_][a-zA-Z0-9_.]*")
+_NUMBER_CELL = re.compile(r"-?[0-9]+(\.[0-9]+)? ?(%|MiB|W|MHz|C)?")
+
+
+def query_schema(query: str) -> Schema:
+    """The columns of a `noheader` log, from the fields given to `--query-gpu=`.
+
+    Raises:
+        BadCapture: not a comma list of field names, or none that gputop reads.
+    """
+    names = [name.strip() for name in query.split(",")]
+    bad = next((name for name in names if not _QUERY_NAME.fullmatch(name)), None)
+    if bad is not None:
+        raise BadCapture(
+            f"--query-gpu {query}: {bad!r} is not a field name (give them as to nvidia-smi: "
+            "timestamp,index,utilization.gpu)"
+        )
+    try:
+        return Schema.parse(", ".join(names))
+    except BadCapture:
+        raise BadCapture(
+            f"--query-gpu {query}: names no field gputop reads (see `nvidia-smi "
+            "--help-query-gpu`; gputop reads e.g. timestamp, index, utilization.gpu, "
+            "memory.used, power.draw)"
+        ) from None
+
+
+def looks_like_noheader(head: bytes) -> bool:
+    """Whether ``head`` starts a `--query-gpu` CSV log written with ``noheader``: its first
+    line is cells of values (a time, numbers with or without their unit, `[N/A]`), no
+    header."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0]
+    try:
+        line = text.decode("ascii").rstrip("\r")
+    except UnicodeDecodeError:
+        return False
+    cells = line.split(", ")
+    if len(cells) < 2 or is_header(line):
+        return False
+    return any(
+        parse_timestamp(cell) is not None
+        or _NUMBER_CELL.fullmatch(cell)
+        or (cell.startswith("[") and cell.endswith("]"))
+        for cell in cells
+    )
 
 
 class _Data:
@@ -202,7 +260,7 @@ def _open_data(path: Path, follow: bool, warnings: list[str]) -> _Data:
     return _FileData(handle, follow=follow)
 
 
-class CsvRecording:
+class CsvRecording(IndexedLog):
     """The snapshots of a `--query-gpu` CSV log, in order, by index or time (a Timeline)."""
 
     def __init__(self, path: Path, data: _Data, warnings: list[str], *, follow: bool) -> None:
@@ -244,15 +302,20 @@ class CsvRecording:
         *,
         follow: bool = False,
         waiting: Callable[[], None] | None = None,
+        query: str | None = None,
     ) -> CsvRecording:
-        """Open a CSV log (a file, .gz, or pipe).
+        """Open a CSV log (a file, .gz, or pipe). ``query``: the fields it holds, as given
+        to `nvidia-smi --query-gpu=` (``timestamp,index,utilization.gpu``), for a log
+        written with ``noheader`` (a header line in the log still says what follows it).
 
         Raises:
             BadCapture: missing, unreadable, or no header and snapshot could be read.
         """
         path = Path(path)
+        schema = None if query is None else query_schema(query)
         warnings: list[str] = []
         recording = cls(path, _open_data(path, follow, warnings), warnings, follow=follow)
+        recording._schema = schema
         try:
             recording._check_first(waiting)
         except BadCapture:
@@ -271,15 +334,15 @@ class CsvRecording:
                 said = True
                 assert waiting is not None
                 waiting()
-            self._data.wait(_WAIT_SLICE)
+            self._data.wait(WAIT_SLICE)
         self.snapshot(0)
 
     def _no_header(self) -> str:
         if self._data.available() == 0:
             return "empty file"
         return (
-            "not an `nvidia-smi --query-gpu ... --format=csv` log (its first line is not a "
-            "header of query fields; a `noheader` log cannot be read)"
+            "not an `nvidia-smi --query-gpu ... --format=csv` log: its first line is not a "
+            f"header of query fields ({NOHEADER_HINT})"
         )
 
     @property
@@ -502,38 +565,22 @@ class CsvRecording:
                         self._close_block()
                         continue
                     break  # a followed log: this is all there is for now
-                self._data.wait(_WAIT_SLICE)  # a gzip still being inflated: it will end
+                self._data.wait(WAIT_SLICE)  # a gzip still being inflated: it will end
         return len(self._starts) > index
 
     def _scan_all(self) -> None:
         self._scan_until(2**62)
 
-    def wait_for(self, index: int, timeout: float | None = None) -> bool:
-        """Scan until snapshot ``index`` exists, waiting for a followed log to grow."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._scan_until(index):
-            if not self.following:
-                return False
-            pause = _WAIT_SLICE
-            if deadline is not None:
-                pause = min(pause, deadline - time.monotonic())
-                if pause <= 0:
-                    return False
-            self._data.wait(pause)
-        return True
-
     # -- the Timeline --------------------------------------------------------------------
 
-    def __len__(self) -> int:
-        self._scan_all()
+    def _reach(self, index: int) -> bool:
+        return self._scan_until(index)
+
+    def _count(self) -> int:
         return len(self._starts)
 
-    def _resolve(self, index: int) -> int:
-        if index < 0:
-            index += len(self)
-        if index < 0 or not self._scan_until(index):
-            raise IndexError(f"snapshot {index} is out of range")
-        return index
+    def _pause(self, seconds: float) -> None:
+        self._data.wait(seconds)
 
     def snapshot(self, index: int) -> Snapshot:
         """The snapshot at ``index`` (negative counts from the end).
@@ -580,23 +627,68 @@ class CsvRecording:
         seconds = (moment - self._base).total_seconds()
         return last_at_or_before(self._stamps, seconds, ordered=self._ordered)
 
-    def __iter__(self) -> Iterator[Snapshot]:
-        index = 0
-        while self._scan_until(index):
-            yield self.snapshot(index)
-            index += 1
+    def runs(
+        self, start: int = 0, stop: int | None = None, run_bytes: int = _RUN_BYTES
+    ) -> Iterator[SnapshotColumns | Snapshot]:
+        """Snapshots ``start`` to ``stop`` (all of them by default) in order, as
+        ``snapshot`` gives them, but runs of plain snapshots of up to ``run_bytes`` handed
+        over as columns (``bulk``): what `report` reads."""
+        self._scan_all()
+        starts, ends, firsts = self._starts, self._ends, self._schema_firsts
+        count = len(starts) if stop is None else min(stop, len(starts))
+        # Where runs must end: a new header, or anything between two snapshots.
+        breaks = [*firsts[1:], count]
+        breaks.extend(
+            itertools.compress(
+                range(1, count),
+                map(ne, islice(starts, 1, None), map(add, ends, itertools.repeat(1))),
+            )
+        )
+        breaks = [*sorted({spot for spot in breaks if spot < count}), count]
+        readers: dict[int, RunReader] = {}
+        index = max(start, 0)
+        while index < count:
+            layout = bisect.bisect_right(firsts, index) - 1
+            limit = breaks[bisect.bisect_right(breaks, index)]
+            begin = starts[index]
+            end = min(limit, max(bisect.bisect_right(starts, begin + run_bytes), index + 1))
+            reader = readers.get(layout)
+            if reader is None:
+                reader = readers[layout] = RunReader(self._schemas[layout])
+            yield from self._run(reader, index, end)
+            index = end
+
+    def _run(
+        self, reader: RunReader, index: int, stop: int
+    ) -> Iterator[SnapshotColumns | Snapshot]:
+        """Snapshots ``index`` to ``stop`` (back to back), as columns where they are plain."""
+        begin = self._starts[index]
+        data = self._data.read(begin, self._ends[stop - 1] - begin)
+        offsets = list(map(sub, self._starts[index:stop], itertools.repeat(begin)))
+        run = reader.read(data, offsets, self._stamps[index:stop], self._base)
+        if run is not None:
+            yield run
+        elif stop - index > _SMALLEST_RUN:
+            # Halves: one odd snapshot costs only the rows around it.
+            middle = (index + stop) // 2
+            yield from self._run(reader, index, middle)
+            yield from self._run(reader, middle, stop)
+        else:
+            for position in range(index, stop):
+                yield self.snapshot(position)
+
+    @property
+    def origin(self) -> datetime | None:
+        """The time of the first timed snapshot, which ``seconds`` count from."""
+        self._scan_all()
+        return self._base
+
+    def seconds(self) -> Sequence[float]:
+        """When each snapshot was taken, in seconds after the first timed one (NaN: no
+        time): the offsets `report` counts from, without reading a row."""
+        self._scan_all()
+        return self._stamps
 
     def close(self) -> None:
         """Close the file (and remove a temporary copy)."""
         self._data.close()
-
-    def __enter__(self) -> CsvRecording:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -30,14 +30,14 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol, TypeVar
 
 import psutil
 
-from gputop.model import ProcessSample, Snapshot
+from gputop.model import Owner, ProcessSample, Snapshot
 from gputop.model.fields import host_facts
 
 FOREIGN_HINT = (
@@ -48,6 +48,16 @@ FOREIGN_HINT = (
 
 HOST_PROC_CANDIDATES = (Path("/host/proc"),)
 """Where monitoring containers conventionally mount the host's procfs."""
+
+HOST_PROC_VARIABLE = "GPUTOP_HOST_PROC"
+"""Where the host's procfs is mounted, when not at one of ``HOST_PROC_CANDIDATES``."""
+
+
+def host_proc_candidates(environ: Mapping[str, str]) -> tuple[Path, ...]:
+    """``$GPUTOP_HOST_PROC`` first when set, then the conventional places."""
+    given = environ.get(HOST_PROC_VARIABLE)
+    return (Path(given), *HOST_PROC_CANDIDATES) if given else HOST_PROC_CANDIDATES
+
 
 CPU_MIN_GAP = 0.1
 """Seconds; a cpu_percent over a shorter span is noise (and resets psutil's baseline)."""
@@ -91,6 +101,13 @@ class _HasRss(Protocol):
 
 
 ProcessFactory = Callable[[int], ProcessLike]
+
+
+class OwnerSource(Protocol):
+    """Who a process belongs to (``owners.OwnerLookup``): a container, pod or Slurm job."""
+
+    def owner(self, pid: int, start: int | None = None) -> Owner | None: ...
+    def keep_only(self, pids: Iterable[int]) -> None: ...
 
 
 def _stat_fields(path: str) -> list[bytes] | None:
@@ -282,6 +299,8 @@ class _Known:
     """When cpu_percent was last called; None before its first (baseline) call."""
     identity_at: float | None = None
     """When name, user and command line were last read."""
+    owner: Owner | None = None
+    """Its container, pod or job: read once, when the process is first seen."""
 
 
 def with_host_fields(process: ProcessSample, host: HostFields) -> ProcessSample:
@@ -308,6 +327,7 @@ class ProcessEnricher:
         host_proc_root: Path | None = None,
         process_factory: ProcessFactory | None = None,
         clock: Callable[[], float] = time.monotonic,
+        owners: OwnerSource | None = None,
     ) -> None:
         """Set up an enricher.
 
@@ -318,7 +338,13 @@ class ProcessEnricher:
             process_factory: makes the per-PID reader: a :class:`StatProcess` over
                 ``proc_root`` when None; ``psutil.Process`` or a test double also fit.
             clock: monotonic seconds, for the spacing of CPU measurements.
+            owners: finds each process's container, pod or Slurm job (``owner``), by the
+                driver's PID: over the host procfs when there is one (``host_proc_root``),
+                which also names the owners of other containers' (foreign) processes.
         """
+        self._owners = owners
+        self._foreign_rows: dict[int, ProcessSample] = {}
+        """Host PID -> last answer for a foreign PID: the same object while it holds."""
         self._proc_root = proc_root
         self._proc_prefix = os.path.join(proc_root, "")
         self._process_factory: ProcessFactory = (
@@ -365,7 +391,7 @@ class ProcessEnricher:
                 continue
             local = self._place(pid, now)
             if local is None:
-                out[pid] = foreign(pid)
+                out[pid] = self._foreign(pid)
                 continue
             keep.add(local)
             out[pid] = self._fields(pid, local, now)
@@ -373,11 +399,33 @@ class ProcessEnricher:
         if not known.keys() <= keep:
             for pid in [pid for pid in known if pid not in keep]:
                 del known[pid]
-        for cache in (self._foreign_until, self._placed):
+        for cache in (self._foreign_until, self._placed, self._foreign_rows):
             if not cache.keys() <= out.keys():
                 for pid in [pid for pid in cache if pid not in out]:
                     del cache[pid]
+        if self._owners is not None:
+            self._owners.keep_only(out)
         return out
+
+    def _foreign(self, pid: int) -> HostFields:
+        """The answer for a PID of another PID namespace: with its owner when a host procfs
+        shows its cgroup (a sibling container's process in a pod without hostPID)."""
+        owner = None
+        if self._owners is not None and self._host_root is not None:
+            placed = self._placed.get(pid)
+            owner = self._owners.owner(pid, placed[0] if placed is not None else None)
+        last = self._foreign_rows.get(pid)
+        if last is not None and last.owner == owner:
+            return last
+        row = self._foreign_rows[pid] = ProcessSample(pid=pid, foreign=True, owner=owner)
+        return row
+
+    def _owner(self, pid: int) -> Owner | None:
+        """The owner of driver PID ``pid`` (a new process: read once, kept in ``_Known``)."""
+        if self._owners is None:
+            return None
+        placed = self._placed.get(pid) if self._host_root is not None else None
+        return self._owners.owner(pid, placed[0] if placed is not None else None)
 
     def forget_all(self) -> None:
         """Drop every cached psutil.Process (e.g. when the source closes)."""
@@ -439,6 +487,7 @@ class ProcessEnricher:
             known = self._known[local] = _Known(
                 self._process_factory(local), HostFields(pid=pid, local_pid=shown)
             )
+            known.owner = self._owner(pid)
             with known.process.oneshot():
                 self._read(known, now)
         except psutil.Error:
@@ -475,6 +524,7 @@ class ProcessEnricher:
             host_memory=rss,
             start_time=start,
             local_pid=old.local_pid,
+            owner=known.owner,
         )
         known.read_at = now
 

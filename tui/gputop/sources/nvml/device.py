@@ -222,6 +222,7 @@ class GpuSampler:
         memory = read_memory(c, nvml, h, "memory")
         temperature = self._temperature(c, h, slow)
         draw = c.call("power_usage", ("power.draw",), nvml.nvmlDeviceGetPowerUsage, h)
+        energy = c.call("energy", ("power.energy",), nvml.nvmlDeviceGetTotalEnergyConsumption, h)
         fan = c.call("fan_speed", ("fan_speed",), nvml.nvmlDeviceGetFanSpeed, h)
         pstate = c.call(
             "performance_state", ("performance_state",), nvml.nvmlDeviceGetPerformanceState, h
@@ -259,6 +260,7 @@ class GpuSampler:
                 default_limit=slow.default_limit,
                 min_limit=slow.min_limit,
                 max_limit=slow.max_limit,
+                energy=None if energy is None else energy / 1000,  # mJ
             ),
             fan_speed=None if fan is None else float(fan),
             performance_state=pstate_name,

@@ -289,7 +289,7 @@ def detail_parts(gpu: GpuSample) -> list[tuple[str, Level]]:
     if missing:
         parts.append(("n/a " + "; ".join(missing), Level.NA))
     if gpu.stale:
-        parts.append(("stale: this tick's sampling did not finish", Level.WARN))
+        parts.append(("stale: no new values this tick", Level.WARN))
     return parts
 
 

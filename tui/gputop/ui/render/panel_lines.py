@@ -26,6 +26,7 @@ from gputop.ui.render.gauges import (
     short_name,
     sparkline,
 )
+from gputop.ui.render.owners import device_holders, gpu_holder, holders_text
 
 Part = tuple[str, str]
 """(text, role); role names a ``gpu-panel--<role>`` component style."""
@@ -197,12 +198,23 @@ def clause_cut(text: str, width: int) -> str:
     return kept + ELLIPSIS
 
 
+def holder_part(gpu: GpuSample) -> Part | None:
+    """``pod ml/llama-0`` when one pod (Slurm job, container) holds the whole GPU."""
+    holder = gpu_holder(gpu)
+    return None if holder is None else (holder.describe(), "name")
+
+
 def detail_line(state: PanelState, width: int) -> Line:
-    """The diagnosis, then fan, P-state, clocks, codecs, throttle and n/a reasons, to ``width``."""
+    """The diagnosis, the pod holding the GPU, then fan, P-state, clocks, codecs, throttle
+    and n/a reasons, to ``width``."""
     if state.gone:
         pieces = [("not in the latest snapshot: the GPU disappeared", Level.CRIT)]
     else:
         pieces = detail_parts(state.gpu)
+    details = [(text, _detail_role(level)) for text, level in pieces]
+    holder = None if state.gone or state.gpu.lost else holder_part(state.gpu)
+    if holder is not None:
+        details.insert(0, holder)
     parts: list[Part] = []
     if state.finding is not None and not state.gone:
         text, role = state.finding
@@ -214,20 +226,20 @@ def detail_line(state: PanelState, width: int) -> Line:
         # finding is never cut for them.
         line: list[Part] = [state.finding]
         used = len(text)
-        for detail, level in pieces:
+        for detail, detail_role in details:
             room = width - used - len(SEPARATOR)
             shown = detail if len(detail) <= room else clause_cut(detail, room)
             if len(shown) < min(len(detail), MIN_DETAIL):
                 break
-            line += [(SEPARATOR, "dim"), (shown, _detail_role(level))]
+            line += [(SEPARATOR, "dim"), (shown, detail_role)]
             used += len(SEPARATOR) + len(shown)
             if shown is not detail:
                 break
         return tuple(line)
-    for number, (text, level) in enumerate(pieces):
+    for number, part in enumerate(details):
         if number:
             parts.append((SEPARATOR, "dim"))
-        parts.append((text, _detail_role(level)))
+        parts.append(part)
     return fit_line(parts, width)
 
 
@@ -353,7 +365,7 @@ def _memory_role(used: int | None, total: int | None) -> str:
 
 def mig_lines(state: PanelState, width: int) -> tuple[Line, ...]:
     """One line per MIG device, as nvitop lists them: profile, instance ids, memory used and
-    total, utilization where measured, processes."""
+    total, utilization where measured, processes, and the pods holding it."""
     gpu = state.gpu
     if state.gone or not mig_rows(gpu):
         return ()
@@ -364,7 +376,8 @@ def mig_lines(state: PanelState, width: int) -> tuple[Line, ...]:
         gi = NA if device.gpu_instance_id is None else device.gpu_instance_id
         ci = NA if device.compute_instance_id is None else device.compute_instance_id
         used, total = device.memory.used, device.memory.total
-        count = len(device_processes(gpu, device))
+        processes = device_processes(gpu, device)
+        count = len(processes)
         parts: list[Part] = [
             ("MIG  ", "label"),
             (profile.ljust(profile_width), "na" if device.profile is None else "value"),
@@ -377,5 +390,8 @@ def mig_lines(state: PanelState, width: int) -> tuple[Line, ...]:
             parts += [(SEPARATOR, "dim"), ("util ", "label")]
             parts.append((fmt_percent(device.utilization.gpu), "value"))
         parts += [(SEPARATOR, "dim"), (f"{count} process{'' if count == 1 else 'es'}", "value")]
+        holders = device_holders(device, (process.owner for process in processes))
+        if holders:
+            parts += [(SEPARATOR, "dim"), (holders_text(holders), "name")]
         lines.append(fit_line(parts, width))
     return tuple(lines)

@@ -9,12 +9,21 @@ from __future__ import annotations
 import enum
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from gputop.model import ProcessSample, Snapshot
 from gputop.model.fields import PROCESS_BY_PATH
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_text
+from gputop.ui.render.owners import (
+    Holder,
+    container_cell,
+    holder_of,
+    job_cell,
+    owner_words,
+    pod_cell,
+)
 
 FOREIGN_USER = "(other ns)"
 """The user cell of a process whose PID does not resolve in this PID namespace."""
@@ -52,6 +61,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("gpu", "GPU", right=False, descending=False),
     Column("pid", "PID", right=True, descending=False),
     Column("user", "USER", right=False, descending=False),
+    Column("pod", "POD", right=False, descending=False),
+    Column("container", "CONTAINER", right=False, descending=False),
+    Column("job", "JOB", right=False, descending=False),
     Column("type", "TYPE", right=False, descending=False),
     Column("gpu_memory", "GPU MEM", right=True, descending=True),
     Column("sm", "SM%", right=True, descending=True),
@@ -62,6 +74,10 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 COLUMN_INDEX = {column.key: index for index, column in enumerate(COLUMNS)}
+
+OWNER_COLUMNS = ("pod", "container", "job")
+"""Columns shown only while some process has a value in them (a pod, a container, a job):
+on a workstation they would be a column of n/a each."""
 
 
 class TypeFilter(enum.Enum):
@@ -117,6 +133,16 @@ class ProcessRow:
     def cell(self, column_key: str) -> str:
         """The display text of one column."""
         return self.cells[COLUMN_INDEX[column_key]]
+
+    @property
+    def command(self) -> str:
+        """The whole command line, which the COMMAND cell may show cut."""
+        return command_text(self.process)
+
+    @property
+    def holder(self) -> Holder | None:
+        """The pod, job or container the process is grouped under."""
+        return holder_of(self.process.owner)
 
 
 def gpu_label(gpu_index: int, process: ProcessSample) -> str:
@@ -221,10 +247,15 @@ def build_row(gpu_index: int, process: ProcessSample, now: float) -> ProcessRow:
     """Format one process of GPU ``gpu_index`` as seen at ``now`` (epoch seconds)."""
     running = elapsed(process, now)
     gi, ci = process.gpu_instance_id, process.compute_instance_id
+    owner = process.owner
+    pod, container, job = pod_cell(owner), container_cell(owner), job_cell(owner)
     cells = (
         gpu_label(gpu_index, process),
         str(process.pid),
         user_text(process),
+        pod,
+        container,
+        job,
         fmt_text(process.type),
         fmt_bytes(process.memory_used),
         fmt_percent(process.sm_utilization),
@@ -237,6 +268,9 @@ def build_row(gpu_index: int, process: ProcessSample, now: float) -> ProcessRow:
         (gpu_index, -1 if gi is None else gi, -1 if ci is None else ci),
         (process.pid,),
         _text(process.user),
+        _text(None if pod == NA else pod),
+        _text(None if container == NA else container),
+        _text(None if job == NA else job),
         _text(process.type),
         _number(process.memory_used),
         _number(process.sm_utilization),
@@ -304,9 +338,27 @@ def build_rows(
     return rows
 
 
+def owner_columns(rows: Iterable[ProcessRow]) -> frozenset[str]:
+    """Which of ``OWNER_COLUMNS`` some row has a value in (a pod, a container, a job)."""
+    found: set[str] = set()
+    for row in rows:
+        owner = row.process.owner
+        if owner is None:
+            continue
+        if owner.pod is not None or owner.pod_uid is not None:
+            found.add("pod")
+        if owner.container is not None or owner.container_id is not None:
+            found.add("container")
+        if owner.slurm_job is not None:
+            found.add("job")
+        if len(found) == len(OWNER_COLUMNS):
+            break
+    return frozenset(found)
+
+
 def matches(row: ProcessRow, text: str) -> bool:
     """Whether every word of ``text`` occurs (case-insensitively) in the row's user, command
-    or process name, PID, or GPU label."""
+    or process name, PID, GPU label, or its pod, namespace, container or Slurm job."""
     terms = text.casefold().split()
     if not terms:
         return True
@@ -316,6 +368,7 @@ def matches(row: ProcessRow, text: str) -> bool:
         fields.append(process.name)
     if process.local_pid is not None:
         fields.append(str(process.local_pid))
+    fields.extend(owner_words(process.owner))
     haystack = [field.casefold() for field in fields]
     return all(any(term in field for field in haystack) for term in terms)
 
@@ -327,19 +380,288 @@ def visible_rows(
     return [row for row in rows if type_filter.admits(row.process.type) and matches(row, text)]
 
 
-def sort_rows(rows: Sequence[ProcessRow], column: int, reverse: bool) -> list[ProcessRow]:
+class Sortable(Protocol):
+    """A row :func:`sort_rows` orders: a process's or a group's."""
+
+    @property
+    def key(self) -> RowKey:
+        """Ties are ordered by it."""
+        ...
+
+    @property
+    def sort_values(self) -> tuple[SortValue | None, ...]:
+        """Per column of ``COLUMNS``."""
+        ...
+
+
+SortableT = TypeVar("SortableT", bound=Sortable)
+
+
+def sort_rows(rows: Sequence[SortableT], column: int, reverse: bool) -> list[SortableT]:
     """Rows ordered by ``COLUMNS[column]``; ties by key; unknown values last either way."""
     by_key = sorted(rows, key=lambda row: row.key)
     known = [row for row in by_key if row.sort_values[column] is not None]
     unknown = [row for row in by_key if row.sort_values[column] is None]
 
-    def value(row: ProcessRow) -> SortValue:
+    def value(row: SortableT) -> SortValue:
         found = row.sort_values[column]
         assert found is not None
         return found
 
     # sorted() is stable with reverse=True too, so equal values keep key order.
     return sorted(known, key=value, reverse=reverse) + unknown
+
+
+EXPANDED = "▾"
+COLLAPSED = "▸"
+
+
+def _total(values: Iterable[float]) -> float:
+    return float(sum(values))
+
+
+def _most(values: Iterable[float]) -> float:
+    return max(values)
+
+
+_NUMBERS: dict[str, Callable[[Iterable[float]], float]] = {
+    "gpu_memory": _total,
+    "sm": _most,
+    "cpu": _total,
+    "host_memory": _total,
+}
+"""How a group's column is made of its processes' values: memory and CPU add up, SM % is
+the busiest process's. TIME is the longest running process's own cell (:func:`_longest`),
+whatever TIME's format and sort value."""
+
+_MANY = {"user": "users", "pod": "pods", "container": "containers", "job": "jobs"}
+"""What a group's text cell says when its processes differ: "2 users" ("mixed" types)."""
+
+_KEYS = tuple(column.key for column in COLUMNS)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRow:
+    """One line for the processes of a pod (or Slurm job, or container) in the grouped table.
+
+    It has a process row's cells: the GPUs, the pod, memory and CPU summed, the highest SM %
+    and the longest running time of its processes, and "3 processes in ml/llama-0" as its
+    command. Its processes follow it when it is expanded.
+    """
+
+    holder: Holder
+    members: tuple[ProcessRow, ...]
+    """Its processes that pass the filters, by key."""
+    expanded: bool
+    cells: tuple[str, ...]
+    sort_values: tuple[SortValue | None, ...]
+    foreign: bool
+    """Every process of it is in another PID namespace."""
+
+    @property
+    def key(self) -> RowKey:
+        """Its first process's key: what ties among groups and processes are ordered by."""
+        return self.members[0].key
+
+    @property
+    def key_text(self) -> str:
+        """``pod:ml/llama-0``, never a process row's ``GPU:PID``."""
+        return self.holder.key_text
+
+    @property
+    def command(self) -> str:
+        """What the COMMAND cell says, whole."""
+        return self.cells[_COMMAND]
+
+    def cell(self, column_key: str) -> str:
+        """The display text of one column."""
+        return self.cells[COLUMN_INDEX[column_key]]
+
+
+TableRow = ProcessRow | GroupRow
+"""A line of the process table."""
+
+_COMMAND = COLUMN_INDEX["command"]
+
+
+def gpu_list(indices: Iterable[int]) -> str:
+    """``"0"``, ``"0,2"``, ``"0-3,6"``: GPU indices with runs shortened."""
+    runs: list[list[int]] = []
+    for index in sorted(set(indices)):
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ",".join(
+        str(run[0]) if len(run) == 1 else f"{run[0]}{'-' if len(run) > 2 else ','}{run[-1]}"
+        for run in runs
+    )
+
+
+GroupCache = dict[str, GroupRow]
+"""The last tick's group lines by key text, for :func:`group_rows` to reuse."""
+
+
+def _by_key(row: ProcessRow) -> RowKey:
+    return row.key
+
+
+def build_group(holder: Holder, members: Sequence[ProcessRow], expanded: bool) -> GroupRow:
+    """The line for ``members`` (at least one), the processes of ``holder``."""
+    rows = tuple(sorted(members, key=_by_key))
+    # Column by column: one transposition instead of a pass over the rows per column.
+    texts = tuple(zip(*(row.cells for row in rows), strict=True))
+    values = tuple(zip(*(row.sort_values for row in rows), strict=True))
+    cells: list[str] = []
+    sort_values: list[SortValue | None] = []
+    for index, key in enumerate(_KEYS):
+        column_values = values[index]
+        if key == "gpu" or key == "pid":
+            known = [value for value in column_values if value is not None]
+            sort_values.append(min(known) if known else None)
+            if key == "pid":
+                cells.append("")
+            else:
+                marker = EXPANDED if expanded else COLLAPSED
+                cells.append(f"{marker} {gpu_list(row.gpu_index for row in rows)}")
+        elif key == "time":
+            longest = _longest(rows)
+            cells.append(NA if longest is None else longest.cells[_TIME])
+            sort_values.append(None if longest is None else longest.sort_values[_TIME])
+        elif key in _NUMBERS:
+            numbers = [float(value[0]) for value in column_values if value is not None]
+            number = _NUMBERS[key](numbers) if numbers else None
+            cells.append(_format_number(key, number))
+            sort_values.append(_number(number))
+        elif key == "command":
+            count = len(rows)
+            # The POD column says it is a pod; the namespace comes early, before any cut.
+            where = holder.name if holder.kind == "pod" else holder.describe()
+            text = f"{count} process{'' if count == 1 else 'es'} in {where}"
+            cells.append(text)
+            sort_values.append(_text(text))
+        else:
+            distinct = set(texts[index])
+            if len(distinct) == 1:
+                text = distinct.pop()
+            else:
+                text = "mixed" if key == "type" else f"{len(distinct)} {_MANY[key]}"
+            cells.append(text)
+            sort_values.append(_text(None if text == NA else text))
+    foreign = all(row.foreign for row in rows)
+    return GroupRow(holder, rows, expanded, tuple(cells), tuple(sort_values), foreign)
+
+
+def _longest(rows: Iterable[ProcessRow]) -> ProcessRow | None:
+    """The row TIME sorts first (descending: the longest running), None if none is known."""
+    longest: ProcessRow | None = None
+    best: SortValue | None = None
+    for row in rows:
+        value = row.sort_values[_TIME]
+        if value is not None and (best is None or value > best):
+            longest, best = row, value
+    return longest
+
+
+def _format_number(key: str, value: float | None) -> str:
+    if key in ("sm", "cpu"):
+        return fmt_percent(value)
+    return fmt_bytes(None if value is None else int(value))
+
+
+def _regroup(found: GroupRow, members: Sequence[ProcessRow]) -> GroupRow | None:
+    """``found`` over ``members`` (by key), when they are its processes unchanged but for
+    their running times; None when something else changed."""
+    old = found.members
+    if len(old) != len(members):
+        return None
+    for before, now in zip(old, members, strict=True):
+        if before.gpu_index != now.gpu_index or (
+            before.process is not now.process and before.process != now.process
+        ):
+            return None
+    longest = _longest(members)
+    text = NA if longest is None else longest.cells[_TIME]
+    value = None if longest is None else longest.sort_values[_TIME]
+    if text == found.cells[_TIME] and value == found.sort_values[_TIME]:
+        cells, sort_values = found.cells, found.sort_values
+    else:
+        cells = (*found.cells[:_TIME], text, *found.cells[_TIME + 1 :])
+        sort_values = (*found.sort_values[:_TIME], value, *found.sort_values[_TIME + 1 :])
+    return GroupRow(found.holder, tuple(members), found.expanded, cells, sort_values, found.foreign)
+
+
+def group_rows(
+    rows: Iterable[ProcessRow],
+    column: int,
+    reverse: bool,
+    expanded: Collection[str],
+    cache: GroupCache | None = None,
+) -> list[TableRow]:
+    """One line per pod (job, container), sorted among the processes that have none, each
+    expanded group (by key text, in ``expanded``) followed by its processes, sorted too.
+
+    With ``cache`` (the caller's, kept from tick to tick), a group whose processes are the
+    last tick's is not summed again: only its running time, which moves on its own, is.
+    """
+    loose: list[ProcessRow] = []
+    members: dict[str, list[ProcessRow]] = {}
+    holders: dict[str, Holder] = {}
+    # By owner object: the processes of a pod mostly share one, and its hash is seven fields'.
+    seen: dict[int, Holder | None] = {}
+    for row in rows:
+        owner = row.process.owner
+        if id(owner) in seen:
+            holder = seen[id(owner)]
+        else:
+            holder = seen[id(owner)] = row.holder
+        if holder is None:
+            loose.append(row)
+            continue
+        key = holder.key_text
+        if key not in members:
+            holders[key] = holder
+            members[key] = []
+        members[key].append(row)
+    top: list[TableRow] = list(loose)
+    fresh: GroupCache = {}
+    for key, found in members.items():
+        ordered = sorted(found, key=_by_key)
+        before = None if cache is None else cache.get(key)
+        group = None
+        if before is not None and before.expanded == (key in expanded):
+            group = _regroup(before, ordered)
+        if group is None:
+            group = build_group(holders[key], ordered, key in expanded)
+        fresh[key] = group
+        top.append(group)
+    if cache is not None:
+        cache.clear()
+        cache.update(fresh)
+    shown: list[TableRow] = []
+    for item in sort_rows(top, column, reverse):
+        shown.append(item)
+        if isinstance(item, GroupRow) and item.expanded:
+            shown.extend(sort_rows(item.members, column, reverse))
+    return shown
+
+
+def cursor_after(
+    key: str | None, before: Mapping[str, TableRow], shown: Mapping[str, TableRow]
+) -> str | None:
+    """The row the cursor goes to when its row (``key``, of ``before``) is not among
+    ``shown`` (in display order): a hidden process's group, a group's first process shown."""
+    if key is None or key in shown:
+        return key
+    row = before.get(key)
+    if isinstance(row, ProcessRow):
+        holder = row.holder
+        if holder is not None and holder.key_text in shown:
+            return holder.key_text
+    elif isinstance(row, GroupRow):
+        members = {member.key_text for member in row.members}
+        return next((found for found in shown if found in members), key)
+    return key
 
 
 _DETAIL_ORDER = (

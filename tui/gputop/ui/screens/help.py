@@ -48,6 +48,8 @@ def binding_rows(bindings: Iterable[BindingType], skip: Iterable[str] = ()) -> l
     return [(", ".join(keys), " / ".join(descriptions)) for keys, descriptions in rows]
 
 
+_SIGNAL_ACTIONS = ("signal('TERM')", "signal('KILL')", "signal('INT')")
+
 _KEY_NAMES = {
     "space": "Space",
     "home": "Home",
@@ -63,9 +65,12 @@ _KEY_NAMES = {
 }
 
 
-def help_sections(app_bindings: Iterable[BindingType]) -> list[tuple[str, list[Row]]]:
+def help_sections(
+    app_bindings: Iterable[BindingType], *, served: bool = False
+) -> list[tuple[str, list[Row]]]:
     """The sections of the help, read from the classes' own ``BINDINGS`` (the app's given:
-    the app opens this screen, so this screen does not import the app)."""
+    the app opens this screen, so this screen does not import the app). A served view
+    (``gputop serve``) lists no signal keys and no interval keys: it has neither."""
     from gputop.ui.screens.history import HistoryScreen
     from gputop.ui.screens.main import MainScreen
     from gputop.ui.widgets.gpu_panel import GpuPanel
@@ -90,13 +95,16 @@ def help_sections(app_bindings: Iterable[BindingType]) -> list[tuple[str, list[R
     # DataTable's own row selection, which the table answers with the details.
     processes = [
         ("↑ ↓", "Select a process"),
-        ("Enter", "Details"),
-        *binding_rows(ProcessTable.BINDINGS, skip=("screen.area('gpus')",)),
+        ("Enter", "Details (a pod's line: expand)"),
+        *binding_rows(
+            ProcessTable.BINDINGS,
+            skip=("screen.area('gpus')", *(_SIGNAL_ACTIONS if served else ())),
+        ),
     ]
     history = binding_rows(HistoryScreen.BINDINGS)
     return [
         ("General", general),
-        ("Live", live),
+        *([] if served else [("Live", live)]),
         ("GPU panels", panels),
         ("History", history),
         ("Replay", replay),
@@ -129,12 +137,25 @@ class HelpScreen(ModalScreen[None]):
     sections: list[tuple[str, list[Row]]]
     """What the screen lists (set when composed)."""
 
+    def __init__(
+        self, sections: list[tuple[str, list[Row]]] | None = None, title: str = "gputop keys"
+    ) -> None:
+        """The help of the single-box view, or ``sections`` (another view's keys)."""
+        super().__init__()
+        self._given = sections
+        self._title = title
+
     def compose(self) -> ComposeResult:
         """A title, then the sections in two columns."""
-        sections = self.sections = help_sections(self.app.BINDINGS)
+        given = self._given
+        if given is None:
+            settings = getattr(self.app, "settings", None)
+            served = bool(getattr(settings, "served", False))
+            given = help_sections(self.app.BINDINGS, served=served)
+        sections = self.sections = given
         half = balanced_split([len(rows) + 2 for _, rows in sections])
         with VerticalScroll(id="help-box", classes="dialog"):
-            yield Label("gputop keys", classes="dialog-title")
+            yield Label(self._title, classes="dialog-title")
             with Horizontal(id="help-columns"):
                 for column in (sections[:half], sections[half:]):
                     with Vertical(classes="help-column"):

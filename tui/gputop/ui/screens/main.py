@@ -114,6 +114,11 @@ def mig_rows_fit(height: int, extra: Sequence[int], wide: bool, replaying: bool)
 MAIN_SCREEN_CSS = Path(__file__).parent / "main.tcss"
 
 
+def _never_signal(pid: int, number: int) -> None:
+    """A served view's ``kill``: a browser never signals a process of the server's box."""
+    raise PermissionError("a served view sends no signals")
+
+
 class MainScreen(Screen[None]):
     """Everything about the current tick."""
 
@@ -198,7 +203,11 @@ class MainScreen(Screen[None]):
             self._binding_state = self._bindings_for(first)
         yield GpuGrid(id="gpus", keys=[] if first is None else panel_keys(first))
         with Horizontal(id="lower"):
-            yield ProcessTable(readonly=self.settings.readonly, id="processes")
+            if self.settings.served:
+                # Belt and braces: even were the table's keys reached, nothing is sent.
+                yield ProcessTable(readonly=True, kill=_never_signal, id="processes")
+            else:
+                yield ProcessTable(readonly=self.settings.readonly, id="processes")
         yield ReplayBar(id="replay-bar")
         yield Footer()
 
@@ -384,6 +393,9 @@ class MainScreen(Screen[None]):
         """Replay keys only in replays, interval keys only live, none while typing."""
         if action == "area":
             return parameters[:1] == (self._area_after(1),)
+        if self.settings.served and (action == "signal_refused" or action in LIVE_ACTIONS):
+            # A browser viewer has no signal keys at all, and the interval is the server's.
+            return False
         if action in PRIORITY_ACTIONS and isinstance(self.app.focused, Input):
             return False
         replaying = self.replaying

@@ -1,4 +1,4 @@
-"""MIG layout as a tree: GPU → GPU instance → compute instance → processes.
+"""MIG layout as a tree: GPU → GPU instance → compute instance (and its pods) → processes.
 
 ``mig_outline`` turns a snapshot into plain nodes (no Textual); ``MigTree`` keeps a Textual
 ``Tree`` in line with the outline by node key, so nodes a user expanded or collapsed, and the
@@ -20,6 +20,7 @@ from textual.widgets.tree import TreeNode
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Reason, Snapshot, reason_for
 from gputop.model.units import NA, fmt_bytes, fmt_memory_pair, fmt_percent, fmt_text
 from gputop.ui.render.gauges import short_name
+from gputop.ui.render.owners import Holder, device_holders, holder_of, holders_text
 from gputop.ui.render.panel_lines import device_processes
 from gputop.ui.render.process_rows import command_text, user_text
 from gputop.ui.widget_css import css_beside
@@ -51,7 +52,7 @@ class Piece:
     """A shorter wording, taken first when the line is too long."""
     keep: int = 0
     """How long it stays when parts must go: 0 words, 1 counts (SMs, instances, processes),
-    2 what changes (memory and utilization)."""
+    2 what changes (memory and utilization), 3 who holds it (an instance's pods)."""
     cut: bool = False
     """May be cut at a word (a command line) rather than left out whole."""
 
@@ -167,9 +168,21 @@ def _node(
     return MigNode(key, label, children, leaf, title, parts)
 
 
-def _process_node(key: NodeKey, process: ProcessSample, styles: MigStyles) -> MigNode:
+def _holders_piece(holders: Sequence[Holder]) -> Piece:
+    """The pods (jobs, containers) on an instance; how many, when room is short."""
+    if len(holders) == 1:
+        return Piece(Text(holders_text(holders)), keep=3)
+    return Piece(Text(holders_text(holders)), Text(f"{len(holders)} pods"), keep=3)
+
+
+def _process_node(
+    key: NodeKey, process: ProcessSample, styles: MigStyles, holder: bool = False
+) -> MigNode:
+    """A process's line; with ``holder``, its pod too (when the instance has several)."""
+    found = holder_of(process.owner) if holder else None
     pieces = [
         Piece(Text(user_text(process), style=styles.note if process.foreign else Style())),
+        *([Piece(Text(found.describe()), Text(found.name), keep=1)] if found else []),
         Piece(Text(fmt_text(process.type))),
         Piece(Text(fmt_bytes(process.memory_used)), keep=2),
         Piece(Text(command_text(process)), cut=True),
@@ -187,7 +200,13 @@ def _compute_instance(gpu: GpuSample, device: MigDeviceSample, styles: MigStyles
         _util(device.utilization.gpu, reason_for(device.unavailable, "utilization.gpu"), styles),
         _count(len(processes), "process", "processes", "procs"),
     ]
-    children = tuple(_process_node((*key, "proc", p.pid), p, styles) for p in processes)
+    holders = device_holders(device, (process.owner for process in processes))
+    if holders:
+        pieces.append(_holders_piece(holders))
+    several = len(holders) > 1
+    children = tuple(
+        _process_node((*key, "proc", p.pid), p, styles, holder=several) for p in processes
+    )
     ci = NA if device.compute_instance_id is None else str(device.compute_instance_id)
     return _node(key, f"CI {ci}", styles.title, pieces, styles, children, leaf=not children)
 

@@ -13,7 +13,7 @@ and that cell's own last update, so only the cells that changed are rendered aga
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Self
@@ -83,6 +83,15 @@ class ProcessGrid(RemeasuredDataTable[Text]):
         """As DataTable's, forgetting every cell stamp."""
         self._stamps = None
         return super().clear(columns)
+
+    def order_rows(self, keys: Sequence[str]) -> None:
+        """Put the rows in the order of ``keys`` (each row's key, once): what ``sort`` does,
+        by row key rather than by a key function of cell values, which need not tell rows
+        apart (the process table's pod lines have no PID)."""
+        locations = type(self._row_locations)
+        self._row_locations = locations({RowKey(key): place for place, key in enumerate(keys)})
+        self._update_count += 1
+        self.refresh()
 
     def _render_cell(
         self,

@@ -7,7 +7,7 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import ClassVar
 
@@ -27,18 +27,25 @@ from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from gputop.model import Snapshot
 from gputop.model.units import NA
+from gputop.ui.render.owners import container_line
 from gputop.ui.render.process_rows import (
     COLUMN_INDEX,
     COLUMNS,
+    OWNER_COLUMNS,
+    GroupCache,
+    GroupRow,
     Kill,
     ProcessRow,
     RowCache,
+    TableRow,
     TypeFilter,
     build_rows,
-    command_text,
+    cursor_after,
     describe,
     detail_fields,
     fit_command,
+    group_rows,
+    owner_columns,
     send_signal,
     signal_refusal,
     sort_rows,
@@ -58,6 +65,10 @@ NARROW_WIDTH = 100
 """Below this many columns the table drops its host-side columns to leave room for commands."""
 
 _NARROW_HIDDEN = frozenset({"cpu", "host_memory"})
+
+CONTAINER_WIDTH = 120
+"""Below this many columns CONTAINER is left out too (it is in the details and the filter):
+beside POD it would leave COMMAND a few cells. POD and JOB stay: they say whose work it is."""
 
 MIN_COMMAND = 12
 """Fewest cells COMMAND is cut to; with less room than that the table scrolls sideways."""
@@ -108,7 +119,10 @@ class ProcessTable(Widget):
     ``show`` diffs the new rows against the table (add, update changed cells, remove) and
     re-sorts, so the cursor stays on the same process and the scroll position holds across
     refreshes. Keys: ``<`` ``>`` sort column, ``r`` reverse, ``/`` filter, ``t`` process type,
-    Enter details, ``k`` ``K`` ``i`` SIGTERM/SIGKILL/SIGINT (absent when read-only).
+    ``p`` one line per pod (job, container), Enter details (on a pod's line: its processes),
+    ``k`` ``K`` ``i`` SIGTERM/SIGKILL/SIGINT (absent when read-only).
+
+    The POD, CONTAINER and JOB columns are there while some process has one.
     """
 
     DEFAULT_CSS = css_beside(__file__)
@@ -128,6 +142,7 @@ class ProcessTable(Widget):
         Binding("greater_than_sign", "sort_by(1)", "Sort ▶", key_display=">", group=_SORT),
         Binding("r", "reverse_sort", "Reverse"),
         Binding("t", "toggle_type", "Type"),
+        Binding("p", "toggle_groups", "Group by pod"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("k", "signal('TERM')", "TERM"),
         Binding("K", "signal('KILL')", "KILL"),
@@ -174,6 +189,7 @@ class ProcessTable(Widget):
         self._clock = clock
         self._rows: list[ProcessRow] = []
         self._row_cache: RowCache = {}
+        self._group_cache: GroupCache = {}
         self._shown: dict[str, tuple[tuple[str, ...], bool]] = {}
         """Per row key, its latest (cells, foreign): what column widths are counted from."""
         self._drawn: dict[str, tuple[tuple[str, ...], bool]] = {}
@@ -189,13 +205,17 @@ class ProcessTable(Widget):
         self._styles: tuple[Style, Style] | None = None
         """(foreign, missing) cell styles under the current theme."""
         self._applying = False
-        self._by_key: dict[str, ProcessRow] = {}
+        self._by_key: dict[str, TableRow] = {}
         # How many shown cells of each column (index into COLUMNS) have each width, so that
         # the widest is known without DataTable re-measuring the whole column every tick.
         self._widths: dict[int, Counter[int]] = {}
         self._refit: set[int] = set()
         self._status = ""
-        self._columns: tuple[int, ...] = tuple(range(len(COLUMNS)))
+        self._container: str | None = None
+        """What is said of the container gputop runs in (None: not in one)."""
+        self._owners: frozenset[str] = frozenset()
+        """The owner columns some process of the latest snapshot has a value in."""
+        self._columns: tuple[int, ...] = self._wanted_columns(None)
         self.sort_column = COLUMN_INDEX["gpu_memory"]
         """Index into ``COLUMNS`` of the column rows are sorted by."""
         self.sort_reverse = COLUMNS[self.sort_column].descending
@@ -205,12 +225,18 @@ class ProcessTable(Widget):
         self._room = 0
         """Cells COMMAND was last fitted to."""
         self.filter_text = ""
-        """Words every shown row must contain (user, command, PID, GPU)."""
+        """Words every shown row must contain (user, command, PID, GPU, pod, container, job)."""
         self.type_filter = TypeFilter.ALL
         """Which process types are shown."""
+        self.grouped = False
+        """One line per pod (job, container), its processes under it when expanded."""
+        self.expanded: set[str] = set()
+        """Key texts of the groups whose processes are shown."""
 
     def compose(self) -> ComposeResult:
-        """A status line and the table; the filter input is added when first wanted."""
+        """A status line and the table; the filter input is added when first wanted. Inside
+        a container, a line about it comes first."""
+        yield Static(id="process-container")
         yield Static(id="process-status")
         yield ProcessGrid(id="process-data", cursor_type="row", zebra_stripes=True, cell_padding=0)
 
@@ -222,6 +248,7 @@ class ProcessTable(Widget):
     def on_mount(self) -> None:
         """Add the columns, then whatever was shown before mounting."""
         self._rebuild()
+        self._show_container()
         self.app.theme_changed_signal.subscribe(self, self._restyle)
         self.watch(self._table, "scroll_y", self._catch_up, init=False)
 
@@ -229,19 +256,31 @@ class ProcessTable(Widget):
         """Drop (or bring back) the host-side columns as the widget narrows (or widens)."""
         narrow = self.size.width < NARROW_WIDTH
         self.set_class(narrow, "-narrow")
-        columns = tuple(
-            index
-            for index, column in enumerate(COLUMNS)
-            if not (narrow and column.key in _NARROW_HIDDEN)
-        )
-        if columns != self._columns:
-            self._columns = columns
-            self._sort_on_screen()
-            self._rebuild()
-        elif self._command_room(self._rows) != self._room:
+        if not self._set_columns(self._wanted_columns(self.size.width)) and (
+            self._command_room(self._rows) != self._room
+        ):
             self._apply()
         # A taller table shows rows that were off screen: once laid out, draw them.
         self.call_after_refresh(self._catch_up)
+
+    def _wanted_columns(self, width: int | None) -> tuple[int, ...]:
+        """The columns for a table ``width`` cells wide (None: any width) and the owners
+        the latest processes have."""
+        hidden = set(OWNER_COLUMNS) - self._owners
+        if width is not None and width < NARROW_WIDTH:
+            hidden |= _NARROW_HIDDEN
+        if width is not None and width < CONTAINER_WIDTH:
+            hidden.add("container")
+        return tuple(index for index, column in enumerate(COLUMNS) if column.key not in hidden)
+
+    def _set_columns(self, columns: tuple[int, ...]) -> bool:
+        """Show ``columns`` (indices into ``COLUMNS``); False when they already are."""
+        if columns == self._columns:
+            return False
+        self._columns = columns
+        self._sort_on_screen()
+        self._rebuild()
+        return True
 
     def _sort_on_screen(self) -> None:
         """Never sort by a hidden column: GPU memory stands in while the user's is hidden,
@@ -275,7 +314,7 @@ class ProcessTable(Widget):
             table.add_column(self._label(index), key=COLUMNS[index].key)
         self._apply(cursor_key=cursor_key)
 
-    def _command_room(self, rows: list[ProcessRow]) -> int:
+    def _command_room(self, rows: Sequence[TableRow]) -> int:
         """Cells COMMAND may take: what the other columns, as wide as ``rows`` need, leave
         of the table's width."""
         width = self.size.width or self.app.size.width
@@ -291,14 +330,14 @@ class ProcessTable(Widget):
         # The command's cell starts with one space of padding.
         return max(MIN_COMMAND, width - others - scrollbar - 1)
 
-    def _fitted(self, rows: list[ProcessRow]) -> list[ProcessRow]:
+    def _fitted(self, rows: list[TableRow]) -> list[TableRow]:
         """``rows`` with their commands cut to the room COMMAND has."""
         room = self._room = self._command_room(rows)
-        fitted = []
+        fitted: list[TableRow] = []
         for row in rows:
             command = row.cells[_COMMAND]
             if len(command) > room:
-                cells = (*row.cells[:_COMMAND], fit_command(command_text(row.process), room))
+                cells = (*row.cells[:_COMMAND], fit_command(row.command, room))
                 row = dataclasses.replace(row, cells=cells + row.cells[_COMMAND + 1 :])
             fitted.append(row)
         return fitted
@@ -314,20 +353,48 @@ class ProcessTable(Widget):
 
     @property
     def rows(self) -> list[ProcessRow]:
-        """The rows shown, in display order."""
+        """The process rows shown, in display order (a group's, when it is expanded)."""
+        return [row for row in self.lines if isinstance(row, ProcessRow)]
+
+    @property
+    def lines(self) -> list[TableRow]:
+        """Every line shown, groups too, in display order."""
         return [self._by_key[key] for key in self._order]
 
     @property
-    def highlighted_row(self) -> ProcessRow | None:
-        """The row under the cursor, if any."""
+    def highlighted_line(self) -> TableRow | None:
+        """The line under the cursor, a process's or a group's, if any."""
         key = self._cursor_key()
         return None if key is None else self._by_key.get(key)
+
+    @property
+    def highlighted_row(self) -> ProcessRow | None:
+        """The process under the cursor, if any (None on a group's line)."""
+        line = self.highlighted_line
+        return line if isinstance(line, ProcessRow) else None
 
     def show(self, snapshot: Snapshot) -> None:
         """Display the processes of ``snapshot``."""
         self._rows = build_rows(snapshot, self._clock(), self._row_cache)
+        container = container_line(snapshot)
+        if container != self._container:
+            self._container = container
+            if self.is_mounted:
+                self._show_container()
+        owners = owner_columns(self._rows)
+        if owners != self._owners:
+            # Rare (the first pod arrives, the last leaves): the columns are built again.
+            self._owners = owners
+            self.refresh_bindings()
+            if self.is_mounted and self._set_columns(self._wanted_columns(self.size.width or None)):
+                return
         if self.is_mounted:
             self._apply()
+
+    def _show_container(self) -> None:
+        line = self._container
+        self.set_class(line is not None, "-in-container")
+        self.query_one("#process-container", Static).update(Text(line or ""))
 
     # Sorting, filtering and the diff.
 
@@ -361,7 +428,7 @@ class ProcessTable(Widget):
         style = foreign_style if foreign else missing if text == NA else _PLAIN
         return Text(_pad(text), style=style, justify=_JUSTIFY[index])
 
-    def _cells(self, row: ProcessRow) -> list[Text]:
+    def _cells(self, row: TableRow) -> list[Text]:
         return [self._cell(index, row.cells[index], row.foreign) for index in self._columns]
 
     def _apply(
@@ -374,13 +441,15 @@ class ProcessTable(Widget):
             cursor_key: the row to keep the cursor on, when the table no longer knows it.
             resort: sort the table even when its row order is already right (new labels).
         """
-        ordered = sort_rows(
-            visible_rows(self._rows, self.filter_text, self.type_filter),
-            self.sort_column,
-            self.sort_reverse,
-        )
-        ordered = self._fitted(ordered)
-        total = len(ordered)
+        visible = visible_rows(self._rows, self.filter_text, self.type_filter)
+        if self.grouped:
+            lines = group_rows(
+                visible, self.sort_column, self.sort_reverse, self.expanded, self._group_cache
+            )
+        else:
+            lines = list(sort_rows(visible, self.sort_column, self.sort_reverse))
+        ordered = self._fitted(lines)
+        total = len(visible)
         cursor_key = cursor_key or self._cursor_key()
         first_fill = max(self.app.size.height, MIN_FIRST_FILL)
         if not self._shown and cursor_key is None and total > first_fill:
@@ -392,6 +461,7 @@ class ProcessTable(Widget):
             ordered = ordered[:first_fill]
             self.call_after_refresh(self._apply)
         wanted = {row.key_text: row for row in ordered}
+        cursor_key = cursor_after(cursor_key, self._by_key, wanted)
         self._applying = True
         try:
             self._apply_rows(ordered, wanted, restyle, resort, cursor_key)
@@ -401,8 +471,8 @@ class ProcessTable(Widget):
 
     def _apply_rows(
         self,
-        ordered: list[ProcessRow],
-        wanted: dict[str, ProcessRow],
+        ordered: list[TableRow],
+        wanted: dict[str, TableRow],
         restyle: bool,
         resort: bool,
         cursor_key: str | None,
@@ -421,13 +491,7 @@ class ProcessTable(Widget):
             # repainting.
             if resort or rows_changed or order != self._order:
                 touched.whole = True
-                # DataTable.sort hands the key function cells, not row keys; (GPU label, PID)
-                # is unique per row because the label starts with the GPU index.
-                rank = {
-                    (_pad(row.cell("gpu")), _pad(row.cell("pid"))): place
-                    for place, row in enumerate(ordered)
-                }
-                table.sort("gpu", "pid", key=lambda cells: rank[(cells[0].plain, cells[1].plain)])
+                table.order_rows(order)
             self._order = order
             if cursor_key in wanted:
                 place = table.get_row_index(cursor_key)
@@ -435,7 +499,7 @@ class ProcessTable(Widget):
                     table.move_cursor(row=place)
             self._draw_visible(touched)
 
-    def _widen_columns_for(self, rows: list[ProcessRow]) -> None:
+    def _widen_columns_for(self, rows: list[TableRow]) -> None:
         """Make each column at least as wide as its widest cell among ``rows``."""
         table = self._table
         for index in self._columns:
@@ -445,8 +509,8 @@ class ProcessTable(Widget):
 
     def _update_rows(
         self,
-        ordered: list[ProcessRow],
-        wanted: dict[str, ProcessRow],
+        ordered: list[TableRow],
+        wanted: dict[str, TableRow],
         restyle: bool,
         touched: RepaintBatch,
     ) -> None:
@@ -583,6 +647,9 @@ class ProcessTable(Widget):
             f"sort {column.label} {_ARROWS[self.sort_reverse]}",
             f"type {self.type_filter.value}",
         ]
+        if self.grouped:
+            groups = sum(isinstance(row, GroupRow) for row in self._by_key.values())
+            parts.append(f"{groups} group{'' if groups == 1 else 's'}")
         if self.filter_text:
             parts.append(f"filter “{self.filter_text}”")
         foreign = sum(row.foreign for row in self._rows)
@@ -633,6 +700,19 @@ class ProcessTable(Widget):
         else:
             self.sort_by(index)
 
+    def action_toggle_groups(self) -> None:
+        """One line per pod (job, container), or one per process again."""
+        self.grouped = not self.grouped
+        self._apply()
+
+    def toggle_group(self, key_text: str) -> None:
+        """Show the processes of the group ``key_text`` under its line, or hide them."""
+        if key_text in self.expanded:
+            self.expanded.discard(key_text)
+        else:
+            self.expanded.add(key_text)
+        self._apply()
+
     def action_toggle_type(self) -> None:
         """Cycle all → compute → graphics."""
         self.type_filter = self.type_filter.next()
@@ -648,7 +728,7 @@ class ProcessTable(Widget):
         field = self._filter_field()
         if field is None:
             field = Input(
-                placeholder="user, command, PID or GPU  (Enter keeps, Esc clears)",
+                placeholder="user, command, PID, GPU or pod  (Enter keeps, Esc clears)",
                 id="process-filter",
                 compact=True,
             )
@@ -690,7 +770,9 @@ class ProcessTable(Widget):
     def _row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         row = self._by_key.get(str(event.row_key.value))
-        if row is not None:
+        if isinstance(row, GroupRow):
+            self.toggle_group(row.key_text)
+        elif row is not None:
             title = f"PID {row.process.pid} on GPU {row.cell('gpu')}"
             from gputop.ui.widgets.process_details import ProcessDetails
 
@@ -702,6 +784,9 @@ class ProcessTable(Widget):
             return not self.readonly
         if action == "clear_filter":
             return bool(self.filter_text) or self.has_class("-filtering")
+        if action == "toggle_groups":
+            # Offered while there is something to group by (or grouping to turn off).
+            return bool(self._owners) or self.grouped
         return True
 
     def action_signal(self, name: str) -> None:
@@ -711,7 +796,12 @@ class ProcessTable(Widget):
             return
         row = self.highlighted_row
         if row is None:
-            self._report(None, sig, "no process selected")
+            line = self.highlighted_line
+            if isinstance(line, GroupRow):
+                why = f"{line.holder.describe()} is not one process: Enter lists its processes"
+            else:
+                why = "no process selected"
+            self._report(None, sig, why)
             return
         refusal = signal_refusal(row.process)
         if refusal is not None:

@@ -1,0 +1,391 @@
+"""Each GPU's figures in a report, gathered sample by sample or run by run.
+
+Two ways to gather them, with the same figures: ``KeptGpu`` keeps every sample (for the
+charts, and for a gap threshold worked out once all are in), ``RunningGpu`` adds the figures
+up as samples come and keeps none (the gap threshold known from the start). ``StateCache``
+classifies samples read column by column as ``gpu_state`` classifies the samples they stand
+for.
+"""
+
+from __future__ import annotations
+
+import statistics
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import compress, repeat
+from operator import eq
+from typing import TypeVar, cast
+
+from gputop.insight.diagnosis import DiagnosisThresholds, GpuState, gpu_state
+from gputop.insight.series import known, percentile, value_or_nan
+from gputop.insight.steps import Intervals, StepSums, count_stats
+from gputop.model import GpuSample, Memory, Reason, Utilization
+from gputop.model.columns import GpuColumns, SnapshotColumns
+
+STATES: tuple[GpuState, ...] = tuple(GpuState)
+STATE_CODE = {state: code for code, state in enumerate(STATES)}
+"""Each state's number in a GPU's array of states."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSummary:
+    """The figures of one GPU over a recording. Times in seconds, power in W, memory in bytes."""
+
+    index: int
+    name: str | None
+    uuid: str | None
+    samples: int
+    start: datetime | None
+    """None when this GPU's samples went back in time."""
+    end: datetime | None
+    duration_s: float
+    """From this GPU's first sample to its last, gaps included (the sum of the intervals that
+    went forward)."""
+    utilization_samples: int
+    """Samples that reported utilization (the statistics below are over these)."""
+    utilization_mean_pct: float | None
+    utilization_p50_pct: float | None
+    utilization_p95_pct: float | None
+    busy_s: float
+    waiting_s: float | None
+    """None when the recording holds no memory use (nor processes) for this GPU: then
+    waiting (work loaded, little done) cannot be told from idle (nothing loaded)."""
+    idle_s: float | None
+    throttled_s: float
+    unknown_s: float
+    gap_s: float
+    peak_memory_used_bytes: int | None
+    memory_total_bytes: int | None
+    peak_power_w: float | None
+    energy_wh: float | None
+    """None when no sample reported power."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTrace:
+    """One GPU's samples over time, for charts. NaN marks a value not reported."""
+
+    index: int
+    times: Sequence[float]
+    """Seconds since the recording's first timed snapshot."""
+    utilization: Sequence[float]
+    power: Sequence[float]
+    throttled: Sequence[bool]
+
+
+_N = TypeVar("_N", int, float)
+
+
+def _peak(a: _N | None, b: _N | None) -> _N | None:
+    if a is None:
+        return b
+    return a if b is None else max(a, b)
+
+
+class KeptGpu:
+    """One GPU's samples, every one kept (for the charts, and for a gap threshold worked
+    out once all are in)."""
+
+    __slots__ = (
+        "end",
+        "index",
+        "memory_total",
+        "name",
+        "peak_memory",
+        "peak_power",
+        "power",
+        "start",
+        "states",
+        "times",
+        "utilization",
+        "uuid",
+    )
+
+    def __init__(self, gpu: GpuSample | GpuColumns) -> None:
+        self.index = gpu.index
+        self.name = gpu.name
+        self.uuid = gpu.uuid
+        self.memory_total: int | None = None
+        self.peak_memory: int | None = None
+        self.peak_power: float | None = None
+        self.start: datetime | None = None
+        self.end: datetime | None = None
+        self.times = array("d")
+        self.utilization = array("d")
+        self.power = array("d")
+        self.states = bytearray()
+
+    def add(self, moment: datetime, offset: float, gpu: GpuSample, state: GpuState) -> None:
+        if self.start is None:
+            self.start = moment
+        self.end = moment
+        self.name = self.name or gpu.name
+        self.uuid = self.uuid or gpu.uuid
+        self.times.append(offset)
+        self.utilization.append(value_or_nan(gpu.utilization.gpu))
+        draw = gpu.power.draw
+        self.power.append(value_or_nan(draw))
+        self.states.append(STATE_CODE[state])
+        used = gpu.memory.used
+        if used is not None and (self.peak_memory is None or used > self.peak_memory):
+            self.peak_memory = used
+        if gpu.memory.total is not None:
+            self.memory_total = gpu.memory.total
+        if draw is not None and (self.peak_power is None or draw > self.peak_power):
+            self.peak_power = draw
+
+    def add_columns(
+        self, run: SnapshotColumns, intervals: Intervals | None, gpu: GpuColumns, states: bytes
+    ) -> None:
+        """The GPU's samples in a run of snapshots."""
+        if not run.offsets:
+            return
+        self.start = self.start or run.first
+        self.end = run.last
+        self.name = self.name or gpu.name
+        self.uuid = self.uuid or gpu.uuid
+        self.times.extend(run.offsets)
+        self.utilization.extend(gpu.utilization)
+        self.power.extend(gpu.power)
+        self.states.extend(states)
+        self.peak_memory = _peak(self.peak_memory, _top(gpu.memory_used))
+        if gpu.memory_total is not None:
+            self.memory_total = gpu.memory_total
+        self.peak_power = _peak(self.peak_power, _top(gpu.power))
+
+    def extend(self, later: KeptGpu) -> None:
+        """Append the samples of ``later``, which come after this one's."""
+        self.name = self.name or later.name
+        self.uuid = self.uuid or later.uuid
+        self.start = self.start or later.start
+        self.end = later.end or self.end
+        self.times.extend(later.times)
+        self.utilization.extend(later.utilization)
+        self.power.extend(later.power)
+        self.states.extend(later.states)
+        if later.memory_total is not None:
+            self.memory_total = later.memory_total
+        self.peak_memory = _peak(self.peak_memory, later.peak_memory)
+        self.peak_power = _peak(self.peak_power, later.peak_power)
+
+    def summary(self, max_gap_s: float) -> GpuSummary:
+        sums = StepSums(len(STATES))
+        sums.add(self.times, self.power, self.states, max_gap_s)
+        utils = sorted(known(self.utilization))
+        stats = (
+            (len(utils), statistics.fmean(utils), percentile(utils, 0.50), percentile(utils, 0.95))
+            if utils
+            else (0, None, None, None)
+        )
+        return _summary(self, len(self.times), sums, stats)
+
+    def trace(self) -> GpuTrace:
+        throttled = STATE_CODE[GpuState.THROTTLED]
+        return GpuTrace(
+            index=self.index,
+            times=self.times,
+            utilization=self.utilization,
+            power=self.power,
+            throttled=[code == throttled for code in self.states],
+        )
+
+
+class RunningGpu:
+    """One GPU's figures added up as its samples come, none kept: the gap threshold is
+    known from the start."""
+
+    __slots__ = (
+        "end",
+        "first",
+        "index",
+        "last",
+        "max_gap_s",
+        "memory_total",
+        "name",
+        "peak_memory",
+        "peak_power",
+        "samples",
+        "start",
+        "sums",
+        "utilization",
+        "uuid",
+    )
+
+    def __init__(self, gpu: GpuSample | GpuColumns, max_gap_s: float) -> None:
+        self.index = gpu.index
+        self.name = gpu.name
+        self.uuid = gpu.uuid
+        self.max_gap_s = max_gap_s
+        self.memory_total: int | None = None
+        self.peak_memory: int | None = None
+        self.peak_power: float | None = None
+        self.start: datetime | None = None
+        self.end: datetime | None = None
+        self.samples = 0
+        self.sums = StepSums(len(STATES))
+        self.utilization: Counter[float] = Counter()
+        """How many samples had each utilization (NaN: not reported)."""
+        self.first: tuple[float, float, int] | None = None
+        """(time, power, state) of the first sample: where a part before this one joins."""
+        self.last: tuple[float, float, int] | None = None
+        """(time, power, state) of the last sample: the next interval starts there."""
+
+    def add(self, moment: datetime, offset: float, gpu: GpuSample, state: GpuState) -> None:
+        self.start = self.start or moment
+        self.end = moment
+        self.name = self.name or gpu.name
+        self.uuid = self.uuid or gpu.uuid
+        draw = value_or_nan(gpu.power.draw)
+        self._join((offset, draw, STATE_CODE[state]))
+        self.last = (offset, draw, STATE_CODE[state])
+        self.samples += 1
+        self.utilization[value_or_nan(gpu.utilization.gpu)] += 1
+        self.peak_memory = _peak(self.peak_memory, gpu.memory.used)
+        if gpu.memory.total is not None:
+            self.memory_total = gpu.memory.total
+        self.peak_power = _peak(self.peak_power, gpu.power.draw)
+
+    def add_columns(
+        self, run: SnapshotColumns, intervals: Intervals, gpu: GpuColumns, states: bytes
+    ) -> None:
+        """The GPU's samples in a run of snapshots (``intervals``: between the run's times)."""
+        offsets, power = run.offsets, gpu.power
+        if not offsets:
+            return
+        self.start = self.start or run.first
+        self.end = run.last
+        self.name = self.name or gpu.name
+        self.uuid = self.uuid or gpu.uuid
+        self._join((offsets[0], power[0], states[0]))
+        self.sums.add_intervals(intervals, power, states)
+        self.last = (offsets[-1], power[-1], states[-1])
+        self.samples += len(offsets)
+        self.utilization.update(gpu.utilization)
+        self.peak_memory = _peak(self.peak_memory, _top(gpu.memory_used))
+        if gpu.memory_total is not None:
+            self.memory_total = gpu.memory_total
+        self.peak_power = _peak(self.peak_power, _top(power))
+
+    def _join(self, sample: tuple[float, float, int]) -> None:
+        """The interval from the last sample to ``sample``, the next one."""
+        last = self.last
+        if last is None:
+            self.first = sample
+        else:
+            self.sums.add(
+                (last[0], sample[0]), (last[1], sample[1]), (last[2], sample[2]), self.max_gap_s
+            )
+
+    def extend(self, later: RunningGpu) -> None:
+        """Take in the figures of ``later``, whose samples come after this one's."""
+        if later.first is not None:
+            self._join(later.first)
+            self.last = later.last
+        self.sums.merge(later.sums)
+        self.samples += later.samples
+        self.utilization.update(later.utilization)
+        self.name = self.name or later.name
+        self.uuid = self.uuid or later.uuid
+        self.start = self.start or later.start
+        self.end = later.end or self.end
+        if later.memory_total is not None:
+            self.memory_total = later.memory_total
+        self.peak_memory = _peak(self.peak_memory, later.peak_memory)
+        self.peak_power = _peak(self.peak_power, later.peak_power)
+
+    def summary(self, max_gap_s: float) -> GpuSummary:
+        return _summary(self, self.samples, self.sums, count_stats(self.utilization))
+
+
+def _top(values: Sequence[_N | None] | None) -> _N | None:
+    """The largest reported value (neither None nor NaN); None if none is."""
+    if not values:
+        return None
+    reported: Sequence[_N] = (
+        [value for value in values if value is not None]
+        if None in values
+        else cast("Sequence[_N]", values)
+    )
+    return max(compress(reported, map(eq, reported, reported)), default=None)
+
+
+def _summary(
+    gpu: KeptGpu | RunningGpu,
+    samples: int,
+    sums: StepSums,
+    stats: tuple[int, float | None, float | None, float | None],
+) -> GpuSummary:
+    per_state = [part.value for part in sums.per_state]
+    held_known = gpu.peak_memory is not None
+    return GpuSummary(
+        index=gpu.index,
+        name=gpu.name,
+        uuid=gpu.uuid,
+        samples=samples,
+        start=None if sums.backward else gpu.start,
+        end=None if sums.backward else gpu.end,
+        duration_s=sums.forward_s.value,
+        utilization_samples=stats[0],
+        utilization_mean_pct=stats[1],
+        utilization_p50_pct=stats[2],
+        utilization_p95_pct=stats[3],
+        busy_s=per_state[STATE_CODE[GpuState.BUSY]],
+        waiting_s=per_state[STATE_CODE[GpuState.WAITING]] if held_known else None,
+        idle_s=per_state[STATE_CODE[GpuState.IDLE]] if held_known else None,
+        throttled_s=per_state[STATE_CODE[GpuState.THROTTLED]],
+        unknown_s=per_state[STATE_CODE[GpuState.UNKNOWN]],
+        gap_s=sums.gap_s.value,
+        peak_memory_used_bytes=gpu.peak_memory,
+        memory_total_bytes=gpu.memory_total,
+        peak_power_w=gpu.peak_power,
+        energy_wh=sums.energy_j.value / 3600 if gpu.peak_power is not None else None,
+    )
+
+
+_StateKey = tuple[float, int, "tuple[str, ...] | None"]
+_NO_MEMORY_COLUMN = 2
+_MEMORY_MISSING = 3
+
+
+class StateCache(dict[_StateKey, int]):
+    """The state number of a sample of columns, by what decides it: utilization, memory
+    held (0 below the threshold, 1 at or above, 2 no such column, 3 not reported) and
+    clock-event reasons.
+    Each new combination is classified by ``gpu_state`` itself, on a sample holding just
+    those values, so columns are classified as the samples they stand for."""
+
+    def __init__(self, thresholds: DiagnosisThresholds) -> None:
+        super().__init__()
+        self._thresholds = thresholds
+
+    def __missing__(self, key: _StateKey) -> int:
+        utilization, held, reasons = key
+        used = None if held > 1 else self._thresholds.held_memory_bytes if held else 0
+        gpu = GpuSample(
+            index=0,
+            utilization=Utilization(gpu=None if utilization != utilization else utilization),
+            memory=Memory(used=used),
+            throttle_reasons=reasons,
+            unavailable=(("memory.used", Reason.NOT_IN_LOG),) if held == _NO_MEMORY_COLUMN else (),
+        )
+        code = self[key] = STATE_CODE[gpu_state(gpu, self._thresholds)]
+        return code
+
+    def of(self, gpu: GpuColumns) -> bytes:
+        """The state number of each of ``gpu``'s samples."""
+        threshold = self._thresholds.held_memory_bytes
+        used = gpu.memory_used
+        held: Iterable[int]
+        if used is None:
+            held = repeat(_NO_MEMORY_COLUMN)
+        elif None in used:
+            held = [_MEMORY_MISSING if u is None else int(u >= threshold) for u in used]
+        else:
+            held = map(threshold.__le__, cast("Sequence[int]", used))
+        reasons: Iterable[tuple[str, ...] | None] = (
+            repeat(None) if gpu.throttle_reasons is None else gpu.throttle_reasons
+        )
+        return bytes(map(self.__getitem__, zip(gpu.utilization, held, reasons, strict=False)))

@@ -1,0 +1,190 @@
+"""The time integrals of a report, added up exactly, a run of samples at a time.
+
+Each interval between two consecutive samples of a GPU counts towards the state of its first
+sample, or towards gaps when longer than the gap threshold, or towards nothing when it goes
+back in time; energy integrates power over the counted intervals whose both ends report it.
+Sums are taken with ``math.fsum`` (the correctly rounded sum, whatever the order), so a
+recording added in runs of any length gives the very figures of one pass over it: each run
+leaves its rounded sum and the rounding's remainder, and the two are summed again at the end.
+
+The work on a run is done by C loops over whole lists (``map``, ``compress``), not a Python
+statement per interval: a two-week log has ten million of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain, compress, islice, repeat
+from operator import add, and_, eq, mul, ne, sub
+
+_MAX_PARTS = 256
+
+
+class ExactSum:
+    """A sum of floats fed in parts: ``value`` is ``math.fsum`` of every value fed."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: list[float] = []
+
+    def add(self, values: Iterable[float]) -> None:
+        """Add ``values`` (kept as their rounded sum and what that rounding left out)."""
+        self.add_parts(parts_of(values))
+
+    def add_parts(self, parts: Sequence[float]) -> None:
+        """Add what ``parts_of`` (or another sum's ``parts``) gave."""
+        own = self._parts
+        own.extend(parts)
+        if len(own) > _MAX_PARTS:
+            # Folded into one sum and its remainder again: fed a sample at a time, the
+            # parts would otherwise grow with the recording.
+            self._parts = list(parts_of(own))
+
+    @property
+    def parts(self) -> Sequence[float]:
+        """What this sum holds, for another to add."""
+        return self._parts
+
+    @property
+    def value(self) -> float:
+        """The sum of everything added."""
+        return math.fsum(self._parts)
+
+
+def parts_of(values: Iterable[float]) -> tuple[float, ...]:
+    """``values`` as their rounded sum and what that rounding left out."""
+    values = list(values)
+    if not values:
+        return ()
+    total = math.fsum(values)
+    values.append(-total)
+    return (total, math.fsum(values))
+
+
+class Intervals:
+    """The intervals between consecutive times, worked out once for every GPU of a run."""
+
+    __slots__ = ("backward", "counted", "forward", "gaps", "halves", "steps")
+
+    def __init__(self, times: Sequence[float], max_gap_s: float) -> None:
+        steps = self.steps = list(map(sub, islice(times, 1, None), times))
+        self.halves = list(map(mul, steps, repeat(0.5)))
+        """Each interval halved: ``(a + b) * (step * 0.5)`` is ``(a + b) / 2 * step`` to the
+        last bit (halving is exact in binary), one multiplication fewer per GPU."""
+        self.counted: list[bool] | None = None
+        """Which intervals count (None: all of them)."""
+        self.backward = False
+        self.gaps: tuple[float, ...] = ()
+        if steps and (min(steps) < 0.0 or max(steps) > max_gap_s):
+            self.backward = min(steps) < 0.0
+            self.counted = [0.0 <= step <= max_gap_s for step in steps]
+            self.gaps = parts_of(step for step in steps if step > max_gap_s)
+            self.forward = parts_of(map(max, steps, repeat(0.0)))
+        else:
+            self.forward = parts_of(steps)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+class StepSums:
+    """Time per state, in gaps, going forward, and energy, over consecutive samples."""
+
+    __slots__ = ("backward", "energy_j", "forward_s", "gap_s", "per_state")
+
+    def __init__(self, states: int) -> None:
+        self.per_state = [ExactSum() for _ in range(states)]
+        self.gap_s = ExactSum()
+        self.forward_s = ExactSum()
+        """The sum of the intervals that went forward (gaps included)."""
+        self.energy_j = ExactSum()
+        self.backward = False
+
+    def add(
+        self,
+        times: Sequence[float],
+        power: Sequence[float],
+        states: Sequence[int],
+        max_gap_s: float,
+    ) -> None:
+        """The intervals between consecutive entries of ``times`` (a run continuing the last
+        one fed starts with that run's last sample). ``power`` is NaN where not reported;
+        ``states`` holds the state number of each sample."""
+        self.add_intervals(Intervals(times, max_gap_s), power, states)
+
+    def add_intervals(
+        self, intervals: Intervals, power: Sequence[float], states: Sequence[int]
+    ) -> None:
+        """As ``add``, the intervals worked out already."""
+        count = len(intervals)
+        if not count:
+            return
+        steps, counted = intervals.steps, intervals.counted
+        self.backward = self.backward or intervals.backward
+        self.gap_s.add_parts(intervals.gaps)
+        self.forward_s.add_parts(intervals.forward)
+        firsts = bytes(islice(states, count))
+        if counted is None and firsts.count(firsts[0]) == count:
+            # One state all along (the common case): its time is every interval.
+            self.per_state[firsts[0]].add_parts(intervals.forward)
+        else:
+            for code in set(firsts):
+                chosen: Iterable[bool] = map(code.__eq__, firsts)
+                if counted is not None:
+                    chosen = map(and_, chosen, counted)
+                self.per_state[code].add(compress(steps, chosen))
+        # The trapezoid (before + after) / 2 * step of every interval.
+        terms = map(mul, map(add, power, islice(power, 1, None)), intervals.halves)
+        if any(map(ne, power, power)):  # a NaN: only intervals with power at both ends
+            known = list(map(eq, power, power))
+            both: Iterable[bool] = map(and_, known, islice(known, 1, None))
+            if counted is not None:
+                both = map(and_, both, counted)
+            self.energy_j.add(compress(terms, both))
+        elif counted is not None:
+            self.energy_j.add(compress(terms, counted))
+        else:
+            self.energy_j.add(terms)
+
+    def merge(self, other: StepSums) -> None:
+        """Add what ``other`` holds (the samples that come after this one's)."""
+        for mine, theirs in zip(self.per_state, other.per_state, strict=True):
+            mine.add_parts(theirs.parts)
+        self.gap_s.add_parts(other.gap_s.parts)
+        self.forward_s.add_parts(other.forward_s.parts)
+        self.energy_j.add_parts(other.energy_j.parts)
+        self.backward = self.backward or other.backward
+
+
+def count_stats(
+    counts: Mapping[float, int],
+) -> tuple[int, float | None, float | None, float | None]:
+    """(how many, mean, p50, p95) of the values counted (NaN keys left out), as
+    ``statistics.fmean`` and ``series.percentile`` give them over the sorted values."""
+    items = sorted((value, n) for value, n in counts.items() if value == value and n > 0)
+    total = sum(n for _, n in items)
+    if not total:
+        return 0, None, None, None
+    mean = math.fsum(chain.from_iterable(map(repeat, (v for v, _ in items), (n for _, n in items))))
+    return total, mean / total, _at(items, total, 0.50), _at(items, total, 0.95)
+
+
+def _at(items: Sequence[tuple[float, int]], total: int, fraction: float) -> float:
+    """``series.percentile`` of the values ``items`` counts, without listing them."""
+    position = (total - 1) * fraction
+    low = math.floor(position)
+    high = min(low + 1, total - 1)
+    weight = position - low
+    return ranked(items, low) * (1 - weight) + ranked(items, high) * weight
+
+
+def ranked(items: Sequence[tuple[float, int]], rank: int) -> float:
+    """The value of rank ``rank`` (from 0) among sorted (value, count) pairs."""
+    seen = 0
+    for value, n in items:
+        seen += n
+        if rank < seen:
+            return value
+    raise IndexError(rank)

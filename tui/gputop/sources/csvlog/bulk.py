@@ -1,0 +1,258 @@
+"""Runs of a `--query-gpu` CSV log read column by column, for `report`.
+
+Parsing each row into a ``GpuSample`` costs about 25 us; a two-week log of 8 GPUs has ten
+million rows. A run of snapshots whose rows lie back to back, each with the header's number
+of cells, as many rows in every snapshot, and the same GPU at the same place in each, is
+read instead as a few lists: the run's bytes are split into cells once, each column the
+report needs is a slice of them, and each distinct cell text is converted once (the
+converters are the row parser's own). A run that is not so plain is left to the row parser.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from itertools import accumulate, repeat
+from operator import add, ne
+from typing import Any
+
+from gputop.model import Reason
+from gputop.model.columns import NAN, GpuColumns, SnapshotColumns
+from gputop.sources.csvlog.parse import (
+    Column,
+    Schema,
+    is_header,
+    parse_timestamp,
+    row_values,
+    throttle_reasons,
+)
+
+_SEPARATOR = b", "
+_LOWER_START = re.compile(rb"\n[a-z]")
+"""A line starting with a lower-case letter (after the newline before it)."""
+_MAX_CACHED = 1 << 16
+"""Distinct cells remembered per column (a log's values repeat: watts, MiB, percents)."""
+
+_NUMBERS = frozenset({"utilization.gpu", "power.draw"})
+_BYTES = frozenset({"memory.used", "memory.total"})
+
+
+class _Converted(dict[bytes, Any]):
+    """Cell text -> the row parser's value for it (NaN or None where it holds none)."""
+
+    def __init__(self, convert: Callable[[str], Any], missing: object) -> None:
+        super().__init__()
+        self._convert = convert
+        self._missing = missing
+
+    def __missing__(self, cell: bytes) -> Any:
+        if len(self) >= _MAX_CACHED:
+            self.clear()
+        value = self._convert(cell.decode("utf-8", "replace").strip())
+        if value.__class__ is Reason:
+            value = self._missing
+        self[cell] = value
+        return value
+
+
+class _Reasons(dict[tuple[bytes, ...], "tuple[str, ...] | None"]):
+    """The cells of a row's clock-event reason columns -> its active reasons."""
+
+    def __init__(self, columns: Sequence[Column]) -> None:
+        super().__init__()
+        self._columns = tuple((n, path, convert) for n, (_, path, convert) in enumerate(columns))
+
+    def __missing__(self, cells: tuple[bytes, ...]) -> tuple[str, ...] | None:
+        if len(self) >= _MAX_CACHED:
+            self.clear()
+        texts = [cell.decode("utf-8", "replace") for cell in cells]
+        reasons = throttle_reasons(row_values(self._columns, texts)[0])
+        self[cells] = reasons
+        return reasons
+
+
+class RunReader:
+    """Reads runs of one header's snapshots as columns (see the module's docstring)."""
+
+    def __init__(self, schema: Schema) -> None:
+        self._schema = schema
+        self._where: dict[str, list[Column]] = {}
+        for column in schema.columns:
+            self._where.setdefault(column[1], []).append(column)
+        reason_columns = [c for c in schema.columns if c[1].startswith("throttle_reasons")]
+        self._reason_at = tuple(at for at, _, _ in reason_columns)
+        self._reasons = _Reasons(reason_columns) if reason_columns else None
+        self._caches: dict[int, _Converted] = {}
+
+    def _column(self, path: str) -> Column | None:
+        """The one column of ``path``; None when the log has none. A path fed by several
+        columns (``power.draw`` and ``power.draw.instant``) is read from its first, which
+        must then hold a value in every row (checked by the caller)."""
+        found = self._where.get(path)
+        return None if not found else found[0]
+
+    def _values(self, column: Column, cells: list[bytes]) -> list[Any]:
+        at, path, convert = column
+        cache = self._caches.get(at)
+        if cache is None:
+            missing = NAN if path in _NUMBERS else None
+            cache = self._caches[at] = _Converted(convert, missing)
+        return list(map(cache.__getitem__, cells))
+
+    def read(
+        self,
+        data: bytes,
+        starts: Sequence[int],
+        offsets: Sequence[float],
+        origin: datetime | None,
+    ) -> SnapshotColumns | None:
+        """The snapshots whose rows are ``data`` (from the first row of the first to the end
+        of the last row of the last, back to back), ``starts`` the place of each one's first
+        row in ``data`` and ``offsets`` its time in seconds after ``origin`` (the log's
+        index); None when the run is not plain."""
+        count = len(starts)
+        if origin is None or any(map(ne, offsets, offsets)):
+            return None  # a snapshot without a time: the row parser says what it is
+        width = self._schema.width
+        line_end = 1
+        if b"\r" in data:
+            # Windows' nvidia-smi ends lines with CR LF: taken off, every line must have one.
+            if not data.endswith(b"\r") or data.count(b"\r") != data.count(b"\n") + 1:
+                return None
+            data = data[:-1].replace(b"\r\n", b"\n")
+            line_end = 2
+        if b"\t" in data or _has_header(data):
+            return None
+        lines = data.split(b"\n")
+        rows = len(lines)
+        if rows % count:
+            return None
+        per = rows // count
+        lengths = list(accumulate(map(len, lines), initial=0))
+        firsts = map(add, lengths[0:rows:per], range(0, rows * line_end, per * line_end))
+        if list(firsts) != list(starts):
+            return None
+        if list(map(bytes.count, lines, repeat(_SEPARATOR))).count(width - 1) != rows:
+            return None
+        cells = data.replace(b"\n", _SEPARATOR).split(_SEPARATOR)
+        return self._columns(cells, per, offsets, origin)
+
+    def _columns(
+        self, cells: list[bytes], per: int, offsets: Sequence[float], origin: datetime
+    ) -> SnapshotColumns | None:
+        stride = self._schema.width * per
+        stamp = self._column("timestamp")
+        if stamp is None:
+            return None
+        ends = (cells[stamp[0]], cells[len(cells) - stride + stamp[0]])
+        first, last = (parse_timestamp(c.decode("utf-8", "replace").strip()) for c in ends)
+        if (
+            first is None
+            or last is None
+            or (first - origin).total_seconds() != offsets[0]
+            or (last - origin).total_seconds() != offsets[-1]
+        ):
+            return None  # the index's times are not the rows' (never seen): row by row
+        host = self._constant("host", cells, stride, 0)
+        if host is _IRREGULAR:
+            return None
+        gpus = []
+        for position in range(per):
+            gpu = self._gpu(cells, position, per)
+            if gpu is None:
+                return None
+            gpus.append(gpu)
+        return SnapshotColumns(
+            origin=origin, offsets=offsets, first=first, last=last, host=host, gpus=tuple(gpus)
+        )
+
+    def _constant(self, path: str, cells: list[bytes], stride: int, row: int) -> Any:
+        """The value of ``path`` in row ``row`` of every snapshot when it is one value
+        (None: no value or no column); ``_IRREGULAR`` otherwise."""
+        column = self._column(path)
+        if column is None:
+            return None
+        at = column[0]
+        found = cells[row * self._schema.width + at :: stride]
+        if found.count(found[0]) != len(found):
+            return _IRREGULAR
+        value = self._values(column, found[:1])[0]
+        if value is None and len(self._where[path]) > 1:
+            return _IRREGULAR  # another column of the path may hold it
+        return value
+
+    def _last_known(self, column: Column | None, cells: list[bytes]) -> Any:
+        """The value of the last of ``cells`` that holds one (only the last is kept)."""
+        if column is None or len(self._where[column[1]]) > 1:
+            return _IRREGULAR
+        for cell in reversed(cells):
+            value = self._values(column, [cell])[0]
+            if value is not None:
+                return value
+        return None
+
+    def _gpu(self, cells: list[bytes], position: int, per: int) -> GpuColumns | None:
+        width = self._schema.width
+        stride = width * per
+        first = position * width
+        identity: dict[str, Any] = {}
+        for path in ("index", "uuid", "name"):
+            value = self._constant(path, cells, stride, position)
+            if value is _IRREGULAR:
+                return None
+            identity[path] = value
+        name_column = self._column("name")
+        if name_column is not None and identity["name"] is None:
+            # A lost GPU says so in its name: left to the row parser.
+            return None
+        index = identity["index"]
+        values: dict[str, list[Any] | None] = {}
+        for path in ("utilization.gpu", "power.draw", "memory.used"):
+            column = self._column(path)
+            if column is None:
+                values[path] = None
+                continue
+            found = self._values(column, cells[first + column[0] :: stride])
+            if len(self._where[path]) > 1 and (NAN in found or None in found):
+                return None  # the row parser would look in the path's other columns
+            values[path] = found
+        reasons = None
+        if self._reasons is not None:
+            picked = [cells[first + at :: stride] for at in self._reason_at]
+            reasons = list(map(self._reasons.__getitem__, zip(*picked, strict=True)))
+        count = len(cells) // stride
+        total = self._column("memory.total")
+        totals = None if total is None else cells[first + total[0] :: stride]
+        memory_total = None if totals is None else self._last_known(total, totals)
+        if memory_total is _IRREGULAR:
+            return None
+        return GpuColumns(
+            index=index if isinstance(index, int) else position,
+            name=identity["name"],
+            uuid=identity["uuid"],
+            utilization=values["utilization.gpu"] or [NAN] * count,
+            power=values["power.draw"] or [NAN] * count,
+            memory_used=values["memory.used"],
+            memory_total=memory_total,
+            throttle_reasons=reasons,
+        )
+
+
+_IRREGULAR = object()
+
+
+def _has_header(data: bytes) -> bool:
+    """A header line among the rows (only a line starting in lower case can be one)."""
+    if b"pid" not in data:
+        # A header between back-to-back snapshots is a `--query-compute-apps` one (any
+        # other ends the run): without `pid` there is none, found at memchr speed.
+        return False
+    begins = (match.start() + 1 for match in _LOWER_START.finditer(data))
+    for start in itertools.chain((0,) if b"a" <= data[:1] <= b"z" else (), begins):
+        stop = data.find(b"\n", start)
+        line = data[start : None if stop < 0 else stop]
+        if is_header(line.decode("utf-8", "replace")):
+            return True
+    return False
