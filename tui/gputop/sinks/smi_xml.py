@@ -57,6 +57,7 @@ REASON_TEXT: dict[Reason, str] = {
     Reason.GPU_LOST: "[GPU is lost]",
     Reason.INVALID: "[Invalid Value]",
     Reason.NOT_IN_LOG: "[Not In This Log]",  # a converted text log had no such column
+    Reason.NOT_EXPORTED: "[Not Exported]",  # a remote machine's exporter did not publish it
 }
 """How nvidia-smi spells each reason; NOT_REPORTED is spelled by leaving the element out."""
 

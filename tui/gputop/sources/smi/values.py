@@ -50,6 +50,7 @@ _REASONS_BY_TEXT = {
     "[gpu is lost]": Reason.GPU_LOST,
     "[invalid value]": Reason.INVALID,  # how gputop's --record writes one back
     "[not in this log]": Reason.NOT_IN_LOG,  # likewise, for a value a text log lacked
+    "[not exported]": Reason.NOT_EXPORTED,  # likewise, for a remote exporter's gap
 }
 
 _MIB = 1024**2
