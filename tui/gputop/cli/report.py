@@ -355,6 +355,14 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
             "report each on its own"
         )
     summary = builder.summary(source=str(path), warnings=warnings)
+    if summary.snapshots and summary.untimed_snapshots == summary.snapshots:
+        # Every snapshot left out: the reader's warning and "no GPU" would contradict each
+        # other; the one fact is that this log cannot be placed in time at all.
+        raise BadCapture(
+            f"{path}: the log has no times (no snapshot has a timestamp), so a report over "
+            "time cannot be made; record with a timestamp (nvidia-smi dmon `-o DT`, "
+            "--query-gpu with `timestamp`)"
+        )
     for warning in warnings:
         print(f"gputop: warning: {warning}", file=sys.stderr)
     if warnings:
