@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="export a recording instead of this machine's GPUs: played at its recorded pace "
         "from the start, holding the last document at the end",
     )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="export the recorded 4-GPU box shipped with gputop (as gputop --demo; no GPU "
+        "needed)",
+    )
     parser.add_argument("--format", choices=format_names(), help="with --replay: its format")
     parser.add_argument(
         "--at",
@@ -205,6 +211,12 @@ def export_main(argv: Sequence[str]) -> int:
         NoDriver, NoPermission: live, and NVML cannot be used (exit 1).
     """
     ns = build_parser().parse_args(list(argv))
+    if ns.demo:
+        if ns.replay is not None:
+            raise BadArguments("--demo replays gputop's own capture: give it or --replay FILE")
+        from gputop.cli.demo import DEMO_CAPTURE
+
+        ns.replay = DEMO_CAPTURE
     if ns.replay is None and (ns.at is not None or ns.format is not None):
         raise BadArguments("--at and --format describe a recording: use them with --replay FILE")
     address = parse_listen(ns.listen)
