@@ -82,8 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--demo",
         action="store_true",
-        help="export the recorded 4-GPU box shipped with gputop (as gputop --demo; no GPU "
-        "needed)",
+        help="export the recorded 4-GPU box shipped with gputop (as gputop --demo; no GPU needed)",
     )
     parser.add_argument("--format", choices=format_names(), help="with --replay: its format")
     parser.add_argument(
