@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=gap_seconds,
         metavar="SEC",
         help="intervals longer than this are gaps: not counted in any state nor in energy "
-        "(default: three sampling intervals, at least 10 s)",
+        f"(default: three sampling intervals, at least {STEADY_MIN_GAP_S:g} s for CSV and "
+        f"other logs, {MIN_AUTO_GAP_S:g} s for XML captures)",
     )
     parser.add_argument(
         "--jobs",
