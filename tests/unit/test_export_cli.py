@@ -420,3 +420,18 @@ def test_demo_and_replay_together_are_one_line() -> None:
         run_export("--listen", f"127.0.0.1:{port}", "--demo", "--replay", str(FOUR)),
         "or --replay FILE",
     )
+
+
+@pytest.mark.parametrize("given", [None, "node-z"])
+def test_a_capture_without_a_host_is_labelled_with_this_machine(given: str | None) -> None:
+    # A --query-gpu log names no host; dcgm-exporter's series always carry Hostname.
+    log = ROOT / "snapshots" / "query-gpu-2x-a0s.csv"
+    assert document(log).host is None
+    flags = ("--hostname", given) if given else ()
+    with running_exporter("--replay", str(log), "--at", "0", *flags) as exporter:
+        values = series(exporter.metrics())
+    hosts = {
+        value for (name, labels), _ in values.items() if name == "DCGM_FI_DEV_FB_USED"
+        for key, value in labels if key == "Hostname"
+    }  # fmt: skip
+    assert hosts == {given or socket.gethostname()}

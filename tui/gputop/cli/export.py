@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import errno
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -108,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--hostname",
         metavar="NAME",
         help="the Hostname label (default: this machine's name live, the recording's host "
-        "in a replay)",
+        "in a replay, this machine's name if the recording names none)",
     )
     return parser
 
@@ -225,6 +226,9 @@ def export_main(argv: Sequence[str]) -> int:
     latest = LatestSample(
         ExportTracker(_classify),
         host=ns.hostname,
+        # A capture that names no host still gets a Hostname label, as dcgm-exporter's
+        # series always have: this machine's, the one serving it.
+        fallback_host=socket.gethostname() or None,
         detail=ProcessDetail(ns.export_processes),
         stale_after=stale_after(ns.interval) if live else None,
     )
