@@ -125,3 +125,12 @@ def test_apps_goes_with_replay(logs: tuple[Path, Path]) -> None:
     result = gputop("--apps", apps, "--once")
     assert result.returncode == 2
     assert "use it with --replay FILE" in result.stderr
+
+
+def test_a_missing_apps_log_is_worded_as_a_missing_replay_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nonexist"
+    apps = gputop("--replay", SNAPSHOTS / "csv-h100-590.csv", "--apps", missing, "--once")
+    replay = gputop("--replay", missing, "--once")
+    assert apps.returncode == replay.returncode == 2, apps.stderr + replay.stderr
+    assert apps.stderr.splitlines() == [f"gputop: {missing}: no such file or directory"]
+    assert replay.stderr == apps.stderr

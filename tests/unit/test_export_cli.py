@@ -401,3 +401,37 @@ def test_listens_on_ipv6_in_brackets() -> None:
         assert status == 200 and b"DCGM_FI_DEV_GPU_UTIL{" in body
     finally:
         assert stop(process) == 0
+
+
+def test_demo_exports_the_bundled_capture_without_a_driver() -> None:
+    # The no-driver hint says `--demo`: it must work for export too.
+    wanted = document(FOUR, 0)
+    with running_exporter("--demo", fake="no-driver") as exporter:
+        values = series(exporter.metrics())
+    for gpu in wanted.gpus:
+        assert gpu.memory.used is not None
+        used = find(values, "DCGM_FI_DEV_FB_USED", gpu=str(gpu.index))
+        assert used == [gpu.memory.used // MIB], (gpu.index, used)
+
+
+def test_demo_and_replay_together_are_one_line() -> None:
+    port = free_port()
+    one_line_exit_2(
+        run_export("--listen", f"127.0.0.1:{port}", "--demo", "--replay", str(FOUR)),
+        "or --replay FILE",
+    )
+
+
+@pytest.mark.parametrize("given", [None, "node-z"])
+def test_a_capture_without_a_host_is_labelled_with_this_machine(given: str | None) -> None:
+    # A --query-gpu log names no host; dcgm-exporter's series always carry Hostname.
+    log = ROOT / "snapshots" / "query-gpu-2x-a0s.csv"
+    assert document(log).host is None
+    flags = ("--hostname", given) if given else ()
+    with running_exporter("--replay", str(log), "--at", "0", *flags) as exporter:
+        values = series(exporter.metrics())
+    hosts = {
+        value for (name, labels), _ in values.items() if name == "DCGM_FI_DEV_FB_USED"
+        for key, value in labels if key == "Hostname"
+    }  # fmt: skip
+    assert hosts == {given or socket.gethostname()}

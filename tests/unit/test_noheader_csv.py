@@ -119,3 +119,14 @@ def test_query_gpu_goes_with_a_csv_replay_only(tmp_path: Path) -> None:
     result = gputop("--replay", path, "--format", "dmon", "--query-gpu", FIELDS, "--once")
     assert result.returncode == 2
     assert "not of dmon" in result.stderr
+
+
+def test_too_few_names_for_the_columns_says_how_many_of_each(tmp_path: Path) -> None:
+    log = tmp_path / "nh.csv"
+    log.write_text("GPU-1, 100, 1, 2, 3, 4\nGPU-1, 200, 1, 2, 3, 4\n", encoding="utf-8")
+    result = gputop("--replay", log, "--query-gpu", "uuid,memory.used", "--once")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"gputop: {log}: --query-gpu gave 2 names for rows of 6 columns: give the fields "
+        "the log was recorded with, in their order"
+    ]

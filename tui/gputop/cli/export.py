@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import errno
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="export a recording instead of this machine's GPUs: played at its recorded pace "
         "from the start, holding the last document at the end",
     )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="export the recorded 4-GPU box shipped with gputop (as gputop --demo; no GPU needed)",
+    )
     parser.add_argument("--format", choices=format_names(), help="with --replay: its format")
     parser.add_argument(
         "--at",
@@ -103,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--hostname",
         metavar="NAME",
         help="the Hostname label (default: this machine's name live, the recording's host "
-        "in a replay)",
+        "in a replay, this machine's name if the recording names none)",
     )
     return parser
 
@@ -205,6 +211,12 @@ def export_main(argv: Sequence[str]) -> int:
         NoDriver, NoPermission: live, and NVML cannot be used (exit 1).
     """
     ns = build_parser().parse_args(list(argv))
+    if ns.demo:
+        if ns.replay is not None:
+            raise BadArguments("--demo replays gputop's own capture: give it or --replay FILE")
+        from gputop.cli.demo import DEMO_CAPTURE
+
+        ns.replay = DEMO_CAPTURE
     if ns.replay is None and (ns.at is not None or ns.format is not None):
         raise BadArguments("--at and --format describe a recording: use them with --replay FILE")
     address = parse_listen(ns.listen)
@@ -214,6 +226,9 @@ def export_main(argv: Sequence[str]) -> int:
     latest = LatestSample(
         ExportTracker(_classify),
         host=ns.hostname,
+        # A capture that names no host still gets a Hostname label, as dcgm-exporter's
+        # series always have: this machine's, the one serving it.
+        fallback_host=socket.gethostname() or None,
         detail=ProcessDetail(ns.export_processes),
         stale_after=stale_after(ns.interval) if live else None,
     )

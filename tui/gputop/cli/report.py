@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=gap_seconds,
         metavar="SEC",
         help="intervals longer than this are gaps: not counted in any state nor in energy "
-        "(default: three sampling intervals, at least 10 s)",
+        f"(default: three sampling intervals, at least {STEADY_MIN_GAP_S:g} s for CSV and "
+        f"other logs, {MIN_AUTO_GAP_S:g} s for XML captures)",
     )
     parser.add_argument(
         "--jobs",
@@ -355,6 +356,14 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
             "report each on its own"
         )
     summary = builder.summary(source=str(path), warnings=warnings)
+    if summary.snapshots and summary.untimed_snapshots == summary.snapshots:
+        # Every snapshot left out: the reader's warning and "no GPU" would contradict each
+        # other; the one fact is that this log cannot be placed in time at all.
+        raise BadCapture(
+            f"{path}: the log has no times (no snapshot has a timestamp), so a report over "
+            "time cannot be made; record with a timestamp (nvidia-smi dmon `-o DT`, "
+            "--query-gpu with `timestamp`)"
+        )
     for warning in warnings:
         print(f"gputop: warning: {warning}", file=sys.stderr)
     if warnings:

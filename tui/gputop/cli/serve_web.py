@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hmac
 import logging
+import socket
 import ssl
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -213,26 +215,48 @@ class GputopServer(Server):
             BadArguments: the address cannot be listened on (in use, not this machine's).
         """
         logging.basicConfig(level=logging.WARNING, format="gputop serve: %(message)s")
+        # Bound here, before saying where it serves: a port in use is one line, not a
+        # "serving at" line followed by asyncio's bind error.
+        listening = self._listen()
         say = f"gputop serve: {self.url} (at most {self.web.max_viewers} viewers"
         say += ", basic auth)" if self.users else ")"
         print(say, file=sys.stderr, flush=True)
-        try:
-            web.run_app(
-                self._make_app(),
-                host=self.web.host,
-                port=self.web.port,
-                ssl_context=self.ssl_context,
-                print=lambda *args: None,
-                access_log=None,
-                # On Ctrl+C or SIGTERM the viewers are told to quit; waiting longer for
-                # their sockets to close would only keep the terminal.
-                shutdown_timeout=3.0,
-            )
-        except OSError as error:
-            raise BadArguments(
-                f"--listen {self.web.host}:{self.web.port}: {error.strerror or error}"
-            ) from None
+        web.run_app(
+            self._make_app(),
+            sock=listening,
+            ssl_context=self.ssl_context,
+            print=lambda *args: None,
+            access_log=None,
+            # On Ctrl+C or SIGTERM the viewers are told to quit; waiting longer for
+            # their sockets to close would only keep the terminal.
+            shutdown_timeout=3.0,
+        )
         return 0
+
+    def _listen(self) -> socket.socket:
+        """The listening socket on ``--listen``.
+
+        Raises:
+            BadArguments: in use, not this machine's address, or a privileged port.
+        """
+        where = f"--listen {self.web.host}:{self.web.port}"
+        try:
+            family = socket.getaddrinfo(
+                self.web.host, self.web.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            )[0][0]
+            return socket.create_server((self.web.host, self.web.port), family=family)
+        except socket.gaierror:
+            raise BadArguments(f"{where}: not a host name or address of this machine") from None
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                reason = "the address is already in use (another server on that port?)"
+            elif error.errno == errno.EACCES:
+                reason = "permission denied (ports below 1024 need privileges)"
+            elif error.errno == errno.EADDRNOTAVAIL:
+                reason = "that address is not one of this machine's"
+            else:
+                reason = error.strerror or str(error)
+            raise BadArguments(f"{where}: cannot listen there: {reason}") from None
 
     async def on_startup(self, app: Any) -> None:
         """textual-serve prints a banner here; gputop has said where it listens."""

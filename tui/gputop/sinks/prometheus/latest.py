@@ -39,15 +39,18 @@ class LatestSample:
         tracker: ExportTracker,
         *,
         host: str | None = None,
+        fallback_host: str | None = None,
         detail: ProcessDetail = ProcessDetail.BASIC,
         stale_after: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """Render with ``host`` as ``Hostname`` (None: each snapshot's own) and ``detail``
-        per process; ``stale_after``: seconds without a new sample before it is stale
+        """Render with ``host`` as ``Hostname`` (None: each snapshot's own, else
+        ``fallback_host``: dcgm-exporter always has the label) and ``detail`` per process;
+        ``stale_after``: seconds without a new sample before it is stale
         (None: never, a recording holding its position)."""
         self._tracker = tracker
         self._host = host
+        self._fallback_host = fallback_host
         self._detail = detail
         self._stale_after = stale_after
         self._clock = clock
@@ -77,7 +80,7 @@ class LatestSample:
             extras=taken.extras,
             age_seconds=age,
             stale=stale,
-            host=self._host or taken.snapshot.host,
+            host=self._host or taken.snapshot.host or self._fallback_host,
             detail=self._detail,
             window_ms=self._tracker.window_ms,
         )

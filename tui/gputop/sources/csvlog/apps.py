@@ -55,7 +55,10 @@ class AppsLog:
                 data = handle.read(_MAX_BYTES + 1)
             if data[:2] == b"\x1f\x8b":
                 data = gzip.decompress(data)
-        except (OSError, EOFError, ValueError) as error:
+        except OSError as error:
+            # Worded as --replay's own file is ("no such file or directory").
+            raise BadCapture(f"{path}: {(error.strerror or str(error)).lower()}") from None
+        except (EOFError, ValueError) as error:
             raise BadCapture(f"{path}: {error}") from None
         text = data.decode("utf-8", "replace")
         first = next((line for line in text.splitlines() if line.strip()), "")

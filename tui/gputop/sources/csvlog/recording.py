@@ -285,6 +285,10 @@ class CsvRecording(IndexedLog):
         self._open_stamp: bytes | None = None
         self._repeated = False
         self._bad_rows = 0
+        self._bad_width: int | None = None
+        """The cells of the first row that did not match its header (None: none so far)."""
+        self._given: Schema | None = None
+        """The schema ``--query-gpu`` gave for a headerless log."""
         self._grew_at = time.monotonic()
         self._first_key: bytes | None = None
         """The identity of the first GPU of the snapshot being read."""
@@ -315,7 +319,7 @@ class CsvRecording(IndexedLog):
         schema = None if query is None else query_schema(query)
         warnings: list[str] = []
         recording = cls(path, _open_data(path, follow, warnings), warnings, follow=follow)
-        recording._schema = schema
+        recording._schema = recording._given = schema
         try:
             recording._check_first(waiting)
         except BadCapture:
@@ -328,7 +332,7 @@ class CsvRecording(IndexedLog):
         said = waiting is None
         while not self._scan_until(0):
             if self._complete:
-                why = "no GPU rows after the header" if self._schema else self._no_header()
+                why = self._no_rows() if self._schema else self._no_header()
                 raise BadCapture(f"{self.path}: {why}")
             if not said and time.monotonic() - started >= 1.0:
                 said = True
@@ -336,6 +340,16 @@ class CsvRecording(IndexedLog):
                 waiting()
             self._data.wait(WAIT_SLICE)
         self.snapshot(0)
+
+    def _no_rows(self) -> str:
+        given = self._given
+        if given is not None and self._schema is given and self._bad_width is not None:
+            # Every row refused for its width: the fields given do not describe this log.
+            return (
+                f"--query-gpu gave {given.width} names for rows of {self._bad_width} columns: "
+                "give the fields the log was recorded with, in their order"
+            )
+        return "no GPU rows after the header"
 
     def _no_header(self) -> str:
         if self._data.available() == 0:
@@ -417,6 +431,8 @@ class CsvRecording(IndexedLog):
             self._bad_rows += 1
             return
         if line.count(_SEPARATOR) + 1 != schema.width:
+            if self._bad_width is None:
+                self._bad_width = line.count(_SEPARATOR) + 1
             self._bad_row(start)
             return
         identity = schema.identity_at
