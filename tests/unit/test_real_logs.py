@@ -1,0 +1,213 @@
+"""Real `--query-gpu` CSV logs published by others (see snapshots/README.md), replayed through
+gputop's own reader and `gputop report`: every figure checked here is read again from the
+file itself, so a reader that misplaces a column, a GPU or a sample fails."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gputop.cli.report import build_report
+from gputop.insight.report import summary_to_json
+from gputop.model.sample import Reason
+from gputop.sources.csvlog import CsvRecording
+
+SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
+EIGHT_H100 = SNAPSHOTS / "csv-8xh100-virtualclient.csv"
+V100S_RUN = SNAPSHOTS / "csv-v100s-l1-miris.csv"
+NOHEADER_RUN = SNAPSHOTS / "csv-noheader-l5-plato.csv"
+# The plato log's fields, as its columns show them: used + free is the same 20148 MiB in every
+# row (so the 4th and 5th are memory.used and memory.free), then a temperature and a power.
+PLATO_FIELDS = (
+    "timestamp,utilization.gpu,utilization.memory,memory.used,memory.free,temperature.gpu,"
+    "power.draw"
+)
+MIB = 2**20
+STAMP = "%Y/%m/%d %H:%M:%S.%f"
+
+
+def _table(path: Path, fields: str | None = None) -> list[dict[str, str]]:
+    """The file's rows by field name (units stripped from the header, kept in the cells)."""
+    lines = path.read_text().splitlines()
+    if fields is None:
+        header, *lines = lines
+        names = [cell.split(" [")[0] for cell in header.split(", ")]
+    else:
+        names = fields.split(",")
+    return [dict(zip(names, line.split(", "), strict=True)) for line in lines]
+
+
+def _number(cell: str) -> float:
+    return float(cell.split(" ")[0])
+
+
+def _stamp(cell: str) -> datetime:
+    return datetime.strptime(cell, STAMP)
+
+
+def gputop(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gputop", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _report(path: Path, query_gpu: str | None = None) -> dict[str, Any]:
+    builder, warnings = build_report(path, query_gpu=query_gpu)
+    assert warnings == []
+    return summary_to_json(builder.summary())
+
+
+def test_an_8x_h100_query_is_one_snapshot_of_eight_gpus_by_index() -> None:
+    rows = _table(EIGHT_H100)
+    assert len(rows) == 8
+    with CsvRecording.open(EIGHT_H100) as recording:
+        assert len(recording) == 1
+        assert recording.warnings == []
+        snapshot = recording.snapshot(0)
+    # nvidia-smi stamps each GPU's row on its own (.791, .815, ...): still one snapshot.
+    assert snapshot.timestamp == min(_stamp(row["timestamp"]) for row in rows)
+    assert [gpu.index for gpu in snapshot.gpus] == [int(row["index"]) for row in rows]
+    for gpu, row in zip(snapshot.gpus, rows, strict=True):
+        assert gpu.name == row["name"] == "NVIDIA H100 80GB HBM3"
+        assert gpu.pci_bus_id == row["pci.bus_id"]
+        assert gpu.performance_state == row["pstate"]
+        assert gpu.utilization.gpu == _number(row["utilization.gpu"])
+        assert gpu.utilization.memory == _number(row["utilization.memory"])
+        assert gpu.memory.total == int(row["memory.total"]) * MIB
+        assert gpu.memory.used == int(row["memory.used"]) * MIB
+        assert gpu.memory.free == int(row["memory.free"]) * MIB
+        assert gpu.temperature.gpu == _number(row["temperature.gpu"])
+        assert gpu.clocks.sm == int(row["clocks.current.sm"])
+        assert gpu.clocks.memory == int(row["clocks.current.memory"])
+        # The log has both readings; the instant one is what the live view shows.
+        assert gpu.power.draw == _number(row["power.draw.instant"])
+        assert gpu.uuid is None and gpu.reason("uuid") is Reason.NOT_IN_LOG
+
+
+def test_the_8x_h100_query_replays_as_json_and_reports_each_gpu() -> None:
+    rows = _table(EIGHT_H100)
+    result = gputop("--replay", EIGHT_H100, "--json")
+    assert result.returncode == 0, result.stderr
+    gpus = json.loads(result.stdout)["gpus"]
+    assert [gpu["pci_bus_id"] for gpu in gpus] == [row["pci.bus_id"] for row in rows]
+    assert [gpu["power_draw"] for gpu in gpus] == [
+        _number(row["power.draw.instant"]) for row in rows
+    ]
+    report = _report(EIGHT_H100)
+    assert report["snapshots"] == 1 and report["untimed_snapshots"] == 0
+    summaries = report["gpus"]
+    assert [gpu["index"] for gpu in summaries] == list(range(8))
+    assert all(gpu["samples"] == 1 for gpu in summaries)
+    assert [gpu["peak_power_w"] for gpu in summaries] == [
+        _number(row["power.draw.instant"]) for row in rows
+    ]
+
+
+def test_a_real_one_second_log_replays_each_sample_at_its_time() -> None:
+    rows = _table(V100S_RUN)
+    with CsvRecording.open(V100S_RUN) as recording:
+        assert len(recording) == len(rows) == 107
+        assert recording.warnings == []
+        first, last = recording.snapshot(0), recording.snapshot(len(recording) - 1)
+    assert first.timestamp == _stamp(rows[0]["timestamp"])
+    assert last.timestamp == _stamp(rows[-1]["timestamp"])
+    # The first sample where the job shows on the GPU, asked for by its time.
+    (row,) = [row for row in rows if row["timestamp"] == "2025/06/13 00:28:08.203"]
+    result = gputop("--replay", V100S_RUN, "--json", "--at", "2025-06-13T00:28:08.203")
+    assert result.returncode == 0, result.stderr
+    snapshot = json.loads(result.stdout)
+    assert snapshot["timestamp"] == "2025-06-13T00:28:08.203000"
+    (gpu,) = snapshot["gpus"]
+    assert gpu["name"] == row["name"] == "Tesla V100S-PCIE-32GB"
+    assert gpu["utilization_gpu"] == _number(row["utilization.gpu"]) == 19
+    assert gpu["utilization_memory"] == _number(row["utilization.memory"])
+    assert gpu["memory_used"] == _number(row["memory.used"]) * MIB
+    assert gpu["memory_total"] == _number(row["memory.total"]) * MIB
+    assert gpu["temperature"] == _number(row["temperature.gpu"])
+    # The log has no power column: n/a with its reason, never 0 W.
+    assert gpu["power_draw"] is None
+    assert gpu["unavailable"]["power.draw"] == "not in this log"
+
+
+def test_the_one_second_log_reports_its_own_figures() -> None:
+    rows = _table(V100S_RUN)
+    utilization = [_number(row["utilization.gpu"]) for row in rows]
+    report = _report(V100S_RUN)
+    assert report["snapshots"] == len(rows)
+    start, end = _stamp(rows[0]["timestamp"]), _stamp(rows[-1]["timestamp"])
+    assert report["duration_s"] == round((end - start).total_seconds(), 3)
+    (gpu,) = report["gpus"]
+    assert gpu["samples"] == len(rows)
+    assert gpu["utilization_mean_pct"] == pytest.approx(statistics.fmean(utilization), abs=0.01)
+    assert gpu["peak_memory_used_bytes"] == max(_number(r["memory.used"]) for r in rows) * MIB
+    assert gpu["memory_total_bytes"] == _number(rows[0]["memory.total"]) * MIB
+    assert gpu["gap_s"] == 0
+    # Every second of the run is busy, waiting or idle: a log without power cannot be throttled.
+    assert gpu["busy_s"] + gpu["waiting_s"] + gpu["idle_s"] == pytest.approx(
+        report["duration_s"], abs=1.5
+    )
+    assert gpu["energy_wh"] is None
+    text = gputop("report", V100S_RUN)
+    assert text.returncode == 0, text.stderr
+    assert "107 snapshots" in text.stdout and "Tesla V100S-PCIE-32GB" in text.stdout
+
+
+def test_a_real_noheader_log_is_refused_until_its_fields_are_named() -> None:
+    refused = gputop("report", NOHEADER_RUN)
+    assert refused.returncode == 2 and refused.stdout == ""
+    (line,) = refused.stderr.splitlines()
+    assert "without its header line" in line
+    named = gputop("report", NOHEADER_RUN, "--query-gpu", PLATO_FIELDS)
+    assert named.returncode == 0, named.stderr
+    assert f"{len(_table(NOHEADER_RUN, PLATO_FIELDS))} snapshots" in named.stdout
+
+
+def test_a_real_long_noheader_log_replays_and_reports_its_own_figures() -> None:
+    rows = _table(NOHEADER_RUN, PLATO_FIELDS)
+    assert len(rows) == 1923
+    with CsvRecording.open(NOHEADER_RUN, query=PLATO_FIELDS) as recording:
+        assert len(recording) == len(rows)
+        assert recording.warnings == []
+    # A sample in the middle of a training burst.
+    at = "2026/04/25 16:51:54.306"
+    (row,) = [row for row in rows if row["timestamp"] == at]
+    result = gputop(
+        "--replay", NOHEADER_RUN, "--query-gpu", PLATO_FIELDS, "--json", "--at", "16:51:54.306"
+    )
+    assert result.returncode == 0, result.stderr
+    (gpu,) = json.loads(result.stdout)["gpus"]
+    assert gpu["utilization_gpu"] == _number(row["utilization.gpu"]) == 43
+    assert gpu["utilization_memory"] == _number(row["utilization.memory"])
+    assert gpu["memory_used"] == _number(row["memory.used"]) * MIB
+    assert gpu["memory_free"] == _number(row["memory.free"]) * MIB
+    assert gpu["temperature"] == _number(row["temperature.gpu"])
+    assert gpu["power_draw"] == _number(row["power.draw"])
+    assert gpu["name"] is None and gpu["unavailable"]["name"] == "not in this log"
+
+    report = _report(NOHEADER_RUN, PLATO_FIELDS)
+    assert report["snapshots"] == len(rows)
+    (summary,) = report["gpus"]
+    power = [_number(row["power.draw"]) for row in rows]
+    assert summary["peak_power_w"] == max(power)
+    assert summary["peak_memory_used_bytes"] == max(_number(r["memory.used"]) for r in rows) * MIB
+    utilization = [_number(row["utilization.gpu"]) for row in rows]
+    assert summary["utilization_mean_pct"] == pytest.approx(statistics.fmean(utilization), abs=0.01)
+    assert summary["gap_s"] == 0
+    # Energy over 2h40m sampled every 5 s: between the left and right Riemann sums.
+    times = [_stamp(row["timestamp"]) for row in rows]
+    steps = [(b - a).total_seconds() / 3600 for a, b in itertools.pairwise(times)]
+    left = sum(p * h for p, h in zip(power, steps, strict=False))
+    right = sum(p * h for p, h in zip(power[1:], steps, strict=True))
+    assert min(left, right) - 0.01 <= summary["energy_wh"] <= max(left, right) + 0.01
