@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -211,3 +212,33 @@ def test_a_real_long_noheader_log_replays_and_reports_its_own_figures() -> None:
     left = sum(p * h for p, h in zip(power, steps, strict=False))
     right = sum(p * h for p, h in zip(power[1:], steps, strict=True))
     assert min(left, right) - 0.01 <= summary["energy_wh"] <= max(left, right) + 0.01
+
+
+TEXT_8X = [
+    SNAPSHOTS / "h100x8-535-q.txt",
+    SNAPSHOTS / "h100x8-procs-535-q.txt",
+    SNAPSHOTS / "rtx4090x8-procs-535-q.txt",
+]
+
+
+@pytest.mark.parametrize("path", TEXT_8X, ids=lambda path: path.name)
+def test_an_8_gpu_q_text_replays_and_reports_every_gpu(path: Path) -> None:
+    text = path.read_text()
+    buses = re.findall(r"^GPU (\S+)$", text, re.MULTILINE)
+    pids = [int(pid) for pid in re.findall(r"Process ID\s+: (\d+)", text)]
+    used = [
+        int(mib) for mib in re.findall(r"FB Memory Usage\n(?:.*\n)*?\s+Used\s+: (\d+) MiB", text)
+    ]
+    assert len(buses) == len(used) == 8
+    result = gputop("--replay", path, "--json")
+    assert result.returncode == 0, result.stderr
+    snapshot = json.loads(result.stdout)
+    assert snapshot["attached_gpus"] == 8
+    gpus = snapshot["gpus"]
+    assert [gpu["pci_bus_id"] for gpu in gpus] == buses
+    assert [gpu["memory_used"] for gpu in gpus] == [mib * MIB for mib in used]
+    assert [p["pid"] for gpu in gpus for p in gpu["processes"]] == pids
+    report = _report(path)
+    assert report["snapshots"] == 1
+    assert [gpu["peak_memory_used_bytes"] for gpu in report["gpus"]] == [mib * MIB for mib in used]
+    assert gputop("report", path).returncode == 0
