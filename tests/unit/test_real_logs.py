@@ -22,9 +22,9 @@ from gputop.model.sample import Reason
 from gputop.sources.csvlog import CsvRecording
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
-EIGHT_H100 = SNAPSHOTS / "csv-8xh100-virtualclient.csv"
-V100S_RUN = SNAPSHOTS / "csv-v100s-l1-miris.csv"
-NOHEADER_RUN = SNAPSHOTS / "csv-noheader-l5-plato.csv"
+EIGHT_H100 = SNAPSHOTS / "query-gpu-8xh100-virtualclient.csv"
+V100S_RUN = SNAPSHOTS / "gpu-log-v100s-miris.csv"
+NOHEADER_RUN = SNAPSHOTS / "gpu-log-noheader-plato.csv"
 # The plato log's fields, as its columns show them: used + free is the same 20148 MiB in every
 # row (so the 4th and 5th are memory.used and memory.free), then a temperature and a power.
 PLATO_FIELDS = (
@@ -242,3 +242,18 @@ def test_an_8_gpu_q_text_replays_and_reports_every_gpu(path: Path) -> None:
     assert report["snapshots"] == 1
     assert [gpu["peak_memory_used_bytes"] for gpu in report["gpus"]] == [mib * MIB for mib in used]
     assert gputop("report", path).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "fields"),
+    [(EIGHT_H100, None), (V100S_RUN, None), (NOHEADER_RUN, PLATO_FIELDS)],
+    ids=lambda value: value.name if isinstance(value, Path) else "",
+)
+def test_a_real_log_reports_the_same_read_by_rows_or_by_columns(
+    path: Path, fields: str | None
+) -> None:
+    by_rows, _ = build_report(path, columns=False, query_gpu=fields)
+    expected = summary_to_json(by_rows.summary())
+    for jobs in (1, 2):
+        by_columns, _ = build_report(path, jobs=jobs, query_gpu=fields)
+        assert summary_to_json(by_columns.summary()) == expected
