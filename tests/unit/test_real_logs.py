@@ -19,7 +19,10 @@ import pytest
 from gputop.cli.report import build_report
 from gputop.insight.report import summary_to_json
 from gputop.model.sample import Reason
+from gputop.sinks.smi_xml import snapshot_to_xml
 from gputop.sources.csvlog import CsvRecording
+from gputop.sources.smi.text import open_text
+from gputop.sources.smi.xml import parse_document
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 EIGHT_H100 = SNAPSHOTS / "query-gpu-8xh100-virtualclient.csv"
@@ -257,3 +260,53 @@ def test_a_real_log_reports_the_same_read_by_rows_or_by_columns(
     for jobs in (1, 2):
         by_columns, _ = build_report(path, jobs=jobs, query_gpu=fields)
         assert summary_to_json(by_columns.summary()) == expected
+
+
+PAGE_RETIREMENT = SNAPSHOTS / "azure-8gpu-retired-pages-q-d.txt"
+
+
+def test_a_q_d_section_of_8_gpus_says_the_rest_is_not_in_this_log() -> None:
+    """`nvidia-smi -q -d PAGE_RETIREMENT` (Azure's health checks): eight GPU blocks with one
+    section each. What the log leaves out was not refused by the driver."""
+    text = PAGE_RETIREMENT.read_text()
+    buses = re.findall(r"^GPU (\S+)$", text, re.MULTILINE)
+    assert len(buses) == 8
+    with open_text(PAGE_RETIREMENT) as log:
+        assert len(log) == 1
+        snapshot = log.snapshot(0)
+    assert snapshot.attached_gpus == 8 and snapshot.driver_version == "535.86.10"
+    assert [gpu.pci_bus_id for gpu in snapshot.gpus] == buses
+    for gpu in snapshot.gpus:
+        assert gpu.name is None and gpu.memory.used is None and gpu.utilization.gpu is None
+        reasons = dict(gpu.unavailable)
+        assert reasons["name"] is reasons["memory.used"] is Reason.NOT_IN_LOG
+        assert Reason.NOT_REPORTED not in reasons.values()
+    # Spelled as `-q -x` and read back by the XML reader: the same snapshot, reasons included.
+    assert parse_document(snapshot_to_xml(snapshot)) == snapshot
+    result = gputop("--replay", PAGE_RETIREMENT, "--json")
+    assert result.returncode == 0, result.stderr
+    gpus = json.loads(result.stdout)["gpus"]
+    assert [gpu["pci_bus_id"] for gpu in gpus] == buses
+    assert all(gpu["unavailable"]["utilization.gpu"] == "not in this log" for gpu in gpus)
+    report = gputop("report", PAGE_RETIREMENT)
+    assert report.returncode == 0, report.stderr
+    assert "1 snapshots" in report.stdout
+
+
+def test_a_full_q_still_says_what_its_driver_does_not_report() -> None:
+    # The 535 driver's H100 block has T.Limit temperatures only: not reported, as before.
+    with open_text(SNAPSHOTS / "h100x8-535-q.txt") as log:
+        gpu = log.snapshot(0).gpus[0]
+    assert gpu.name == "NVIDIA H100 80GB HBM3"
+    assert gpu.reason("temperature.slowdown") is Reason.NOT_REPORTED
+
+
+def test_a_csv_log_without_throttle_columns_keeps_its_reason_through_xml() -> None:
+    # `--record` of a replayed CSV log spells each clock-event reason `[Not In This Log]`.
+    with CsvRecording.open(V100S_RUN) as recording:
+        snapshot = recording.snapshot(0)
+    (gpu,) = snapshot.gpus
+    assert gpu.reason("throttle_reasons") is Reason.NOT_IN_LOG
+    (back,) = parse_document(snapshot_to_xml(snapshot)).gpus
+    assert back.throttle_reasons is None
+    assert back.reason("throttle_reasons") is Reason.NOT_IN_LOG
