@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gputop.errors import BadCapture
-from gputop.model import Reason
+from gputop.model import GpuSample, Reason
 from gputop.sinks.smi_xml import snapshot_to_xml
 from gputop.sources.formats import detect
 from gputop.sources.smi.text import looks_like, open_text, parse_log
@@ -61,20 +61,32 @@ def test_values_match_the_file(path: Path) -> None:
     assert snapshot.attached_gpus == int(field(text, None, "Attached GPUs"))
     assert snapshot.timestamp is not None
     assert snapshot.timestamp.strftime("%H:%M:%S") in field(text, None, "Timestamp")
-    (gpu,) = snapshot.gpus
+    # The first log of a stream; in it, one block per GPU (8 in a box's `nvidia-smi -q`).
+    first = text.split("==============NVSMI LOG==============")[1]
+    blocks = re.split(r"^(?=GPU [0-9A-Fa-f]+:[0-9A-Fa-f]{2}:)", first, flags=re.MULTILINE)[1:]
+    assert len(snapshot.gpus) == len(blocks) >= 1
+    for gpu, block in zip(snapshot.gpus, blocks, strict=True):
+        _gpu_matches_its_block(gpu, block)
+
+
+def _gpu_matches_its_block(gpu: GpuSample, text: str) -> None:
     assert gpu.name == field(text, None, "Product Name")
     assert gpu.uuid == field(text, None, "GPU UUID")
     assert gpu.pci_bus_id == field(text, "PCI", "Bus Id")
     assert gpu.memory.total == number(field(text, "FB Memory Usage", "Total")) * MIB
     assert gpu.memory.used == number(field(text, "FB Memory Usage", "Used")) * MIB
     assert gpu.temperature.gpu == number(field(text, "Temperature", "GPU Current Temp"))
-    average = field(text, "GPU Power Readings", "Average Power Draw")
-    instant = field(text, "GPU Power Readings", "Instantaneous Power Draw")
-    assert gpu.power.draw == number(instant if average == "N/A" else average)
+    if re.search(r"^\s+Average Power Draw\s+:", text, re.MULTILINE):
+        average = field(text, "GPU Power Readings", "Average Power Draw")
+        instant = field(text, "GPU Power Readings", "Instantaneous Power Draw")
+        assert gpu.power.draw == number(instant if average == "N/A" else average)
+    else:  # older drivers (535 here) give one reading
+        assert gpu.power.draw == number(field(text, "GPU Power Readings", "Power Draw"))
     assert gpu.power.limit == number(field(text, "GPU Power Readings", "Current Power Limit"))
     assert gpu.clocks.sm == number(field(text, "Clocks", "SM"))
     assert gpu.performance_state == field(text, None, "Performance State")
-    utilization = field(text, "Utilization", "GPU")
+    # 590 spells it `GPU`, 535 `Gpu`.
+    utilization = field(text, "Utilization", "GPU" if "        GPU  " in text else "Gpu")
     if utilization == "N/A":
         assert gpu.utilization.gpu is None
         assert gpu.reason("utilization.gpu") in (Reason.UNDER_MIG, Reason.NOT_AVAILABLE)

@@ -223,7 +223,10 @@ def _throttle(prefix: str) -> Callable[[Element], Part]:
                 known = True
         if known:
             return tuple(active), _NOTHING
-        return None, (("throttle_reasons", Reason.NOT_AVAILABLE),)
+        # gputop's own XML of a log that had no such lines says `[Not In This Log]` in each.
+        said = {(child.text or "").strip().lower() for child in node}
+        why = Reason.NOT_IN_LOG if said == {"[not in this log]"} else Reason.NOT_AVAILABLE
+        return None, (("throttle_reasons", why),)
 
     return convert
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 import threading
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 from gputop.errors import BadCapture
-from gputop.model import Snapshot
+from gputop.model import GpuSample, Reason, Snapshot
 from gputop.sources.linelog import LineLog, LogIndex, open_regular
 from gputop.sources.smi.gpu import gpu_sample, parts_of
 from gputop.sources.smi.values import count
@@ -190,13 +191,25 @@ def parse_log(data: bytes) -> Snapshot:
     driver = (root.findtext("driver_version") or "").strip()
     return Snapshot(
         timestamp=parse_timestamp(root.findtext("timestamp")),
-        gpus=tuple(
-            gpu_sample(index, gpu.get("id"), parts_of(gpu)) for index, gpu in enumerate(gpus)
-        ),
+        gpus=tuple(_sample(index, gpu) for index, gpu in enumerate(gpus)),
         driver_version=driver or None,
         cuda_version=None if cuda.lower() in ("", "not found", "n/a") else cuda,
         attached_gpus=count(root.findtext("attached_gpus")),
     )
+
+
+def _sample(index: int, gpu: Element) -> GpuSample:
+    sample = gpu_sample(index, gpu.get("id"), parts_of(gpu))
+    if gpu.find("product_name") is not None:
+        return sample
+    # Every full `-q` names the product; a block without it is `-q -d TYPE` output (health
+    # checks run `-d PAGE_RETIREMENT`, `-d MEMORY`), which leaves the other sections out:
+    # the driver did report them, this log just does not hold them.
+    unavailable = tuple(
+        (path, Reason.NOT_IN_LOG if reason is Reason.NOT_REPORTED else reason)
+        for path, reason in sample.unavailable
+    )
+    return replace(sample, unavailable=unavailable)
 
 
 class _Scanner:
