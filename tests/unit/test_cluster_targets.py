@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -65,6 +70,36 @@ def test_a_target_that_is_not_an_exporter() -> None:
     assert result.stderr == (
         f"gputop: http://{servers[0].target}/metrics is not a Prometheus exposition "
         "(its /metrics did not parse)\n"
+    )
+
+
+def test_a_plain_web_server_is_not_an_exporter(tmp_path: Path) -> None:
+    # The real thing: Python's own file server, which has no /metrics (HTTP 404).
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "http.server did not start"
+                time.sleep(0.1)
+        result = cluster("--targets", f"127.0.0.1:{port}", "--once")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert result.returncode == 1
+    # An exporter was asked for, not a Prometheus server: no word of /api/v1.
+    assert result.stderr == (
+        f"gputop: http://127.0.0.1:{port}/metrics is not an exporter: HTTP 404 not found "
+        "(no metrics in the Prometheus text format there)\n"
     )
 
 

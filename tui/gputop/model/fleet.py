@@ -8,6 +8,7 @@ old the newest sample is, each GPU's state over a window) sits beside it.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -68,3 +69,42 @@ class FleetSnapshot:
     error: str | None = None
     """One line when the last query failed (server down, 401, not Prometheus); the nodes are
     then the last good answer, kept so the view does not go blank."""
+
+
+HELD_STATES = frozenset({GpuState.IDLE, GpuState.WAITING})
+"""States whose memory counts as held: a job keeps it and does not use it (or none runs)."""
+
+
+def held_memory(node: NodeView) -> int | None:
+    """Bytes held on the node's idle and waiting GPUs (the window's mean, else the newest
+    sample's); None when no such GPU reports its memory, 0 when there is no such GPU."""
+    gpus = {gpu.index: gpu for gpu in node.snapshot.gpus}
+    total = 0
+    known = False
+    for window in node.windows:
+        if window.state not in HELD_STATES:
+            continue
+        used = window.memory_used_mean
+        if used is None:
+            gpu = gpus.get(window.index)
+            used = None if gpu is None else gpu.memory.used
+        if used is not None:
+            total += used
+            known = True
+    if not known and any(w.state in HELD_STATES for w in node.windows):
+        return None
+    return total
+
+
+def fresh_counts(nodes: Iterable[NodeView]) -> dict[GpuState, int]:
+    """How many GPUs of the nodes that are not stale are in each state "right now". A stale
+    node's states are as old as its data, so its GPUs count in no state (the caller counts
+    stale nodes apart); a GPU with no window counts as unknown."""
+    counts = dict.fromkeys(GpuState, 0)
+    for node in nodes:
+        if node.stale:
+            continue
+        for window in node.windows:
+            counts[window.state] += 1
+        counts[GpuState.UNKNOWN] += max(0, len(node.snapshot.gpus) - len(node.windows))
+    return counts

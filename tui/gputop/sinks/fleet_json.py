@@ -10,7 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from gputop.model import Owner
-from gputop.model.fleet import FleetSnapshot, GpuState, GpuWindow, NodeView
+from gputop.model.fleet import (
+    FleetSnapshot,
+    GpuState,
+    GpuWindow,
+    NodeView,
+    fresh_counts,
+    held_memory,
+)
 from gputop.model.units import fmt_bytes
 from gputop.sinks.json import snapshot_dict
 
@@ -23,6 +30,10 @@ def _age(node: NodeView, fleet: FleetSnapshot) -> float | None:
     if (newest.tzinfo is None) != (taken.tzinfo is None):
         newest, taken = newest.replace(tzinfo=None), taken.replace(tzinfo=None)
     return round(max(0.0, (taken - newest).total_seconds()), 3)
+
+
+def _plural(count: int, word: str) -> str:
+    return word if count == 1 else f"{word}s"
 
 
 def _owner(owner: Owner) -> dict[str, str | None]:
@@ -77,27 +88,25 @@ def fleet_dict(fleet: FleetSnapshot) -> dict[str, Any]:
 
 def fleet_text(fleet: FleetSnapshot) -> str:
     """A table, one line per node, under a line answering "how many are idle or waiting"."""
-    counts = {state: 0 for state in GpuState}
-    for node in fleet.nodes:
-        for window in node.windows:
-            counts[window.state] += 1
+    # The fleet screen's rules: a stale node's GPUs are in no state (counted apart, as
+    # stale), and memory is held on idle and waiting GPUs alike.
+    counts = fresh_counts(fleet.nodes)
+    stale = sum(node.stale for node in fleet.nodes)
     gpus = sum(len(node.snapshot.gpus) for node in fleet.nodes)
     interval = f", scraped every {fleet.scrape_interval:g} s" if fleet.scrape_interval else ""
+    stale_text = f", {stale} {_plural(stale, 'node')} stale" if stale else ""
     lines = [
-        f"{len(fleet.nodes)} nodes, {gpus} GPUs: {counts[GpuState.BUSY]} busy, "
+        f"{len(fleet.nodes)} {_plural(len(fleet.nodes), 'node')}, {gpus} {_plural(gpus, 'GPU')}: "
+        f"{counts[GpuState.BUSY]} busy, "
         f"{counts[GpuState.WAITING]} waiting, {counts[GpuState.IDLE]} idle, "
-        f"{counts[GpuState.THROTTLED]} throttled, {counts[GpuState.UNKNOWN]} unknown "
-        f"(over {fleet.window_seconds:g} s{interval})",
+        f"{counts[GpuState.THROTTLED]} throttled, {counts[GpuState.UNKNOWN]} unknown"
+        f"{stale_text} (over {fleet.window_seconds:g} s{interval})",
         f"{'host':<28} {'GPUs':>4} {'busy':>4} {'wait':>4} {'idle':>4} {'held idle':>10} "
         f"{'power':>8} {'age':>7}",
     ]
     for node in fleet.nodes:
         states = [w.state for w in node.windows]
-        held = sum(
-            gpu.memory.used or 0
-            for gpu, window in zip(node.snapshot.gpus, node.windows, strict=False)
-            if window.state is GpuState.IDLE
-        )
+        held = held_memory(node)
         draws = [g.power.draw for g in node.snapshot.gpus if g.power.draw is not None]
         power = f"{sum(draws):.0f} W" if draws else "n/a"
         age = _age(node, fleet)

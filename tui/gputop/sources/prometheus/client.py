@@ -191,7 +191,8 @@ class PrometheusClient:
     def fetch_text(self) -> str:
         """GET the URL itself (an exporter's ``/metrics``) and return the text."""
         headers = dict(self._headers, Accept="text/plain;version=0.0.4;q=1,*/*;q=0.1")
-        raw, _ = self._send(urllib.request.Request(self.url, headers=headers, method="GET"))
+        request = urllib.request.Request(self.url, headers=headers, method="GET")
+        raw, _ = self._send(request, exporter=True)
         return raw.decode("utf-8", errors="replace")
 
     def _call(
@@ -208,7 +209,10 @@ class PrometheusClient:
             )
         return self._payload(*self._send(request))
 
-    def _send(self, request: urllib.request.Request) -> tuple[bytes, str]:
+    def _send(
+        self, request: urllib.request.Request, *, exporter: bool = False
+    ) -> tuple[bytes, str]:
+        """``exporter``: the request is a scrape of ``/metrics``, not a call to ``/api/v1``."""
         with self._lock:
             self._round_trips += 1
         try:
@@ -218,7 +222,7 @@ class PrometheusClient:
                 raw = response.read(_MAX_BODY)
                 content_type = response.headers.get("Content-Type", "")
         except urllib.error.HTTPError as error:
-            raise PrometheusError(self._http_error(error)) from None
+            raise PrometheusError(self._http_error(error, exporter)) from None
         except urllib.error.URLError as error:
             raise PrometheusError(self._unreachable(error.reason)) from None
         except TimeoutError:
@@ -243,7 +247,7 @@ class PrometheusClient:
             raise PrometheusError(f"{self.url}: {_api_error(document)}")
         return document.get("data")
 
-    def _http_error(self, error: urllib.error.HTTPError) -> str:
+    def _http_error(self, error: urllib.error.HTTPError, exporter: bool = False) -> str:
         code = error.code
         if code in (401, 403):
             what = "unauthorized" if code == 401 else "forbidden"
@@ -258,6 +262,12 @@ class PrometheusClient:
             document = None
         if isinstance(document, dict) and document.get("status") == "error":
             return f"{self.url}: {_api_error(document)}"
+        if code == 404 and exporter:
+            # --targets names exporters: no Prometheus API is expected there.
+            return (
+                f"{self.url} is not an exporter: HTTP 404 not found "
+                "(no metrics in the Prometheus text format there)"
+            )
         if code == 404:
             return f"{self.url} is not a Prometheus server: /api/v1 answered HTTP 404 not found"
         return f"{self.url} answered HTTP {code} {error.reason}"

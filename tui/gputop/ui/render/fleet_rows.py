@@ -13,6 +13,7 @@ from datetime import datetime
 
 from gputop.model.age import age_seconds, fmt_age
 from gputop.model.fleet import GpuState, GpuWindow, NodeView
+from gputop.model.fleet import held_memory as held_memory  # shared with `cluster --once`
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_watts
 from gputop.ui.render.process_rows import Column
 
@@ -64,27 +65,6 @@ def count(windows: Iterable[GpuWindow], states: Iterable[GpuState]) -> int:
     """How many of ``windows`` are in one of ``states``."""
     wanted = frozenset(states)
     return sum(window.state in wanted for window in windows)
-
-
-def held_memory(node: NodeView) -> int | None:
-    """Bytes held on the node's idle and waiting GPUs (the window's mean, else the newest
-    sample's); None when no such GPU reports its memory, 0 when there is no such GPU."""
-    gpus = {gpu.index: gpu for gpu in node.snapshot.gpus}
-    total = 0
-    known = False
-    for window in node.windows:
-        if window.state not in (GpuState.IDLE, GpuState.WAITING):
-            continue
-        used = window.memory_used_mean
-        if used is None:
-            gpu = gpus.get(window.index)
-            used = None if gpu is None else gpu.memory.used
-        if used is not None:
-            total += used
-            known = True
-    if not known and any(w.state in (GpuState.IDLE, GpuState.WAITING) for w in node.windows):
-        return None
-    return total
 
 
 def mean_utilization(node: NodeView) -> float | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gputop.model.age import age_seconds, fmt_age
-from gputop.model.fleet import FleetSnapshot, GpuState, NodeView
+from gputop.model.fleet import FleetSnapshot, GpuState, NodeView, fresh_counts
 
 Segment = tuple[str, str]
 """(text, role), as ``gputop.ui.widgets.status_line.Bar`` draws them."""
@@ -73,15 +73,9 @@ def summary(fleet: FleetSnapshot | None) -> tuple[Segment, ...]:
         said.append((" waiting", "text"))
         if waiting:
             said += [(": ", "dim"), (_places(waiting), "text")]
-        judged = sum(
-            window.state is not GpuState.UNKNOWN
-            for node in nodes
-            if not node.stale
-            for window in node.windows
-        )
-        fresh_gpus = sum(len(node.snapshot.gpus) for node in nodes if not node.stale)
-        if fresh_gpus > judged:
-            said += [(" · ", "dim"), (f"{fresh_gpus - judged} unknown", "dim")]
+        unknown = fresh_counts(nodes)[GpuState.UNKNOWN]
+        if unknown:
+            said += [(" · ", "dim"), (f"{unknown} unknown", "dim")]
         stale = sum(node.stale for node in nodes)
         if stale:
             word = "node" if stale == 1 else "nodes"
