@@ -245,7 +245,7 @@ def test_the_shared_feed_is_a_live_view_that_pauses_per_viewer(socket_dir: Path)
         # The two may reach this viewer's socket one step apart on a busy machine.
         deadline = time.monotonic() + 5
         while _seconds(tick.window)[-1] != 3 and time.monotonic() < deadline:
-            tick = pipeline.tick()
+            tick = pipeline.advance()
         assert _seconds(tick.window)[-3:] == [1, 2, 3]
         pipeline.close()
     finally:
