@@ -28,6 +28,7 @@ from gputop.errors import BadCapture
 from gputop.model import Snapshot
 from gputop.sources import csvlog, dmon
 from gputop.sources.csvlog.apps import AppsLog, WithApps, sampling_interval
+from gputop.sources.following import WAIT_SLICE
 from gputop.sources.logs import SpooledOpener, spool_gzip, spool_stream
 from gputop.sources.smi import text
 from gputop.sources.smi.recording import Recording as XmlRecording
@@ -37,7 +38,6 @@ _HEAD = 4096
 cut here is still a header of known fields)."""
 _GZIP_MAGIC = b"\x1f\x8b"
 _BLANK = b" \t\r\n\xef\xbb\xbf"
-_WAIT_SLICE = 0.25
 
 
 class AnyRecording(Protocol):
@@ -272,7 +272,7 @@ def _head_of_file(path: Path, follow: bool, waiting: Callable[[], None] | None) 
             said = True
             assert waiting is not None
             waiting()
-        time.sleep(_WAIT_SLICE)
+        time.sleep(WAIT_SLICE)
 
 
 def open_recording(

@@ -19,9 +19,8 @@ from typing import TypeVar
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
+from gputop.sources.following import wait_until
 
-WAIT_SLICE = 0.25
-"""Seconds between two looks at a followed file that has not grown."""
 _EVERY = 2**62
 """An index past any snapshot: reaching for it reads the whole file."""
 _Log = TypeVar("_Log", bound="IndexedLog")
@@ -89,17 +88,12 @@ class IndexedLog(ABC):
         for."""
         if index < 0:
             return -index <= len(self)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._reach(index):
-            if not self.following:
-                return False
-            pause = WAIT_SLICE
-            if deadline is not None:
-                pause = min(pause, deadline - time.monotonic())
-                if pause <= 0:
-                    return False
-            self._pause(pause)
-        return True
+        return wait_until(
+            lambda: self._reach(index),
+            following=lambda: self.following,
+            pause=self._pause,
+            timeout=timeout,
+        )
 
     def __iter__(self) -> Iterator[Snapshot]:
         """Every readable snapshot in order; unreadable ones are skipped with a warning."""

@@ -46,7 +46,8 @@ from gputop.sources.csvlog.parse import (
     parse_block,
     parse_timestamp,
 )
-from gputop.sources.indexed import WAIT_SLICE, IndexedLog
+from gputop.sources.following import WAIT_SLICE
+from gputop.sources.indexed import IndexedLog
 from gputop.sources.stamps import last_at_or_before
 
 _CHUNK = 1 << 20

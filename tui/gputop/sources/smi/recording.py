@@ -45,6 +45,7 @@ from typing import BinaryIO, NamedTuple, Protocol
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
+from gputop.sources.following import WAIT_SLICE, wait_until
 from gputop.sources.smi.xml import MAX_DOCUMENT_BYTES, parse_document, parse_timestamp
 
 _CHUNK = 1 << 20
@@ -59,8 +60,6 @@ _FIRST_TRIES = 16
 """Documents tried at open before a capture whose first ones are all unreadable is refused."""
 _GZIP_WBITS = 31
 """zlib's window bits for a gzip member (header and trailer)."""
-_WAIT_SLICE = 0.25
-"""Seconds a followed file is left before it is looked at again (a pipe wakes at once)."""
 _TAKE_CHUNKS = 8
 """Chunks a followed source copies per read at most, so one scan step stays short."""
 
@@ -731,17 +730,12 @@ class Recording:
 
         Returns False when the recording ends first, or ``timeout`` seconds pass.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._scan_until(index):
-            if not self.following:
-                return False
-            pause = _WAIT_SLICE
-            if deadline is not None:
-                pause = min(pause, deadline - time.monotonic())
-                if pause <= 0:
-                    return False
-            self._parts[-1].wait(pause)
-        return True
+        return wait_until(
+            lambda: self._scan_until(index),
+            following=lambda: self.following,
+            pause=lambda seconds: self._parts[-1].wait(seconds),
+            timeout=timeout,
+        )
 
     def _wait_for_first(self, waiting: Callable[[], None] | None) -> None:
         """Wait for a followed file's first document, unless what came is no capture at all.
@@ -751,7 +745,7 @@ class Recording:
         """
         started = time.monotonic()
         said = waiting is None
-        while not self.wait_for(0, timeout=_WAIT_SLICE) and self.following:
+        while not self.wait_for(0, timeout=WAIT_SLICE) and self.following:
             why = _diagnose(self._parts[0], self.warnings)
             if why.startswith(("not XML", "an HTML page")):
                 raise BadCapture(f"{self.path}: {why}")
