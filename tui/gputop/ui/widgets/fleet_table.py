@@ -32,6 +32,7 @@ from gputop.ui.render.fleet_rows import (
     visible_rows,
 )
 from gputop.ui.widget_css import css_beside
+from gputop.ui.widgets.column_sort import ColumnSortKeys
 from gputop.ui.widgets.process_grid import ProcessGrid
 
 _ARROWS = {False: "▲", True: "▼"}
@@ -58,7 +59,7 @@ def _foreground(style: Style) -> Style:
     return Style(color=style.color, bold=style.bold, italic=style.italic)
 
 
-class FleetTable(Widget):
+class FleetTable(ColumnSortKeys, Widget):
     """Every node of the latest fleet answer."""
 
     DEFAULT_CSS = css_beside(__file__)
@@ -66,6 +67,8 @@ class FleetTable(Widget):
     COMPONENT_CLASSES: ClassVar[set[str]] = {"fleet-table--stale", "fleet-table--missing"}
     """``--stale``: a node whose exporter stopped answering; ``--missing``: n/a cells."""
 
+    COLUMN_COUNT = len(COLUMNS)
+    COLUMN_BY_KEY = COLUMN_INDEX
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "open_filter", "Filter"),
         Binding("less_than_sign", "sort_by(-1)", "Sort ◀", key_display="<", group=_SORT),
@@ -285,28 +288,6 @@ class FleetTable(Widget):
             table.columns[ColumnKey(COLUMNS[shown].key)].label = self._label(shown)
         table.refresh()
         self._apply()
-
-    def action_sort_by(self, step: int) -> None:
-        """Sort by the next column on screen to the right (``step`` 1) or left (-1)."""
-        index = self.sort_column
-        for _ in COLUMNS:
-            index = (index + step) % len(COLUMNS)
-            if index in self._columns:
-                break
-        self.sort_by(index)
-
-    def action_reverse_sort(self) -> None:
-        """Flip the sort order."""
-        self.sort_by(self.sort_column, not self.sort_reverse)
-
-    @on(DataTable.HeaderSelected)
-    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
-        event.stop()
-        index = COLUMN_INDEX[str(event.column_key.value)]
-        if index == self.sort_column:
-            self.action_reverse_sort()
-        else:
-            self.sort_by(index)
 
     def _filter_field(self) -> Input | None:
         found = self.query("#fleet-filter")

@@ -55,6 +55,7 @@ from gputop.ui.render.process_rows import (
 )
 from gputop.ui.toasts import toast
 from gputop.ui.widget_css import css_beside
+from gputop.ui.widgets.column_sort import ColumnSortKeys
 from gputop.ui.widgets.process_grid import ProcessGrid, RepaintBatch
 
 _ARROWS = {False: "▲", True: "▼"}
@@ -114,7 +115,7 @@ def _foreground(style: Style) -> Style:
     return Style(color=style.color, bold=style.bold, italic=style.italic)
 
 
-class ProcessTable(Widget):
+class ProcessTable(ColumnSortKeys, Widget):
     """The processes of the latest snapshot, one row per (GPU index, PID).
 
     ``show`` diffs the new rows against the table (add, update changed cells, remove) and
@@ -134,6 +135,8 @@ class ProcessTable(Widget):
     }
     """``--foreign``: rows of another PID namespace; ``--missing``: n/a cells."""
 
+    COLUMN_COUNT = len(COLUMNS)
+    COLUMN_BY_KEY = COLUMN_INDEX
     BINDINGS: ClassVar[list[BindingType]] = [
         # The screen's Tab, repeated here so that the footer names it first while the
         # table has the keys (the footer lists the focused widget's keys first).
@@ -695,28 +698,6 @@ class ProcessTable(Widget):
         self.sort_column = index % len(COLUMNS)
         self.sort_reverse = COLUMNS[self.sort_column].descending if reverse is None else reverse
         self._relabel()
-
-    def action_sort_by(self, step: int) -> None:
-        """Sort by the next column on screen to the right (``step`` 1) or left (-1)."""
-        index = self.sort_column
-        for _ in COLUMNS:
-            index = (index + step) % len(COLUMNS)
-            if index in self._columns:
-                break
-        self.sort_by(index)
-
-    def action_reverse_sort(self) -> None:
-        """Flip the sort order."""
-        self.sort_by(self.sort_column, not self.sort_reverse)
-
-    @on(DataTable.HeaderSelected)
-    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
-        event.stop()
-        index = COLUMN_INDEX[str(event.column_key.value)]
-        if index == self.sort_column:
-            self.action_reverse_sort()
-        else:
-            self.sort_by(index)
 
     def action_toggle_groups(self) -> None:
         """One line per pod (job, container), or one per process again."""
