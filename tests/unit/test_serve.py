@@ -79,6 +79,12 @@ def test_viewer_command_quotes_what_it_passes(tmp_path: Path) -> None:
     assert "--hide-commands -- --replay 'my capture.xml'" in command
 
 
+def test_readonly_is_accepted_since_a_served_view_is_read_only_anyway(tmp_path: Path) -> None:
+    request = parse_serve(["--readonly", "--gpu", "0"], parse_options)
+    assert request.app_args == ("--readonly", "--gpu", "0")
+    assert "-- --readonly --gpu 0" in viewer_command(tmp_path / "s.sock", request)
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
@@ -88,7 +94,6 @@ def test_viewer_command_quotes_what_it_passes(tmp_path: Path) -> None:
         (["--max-viewers", "0"], "--max-viewers"),
         (["--once"], "--once"),
         (["--record", "x.xml"], "--record"),
-        (["--readonly"], "--readonly"),
         (["--auth-file", "/nonexistent/users"], "--auth-file"),
         (["--replay", "/nonexistent/run.xml"], "nonexistent"),
         (["--replay", "-"], "needs a file"),

@@ -150,12 +150,13 @@ def parse_serve(argv: Sequence[str], parse_options: ParseOptions | None = None) 
     return ServeRequest(web=web, cluster=cluster, app_args=tuple(rest))
 
 
-_HEADLESS = ("--once", "--json", "--count", "--pick", "--record", "--log", "--at", "--readonly")
+_HEADLESS = ("--once", "--json", "--count", "--pick", "--record", "--log", "--at")
 
 
 def _check_app_args(args: Sequence[str], parse_options: ParseOptions) -> Options:
     """The box view's options, as ``gputop`` would parse them; refused: what makes no sense
-    in a browser (headless output, writing files on the server)."""
+    in a browser (headless output, writing files on the server). ``--readonly`` is let through:
+    a served view is read-only anyway, so asking for it is redundant, not wrong."""
     for arg in args:
         name = arg.split("=", 1)[0]
         if name in _HEADLESS:
