@@ -9,19 +9,16 @@ also when it fails.
 
 from __future__ import annotations
 
-import shlex
 import shutil
-import subprocess
-import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from support.exporter import FOUR, running_exporter
 from support.prometheus import ExpositionServer, RunningPrometheus, running_prometheus, serving
+from support.terminal import Terminal as TmuxTerminal
 
 REPO = Path(__file__).resolve().parents[2]
 DCGM = REPO / "snapshots" / "dcgm"
@@ -32,59 +29,12 @@ if shutil.which("tmux") is None:  # pragma: no cover - CI installs tmux (.ci/run
     pytest.fail("tmux is required for the end-to-end tests", pytrace=False)
 
 
-class Terminal:
-    """`gputop cluster` in a detached 140x40 tmux session on its own server socket."""
+class Terminal(TmuxTerminal):
+    """`gputop cluster` in a detached 140x40 tmux session: Prometheus answers slower than the
+    fake NVML, so the waits are longer."""
 
     def __init__(self, tmp: Path, args: list[str]) -> None:
-        self.socket = f"gputop-e2e-{uuid.uuid4().hex[:8]}"
-        self.rc_file = tmp / f"{self.socket}.rc"
-        command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "gputop", *args])
-        script = (
-            f"cd {shlex.quote(str(REPO))} && unset COLUMNS LINES && "
-            "export TERM=xterm-256color COLORTERM=truecolor && "
-            f"{command}; echo $? > {self.rc_file}"
-        )
-        self._tmux("new-session", "-d", "-s", "t", "-x", "140", "-y", "40", script)
-
-    def _tmux(self, *args: str) -> str:
-        result = subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False
-        )
-        return result.stdout
-
-    def screen(self) -> str:
-        return self._tmux("capture-pane", "-p", "-t", "t")
-
-    def wait_for(self, *texts: str) -> str:
-        return self.wait_until(lambda screen: all(text in screen for text in texts), texts)
-
-    def wait_until(self, shown: Callable[[str], bool], what: object) -> str:
-        deadline = time.monotonic() + TIMEOUT
-        screen = ""
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if shown(screen):
-                return screen
-            if self.rc_file.exists():
-                break
-            time.sleep(0.2)
-        raise AssertionError(f"never showed {what!r}; screen was:\n{screen}")
-
-    def press(self, *keys: str) -> None:
-        for key in keys:
-            self._tmux("send-keys", "-t", "t", key)
-            time.sleep(0.2)
-
-    def exit_code(self) -> int:
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            if self.rc_file.exists() and self.rc_file.read_text().strip():
-                return int(self.rc_file.read_text())
-            time.sleep(0.1)
-        raise AssertionError(f"gputop did not exit; screen was:\n{self.screen()}")
-
-    def close(self) -> None:
-        self._tmux("kill-server")
+        super().__init__(tmp, args, size=(140, 40), timeout=TIMEOUT, poll=0.2, key_pause=0.2)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.test_e2e_tmux import TIMEOUT, Terminal
+from support.terminal import TIMEOUT, Terminal
 from unit.test_pods_cli import node
 
 __all__ = ["node"]  # the fake node and its kubelet, a fixture of the --json test

@@ -10,12 +10,10 @@ import dataclasses
 import errno
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,87 +21,22 @@ import pytest
 
 from gputop.sinks.smi_xml import snapshot_to_xml
 from support.apps import load, varied_stream
+from support.terminal import TIMEOUT
+from support.terminal import Terminal as TmuxTerminal
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURES = REPO / "snapshots"
-TIMEOUT = 15.0
 
 if shutil.which("tmux") is None:  # pragma: no cover - CI installs tmux (.ci/run)
     pytest.fail("tmux is required for the end-to-end tests", pytrace=False)
 
 
-class Terminal:
+class Terminal(TmuxTerminal):
     """One gputop process in a detached 120x40 tmux session."""
-
-    def __init__(
-        self,
-        tmp: Path,
-        args: list[str],
-        env: dict[str, str] | None = None,
-        *,
-        stdin_from: list[str] | None = None,
-        redirect: str = "",
-    ) -> None:
-        """Run gputop with ``args``; ``stdin_from`` is a command whose output is piped in,
-        ``redirect`` shell redirections after gputop (``> out.txt``)."""
-        self.socket = f"gputop-e2e-{uuid.uuid4().hex[:8]}"
-        self.rc_file = tmp / f"{self.socket}.rc"
-        environment = {"TERM": "xterm-256color", "COLORTERM": "truecolor", **(env or {})}
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in environment.items())
-        command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "gputop", *args])
-        # COLUMNS/LINES may be set in this process (curses puts them there); they would
-        # override the pane's real size.
-        if stdin_from is not None:
-            command = " ".join(shlex.quote(a) for a in stdin_from) + " | " + command
-        script = (
-            f"cd {shlex.quote(str(REPO))} && unset COLUMNS LINES && export {exports} && "
-            f"{command} {redirect}; echo $? > {self.rc_file}"
-        )
-        self._tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40", script)
-
-    def _tmux(self, *args: str) -> str:
-        result = subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False
-        )
-        return result.stdout
-
-    def screen(self) -> str:
-        return self._tmux("capture-pane", "-p", "-t", "t")
-
-    def screen_with_escapes(self) -> str:
-        return self._tmux("capture-pane", "-p", "-e", "-t", "t")
-
-    def wait_for(self, *texts: str) -> str:
-        deadline = time.monotonic() + TIMEOUT
-        screen = ""
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if all(text in screen for text in texts):
-                return screen
-            if self.rc_file.exists():
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"never showed {texts!r}; screen was:\n{screen}")
-
-    def press(self, *keys: str) -> None:
-        for key in keys:
-            self._tmux("send-keys", "-t", "t", key)
-            time.sleep(0.15)
-
-    def exit_code(self) -> int:
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            if self.rc_file.exists() and self.rc_file.read_text().strip():
-                return int(self.rc_file.read_text())
-            time.sleep(0.1)
-        raise AssertionError(f"gputop did not exit; screen was:\n{self.screen()}")
-
-    def close(self) -> None:
-        self._tmux("kill-server")
 
     def wakeups(self) -> int:
         """Voluntary context switches of every thread of the gputop process so far."""
-        shell = int(self._tmux("list-panes", "-t", "t", "-F", "#{pane_pid}"))
+        shell = self.pane_pid()
         children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
         total = 0
         for task in Path(f"/proc/{children[0]}/task").iterdir():
@@ -254,10 +187,10 @@ def test_partial_repaints_leave_what_a_full_repaint_draws(
     term.wait_for("paused")
     time.sleep(0.5)
     partial = term.screen_with_escapes()
-    term._tmux("resize-window", "-t", "t", "-x", "121", "-y", "40")
+    term.tmux("resize-window", "-t", "t", "-x", "121", "-y", "40")
     term.wait_for("paused")
     time.sleep(0.5)
-    term._tmux("resize-window", "-t", "t", "-x", "120", "-y", "40")
+    term.tmux("resize-window", "-t", "t", "-x", "120", "-y", "40")
     # The full repaint lands when it lands (a loaded CI box): wait for it, not a fixed time.
     # Were partial repaints to leave stale cells, the screens would never match.
     deadline = time.monotonic() + TIMEOUT
