@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gputop.sources.dmon import looks_like_pmon
 from gputop.sources.formats import detect, format_names
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,3 +69,35 @@ def test_a_bundled_file_of_each_row_is_read_as_its_format(row: str) -> None:
     assert example is not None
     found = detect((SNAPSHOTS / example).read_bytes()[:4096])
     assert found is not None and found.name == name
+
+
+def _kind(path: Path) -> str:
+    """The format of a bundled file, told by its content as gputop tells it."""
+    head = path.read_bytes()[:4096]
+    found = detect(head)
+    if found is None:
+        # A `noheader` CSV log cannot say what it is; only such logs may go unrecognised.
+        assert "noheader" in path.name and path.suffix == ".csv", path.name
+        return "csv"
+    if found.name == "dmon":
+        return "pmon" if looks_like_pmon(head) else "dmon"
+    return found.name
+
+
+def test_the_per_format_counts_of_snapshots_readme_are_the_bundled_files() -> None:
+    """snapshots/README.md says how many real recordings of each format are bundled: the
+    counts are those of the files there, each told apart by its content."""
+    counted: dict[str, int] = {}
+    for path in SNAPSHOTS.iterdir():
+        if path.is_file() and path.name != "README.md":
+            kind = _kind(path)
+            counted[kind] = counted.get(kind, 0) + 1
+    text = (SNAPSHOTS / "README.md").read_text()
+    section = text.split("\n## Per format\n", 1)[1].split("\n#", 1)[0]
+    names = {"`-q -x` XML": "xml", "`--query-gpu` CSV": "csv", "`-q` text": "text"}
+    stated: dict[str, int] = {}
+    for row in [line for line in section.splitlines() if line.startswith("| ")][2:]:
+        kind, _command, files = (cell.strip() for cell in row.strip().strip("|").split(" | "))
+        stated[names.get(kind, kind)] = int(files.split()[0])
+    assert stated == counted
+    assert all(count >= 5 for count in counted.values())
