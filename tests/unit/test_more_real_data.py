@@ -126,3 +126,26 @@ def test_a_3_gpu_pmon_with_one_process_on_two_gpus() -> None:
     assert [len(gpu["processes"]) for gpu in gpus] == [1, 1, 0]
     # The cut command is kept as nvidia-smi wrote it.
     assert {p["name"] for gpu in gpus for p in gpu["processes"]} == {"ray::TorchGPUWo"}
+
+
+WIN_610_Q = SNAPSHOTS / "rtx2080s-win-610-q.txt"
+WIN_610_CSV = SNAPSHOTS / "csv-rtx2080s-windows-610.csv"
+
+
+def test_a_610_q_texts_versions_are_the_csv_logs_of_the_same_machine() -> None:
+    """The 610 driver writes `Driver Version : 610.62 [Deprecated; will be removed in CUDA
+    14.0. Use KMD Version instead]` in `-q` text; its `--query-gpu` CSV of the same machine
+    says `610.62`. The text reader gives the version, as the CSV (and XML) readers do."""
+    text = WIN_610_Q.read_text()
+    kmd = _value(text, "KMD Version")
+    umd = _value(text, "CUDA UMD Version")
+    assert _value(text, "Driver Version").startswith(f"{kmd} [Deprecated")
+    header, row = WIN_610_CSV.read_text().splitlines()[:2]
+    csv_driver = dict(zip(header.split(", "), row.split(", "), strict=True))["driver_version"]
+    assert csv_driver == kmd
+    snapshot = replay_json(WIN_610_Q)
+    assert snapshot["driver_version"] == kmd == replay_json(WIN_610_CSV)["driver_version"]
+    assert snapshot["cuda_version"] == umd
+    once = gputop("--replay", WIN_610_Q, "--once")
+    assert once.returncode == 0, once.stderr
+    assert f"driver {kmd}   CUDA {umd}   1 GPU(s)" in once.stdout.splitlines()[0]
