@@ -149,3 +149,39 @@ def test_a_610_q_texts_versions_are_the_csv_logs_of_the_same_machine() -> None:
     once = gputop("--replay", WIN_610_Q, "--once")
     assert once.returncode == 0, once.stderr
     assert f"driver {kmd}   CUDA {umd}   1 GPU(s)" in once.stdout.splitlines()[0]
+
+
+FOUR_T4 = SNAPSHOTS / "query-gpu-4xt4-virtualclient.csv"
+
+
+def test_a_4_gpu_nounits_query_of_an_azure_vm_is_one_snapshot_told_apart_by_bus_id() -> None:
+    """VirtualClient's query of a 4x Tesla T4 Azure VM: no `index` and no `uuid`, the GPUs
+    told apart by `pci.bus_id` (domains 00000001 to 00000004), each row stamped on its own,
+    `nounits` values under a header that keeps some units, no final newline."""
+    header, *lines = FOUR_T4.read_text().splitlines()
+    names = [cell.split(" [")[0] for cell in header.split(", ")]
+    rows = [dict(zip(names, line.split(", "), strict=True)) for line in lines]
+    assert len(rows) == 4 and not FOUR_T4.read_bytes().endswith(b"\n")
+    snapshot = replay_json(FOUR_T4)
+    assert snapshot["driver_version"] == rows[0]["driver_version"]
+    gpus = snapshot["gpus"]
+    assert [gpu["pci_bus_id"] for gpu in gpus] == [row["pci.bus_id"] for row in rows]
+    for gpu, row in zip(gpus, rows, strict=True):
+        assert gpu["name"] == row["name"]
+        assert gpu["performance_state"] == row["pstate"]
+        assert gpu["temperature"] == float(row["temperature.gpu"])
+        assert gpu["utilization_gpu"] == float(row["utilization.gpu"])
+        assert gpu["utilization_memory"] == float(row["utilization.memory"])
+        assert gpu["memory_total"] == int(row["memory.total"]) * MIB
+        assert gpu["memory_free"] == int(row["memory.free"]) * MIB
+        assert gpu["memory_used"] == int(row["memory.used"]) * MIB
+        # No power column in this query: unknown, never 0 W.
+        assert gpu["power_draw"] is None
+        assert gpu["unavailable"]["power.draw"] == "not in this log"
+    report = gputop("report", FOUR_T4, "--json")
+    assert report.returncode == 0, report.stderr
+    summary = json.loads(report.stdout)
+    assert summary["snapshots"] == 1
+    assert [gpu["peak_memory_used_bytes"] for gpu in summary["gpus"]] == [
+        int(row["memory.used"]) * MIB for row in rows
+    ]
