@@ -71,14 +71,14 @@ def test_a_bundled_file_of_each_row_is_read_as_its_format(row: str) -> None:
     assert found is not None and found.name == name
 
 
-def _kind(path: Path) -> str:
+def _kind(path: Path) -> str | None:
     """The format of a bundled file, told by its content as gputop tells it."""
     head = path.read_bytes()[:4096]
     found = detect(head)
     if found is None:
-        # A `noheader` CSV log cannot say what it is; only such logs may go unrecognised.
-        assert "noheader" in path.name and path.suffix == ".csv", path.name
-        return "csv"
+        # A `noheader` CSV log cannot say what it is (it is read once its fields are named);
+        # anything else gputop does not recognise is no recording of these formats.
+        return "csv" if "noheader" in path.name and path.suffix == ".csv" else None
     if found.name == "dmon":
         return "pmon" if looks_like_pmon(head) else "dmon"
     return found.name
@@ -91,7 +91,8 @@ def test_the_per_format_counts_of_snapshots_readme_are_the_bundled_files() -> No
     for path in SNAPSHOTS.iterdir():
         if path.is_file() and path.name != "README.md":
             kind = _kind(path)
-            counted[kind] = counted.get(kind, 0) + 1
+            if kind is not None:
+                counted[kind] = counted.get(kind, 0) + 1
     text = (SNAPSHOTS / "README.md").read_text()
     section = text.split("\n## Per format\n", 1)[1].split("\n#", 1)[0]
     names = {"`-q -x` XML": "xml", "`--query-gpu` CSV": "csv", "`-q` text": "text"}
