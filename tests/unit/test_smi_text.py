@@ -57,7 +57,8 @@ def test_values_match_the_file(path: Path) -> None:
     with open_text(path) as log:
         snapshot = log.snapshot(0)
         assert len(log) == text.count("==============NVSMI LOG==============")
-    assert snapshot.driver_version == field(text, None, "Driver Version")
+    # 6xx drivers add ` [Deprecated; ... Use KMD Version instead]`: the version is before it.
+    assert snapshot.driver_version == field(text, None, "Driver Version").split(" [")[0]
     assert snapshot.attached_gpus == int(field(text, None, "Attached GPUs"))
     assert snapshot.timestamp is not None
     assert snapshot.timestamp.strftime("%H:%M:%S") in field(text, None, "Timestamp")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from fakes.nvml_scenarios import gpu_sample, h100_mig_box, mig_gpu, snapshot
@@ -52,3 +54,32 @@ def test_a_derived_profile_star_is_explained_once() -> None:
 def test_no_footnote_without_a_star() -> None:
     text = format_summary(h100_mig_box())
     assert "*" not in text
+
+
+SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
+
+
+def test_a_csv_logs_time_is_shown_to_the_second_as_an_xml_captures_is() -> None:
+    """`--replay log.csv --once`: the header's time is `2025-06-13 00:27:52`, as for XML and
+    `-q` text captures, not `00:27:52.195000` (the log's milliseconds as microseconds)."""
+    log = SNAPSHOTS / "gpu-log-v100s-miris.csv"
+    stamp = log.read_text().splitlines()[1].split(", ")[0]  # `2025/06/13 00:27:52.195`
+    day, clock = stamp.split(" ")
+    expected = f"{day.replace('/', '-')} {clock.split('.')[0]}   driver "
+    for path, first in [
+        (log, expected),
+        (SNAPSHOTS / "tesla-t4-v11.xml", None),
+        (SNAPSHOTS / "h100-590-q.txt", None),
+    ]:
+        result = subprocess.run(
+            [sys.executable, "-m", "gputop", "--replay", str(path), "--once"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        header = result.stdout.splitlines()[0]
+        assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d   driver ", header), header
+        if first is not None:
+            assert header.startswith(first), header

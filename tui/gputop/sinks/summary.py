@@ -18,7 +18,13 @@ from gputop.model.units import (
 
 def format_summary(snapshot: Snapshot) -> str:
     """A compact text summary: one line per GPU, its MIG devices, then its processes."""
-    stamp = snapshot.timestamp.isoformat(sep=" ") if snapshot.timestamp else "time n/a"
+    # To the second, as the XML and -q text captures give it: a CSV log's milliseconds would
+    # otherwise print as `.123000` on a line that is read at a glance.
+    stamp = (
+        snapshot.timestamp.isoformat(sep=" ", timespec="seconds")
+        if snapshot.timestamp
+        else "time n/a"
+    )
     lines = [
         f"{stamp}   driver {fmt_text(snapshot.driver_version)}   "
         f"CUDA {fmt_text(snapshot.cuda_version)}   {len(snapshot.gpus)} GPU(s)",

@@ -76,6 +76,7 @@ _BY_PARENT: dict[str, dict[str, str]] = {
     },
 }
 _NON_WORD = re.compile(r"[^a-z0-9]+")
+_DEPRECATION_NOTE = re.compile(r"\s*\[Deprecated[^\]]*\]$")
 
 
 def looks_like(head: bytes) -> bool:
@@ -187,8 +188,8 @@ def parse_log(data: bytes) -> Snapshot:
         raise BadCapture("not an `nvidia-smi -q` log (no Timestamp and no GPU block)")
     for gpu in gpus:
         _regroup(gpu)
-    cuda = (root.findtext("cuda_version") or "").strip()
-    driver = (root.findtext("driver_version") or "").strip()
+    cuda = _version(root.findtext("cuda_version"))
+    driver = _version(root.findtext("driver_version"))
     return Snapshot(
         timestamp=parse_timestamp(root.findtext("timestamp")),
         gpus=tuple(_sample(index, gpu) for index, gpu in enumerate(gpus)),
@@ -196,6 +197,12 @@ def parse_log(data: bytes) -> Snapshot:
         cuda_version=None if cuda.lower() in ("", "not found", "n/a") else cuda,
         attached_gpus=count(root.findtext("attached_gpus")),
     )
+
+
+def _version(value: str | None) -> str:
+    """A version as the XML and CSV outputs give it: 6xx drivers write `610.62 [Deprecated;
+    will be removed in CUDA 14.0. Use KMD Version instead]` in `-q` text, `610.62` elsewhere."""
+    return _DEPRECATION_NOTE.sub("", (value or "").strip())
 
 
 def _sample(index: int, gpu: Element) -> GpuSample:
