@@ -120,6 +120,10 @@ def run_peer(tool: str) -> int:
         sys.argv = ["gpustat", "--interval", "1"]
         gpustat_main()
         return 0
+    if tool == "bare":
+        # The yardstick inside the same harness (the fake, its counting): its RSS floor.
+        bare_app.run()
+        return 0
     raise SystemExit(f"unknown tool {tool!r}")
 
 
@@ -169,6 +173,9 @@ def _marker(tool: str, box: str) -> tuple[str, int]:
     """What shows that ``tool``'s first frame is out: nvitop's GPU rows name no model (and
     on the 8x7 box its process list is below the screen), but it draws its frame in one
     piece, so its title will do."""
+    tool = tool.partition("@")[0]
+    if tool == "bare":
+        return bare_app.MARKER, 1
     return ("NVITOP", 1) if tool == "nvitop" else MARKERS[box]
 
 
@@ -718,14 +725,22 @@ def _peers(options: argparse.Namespace) -> list[str]:
 
 
 def _tool_command(tool: str, options: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
-    """How to start ``tool`` on the fake NVML: the command and the environment it adds."""
-    env = {"GPUTOP_BENCH_TOOL": tool}
-    if tool == "gputop":
+    """How to start ``tool`` on the fake NVML: the command and the environment it adds.
+    ``gputop@PATH`` is the gputop of the checkout at PATH (``--code``)."""
+    name, _, code = tool.partition("@")
+    # The fake imports gputop's model, so a peer's venv needs gputop's path too.
+    env = {"GPUTOP_BENCH_TOOL": name, "PYTHONPATH": str(Path(code or REPO).resolve() / "tui")}
+    if name in ("gputop", "bare"):
         return _fake_gputop([]), env
     return [str(options.peers_python), str(Path(__file__).resolve()), "child"], env
 
 
-_QUIT = {"gputop": b"q", "nvitop": b"q", "gpustat": b"\x03"}
+def _gputops(options: argparse.Namespace) -> list[str]:
+    """gputop once per ``--code`` checkout (``gputop@PATH``), or this one's."""
+    return [f"gputop@{code}" for code in options.code] if options.code else ["gputop"]
+
+
+_QUIT = {"gputop": b"q", "nvitop": b"q", "gpustat": b"\x03", "bare": b"q"}
 
 
 def side_by_side(options: argparse.Namespace) -> int:
@@ -776,7 +791,8 @@ def side_by_side_case(
 ) -> None:
     """One box: ``--rounds`` rounds of gputop and the peers, each round in another order."""
     box, count, with_peers = case
-    tools = ["gputop", *(peers if with_peers else [])]
+    # "bare": the bare Textual app in the same harness, for the RSS floor of a Textual app.
+    tools = [*_gputops(options), *(["bare", *peers] if with_peers else [])]
     extra = {
         "GPUTOP_BENCH_BOX": box,
         "GPUTOP_BENCH_PROCESSES": str(count),
@@ -794,7 +810,7 @@ def side_by_side_case(
                     _marker(tool, box)[0].encode(),
                     options.seconds,
                     options.warmup,
-                    quit_key=_QUIT[tool],
+                    quit_key=_QUIT[tool.partition("@")[0]],
                     fake_log=Path(folder) / "fake.log",
                     extra_env={**extra, **env},
                 )
@@ -824,7 +840,7 @@ def side_by_side_first_frames(options: argparse.Namespace, peers: list[str]) -> 
     """First frames in tmux on the 4-GPU box: gputop, the Python peer nvitop and the bare
     Textual app taken in turn, so that each sample of one is beside a sample of the other."""
     box, count = "4x4090", 3
-    tools = ["gputop", "bare", *(peer for peer in peers if peer == "nvitop")]
+    tools = [*_gputops(options), "bare", *(peer for peer in peers if peer == "nvitop")]
     samples: dict[str, list[float]] = {tool: [] for tool in tools}
     with sleepers(count) as pids:
         extra = {
