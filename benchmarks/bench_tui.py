@@ -120,6 +120,10 @@ def run_peer(tool: str) -> int:
         sys.argv = ["gpustat", "--interval", "1"]
         gpustat_main()
         return 0
+    if tool == "bare":
+        # The yardstick inside the same harness (the fake, its counting): its RSS floor.
+        bare_app.run()
+        return 0
     raise SystemExit(f"unknown tool {tool!r}")
 
 
@@ -169,6 +173,9 @@ def _marker(tool: str, box: str) -> tuple[str, int]:
     """What shows that ``tool``'s first frame is out: nvitop's GPU rows name no model (and
     on the 8x7 box its process list is below the screen), but it draws its frame in one
     piece, so its title will do."""
+    tool = tool.partition("@")[0]
+    if tool == "bare":
+        return bare_app.MARKER, 1
     return ("NVITOP", 1) if tool == "nvitop" else MARKERS[box]
 
 
@@ -224,15 +231,20 @@ def count_fake_cpu(fake: Any) -> None:
     SIGUSR1 (what the counting itself cost is reported apart, see ``fake_cpu``)."""
     from fake_cpu import FakeCpu, counting_cost_ns
 
-    per_call = counting_cost_ns()
     counter = FakeCpu()
     counter.install(fake)
     log = os.environ.get("GPUTOP_BENCH_FAKE_LOG")
     if log:
+        # Measured at the first report, not at start: it takes tens of milliseconds that a
+        # first frame would wait for (the measuring side reads the process's CPU only once
+        # the report is written).
+        per_call: list[float] = []
 
         def report(_signal: int, _frame: object) -> None:
+            if not per_call:
+                per_call.append(counting_cost_ns())
             with open(log, "a") as out:
-                out.write(f"{counter.total_ns} {counter.calls * per_call:.0f}\n")
+                out.write(f"{counter.total_ns} {counter.calls * per_call[0]:.0f}\n")
 
         signal.signal(signal.SIGUSR1, report)
 
@@ -718,14 +730,22 @@ def _peers(options: argparse.Namespace) -> list[str]:
 
 
 def _tool_command(tool: str, options: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
-    """How to start ``tool`` on the fake NVML: the command and the environment it adds."""
-    env = {"GPUTOP_BENCH_TOOL": tool}
-    if tool == "gputop":
+    """How to start ``tool`` on the fake NVML: the command and the environment it adds.
+    ``gputop@PATH`` is the gputop of the checkout at PATH (``--code``)."""
+    name, _, code = tool.partition("@")
+    # The fake imports gputop's model, so a peer's venv needs gputop's path too.
+    env = {"GPUTOP_BENCH_TOOL": name, "PYTHONPATH": str(Path(code or REPO).resolve() / "tui")}
+    if name in ("gputop", "bare"):
         return _fake_gputop([]), env
     return [str(options.peers_python), str(Path(__file__).resolve()), "child"], env
 
 
-_QUIT = {"gputop": b"q", "nvitop": b"q", "gpustat": b"\x03"}
+def _gputops(options: argparse.Namespace) -> list[str]:
+    """gputop once per ``--code`` checkout (``gputop@PATH``), or this one's."""
+    return [f"gputop@{code}" for code in options.code] if options.code else ["gputop"]
+
+
+_QUIT = {"gputop": b"q", "nvitop": b"q", "gpustat": b"\x03", "bare": b"q"}
 
 
 def side_by_side(options: argparse.Namespace) -> int:
@@ -776,7 +796,8 @@ def side_by_side_case(
 ) -> None:
     """One box: ``--rounds`` rounds of gputop and the peers, each round in another order."""
     box, count, with_peers = case
-    tools = ["gputop", *(peers if with_peers else [])]
+    # "bare": the bare Textual app in the same harness, for the RSS floor of a Textual app.
+    tools = [*_gputops(options), *(["bare", *peers] if with_peers else [])]
     extra = {
         "GPUTOP_BENCH_BOX": box,
         "GPUTOP_BENCH_PROCESSES": str(count),
@@ -794,7 +815,7 @@ def side_by_side_case(
                     _marker(tool, box)[0].encode(),
                     options.seconds,
                     options.warmup,
-                    quit_key=_QUIT[tool],
+                    quit_key=_QUIT[tool.partition("@")[0]],
                     fake_log=Path(folder) / "fake.log",
                     extra_env={**extra, **env},
                 )
@@ -824,7 +845,14 @@ def side_by_side_first_frames(options: argparse.Namespace, peers: list[str]) -> 
     """First frames in tmux on the 4-GPU box: gputop, the Python peer nvitop and the bare
     Textual app taken in turn, so that each sample of one is beside a sample of the other."""
     box, count = "4x4090", 3
-    tools = ["gputop", "bare", *(peer for peer in peers if peer == "nvitop")]
+    # "harnessed": the bare app started as gputop and nvitop are here (the fake NVML and
+    # the benchmark's modules loaded first), beside the bare app on its own.
+    tools = [
+        *_gputops(options),
+        "bare",
+        "harnessed",
+        *(peer for peer in peers if peer == "nvitop"),
+    ]
     samples: dict[str, list[float]] = {tool: [] for tool in tools}
     with sleepers(count) as pids:
         extra = {
@@ -837,17 +865,22 @@ def side_by_side_first_frames(options: argparse.Namespace, peers: list[str]) -> 
             for tool in tools[turn:] + tools[:turn]:
                 if tool == "bare":
                     seconds = first_frame_tmux(BARE_TEXTUAL, bare_app.MARKER, 1)
+                elif tool == "harnessed":
+                    command, env = _tool_command("bare", options)
+                    seconds = first_frame_tmux(command, bare_app.MARKER, 1, {**extra, **env})
                 else:
                     command, env = _tool_command(tool, options)
                     marker, times = _marker(tool, box)
                     seconds = first_frame_tmux(command, marker, times, {**extra, **env})
                 samples[tool].append(seconds)
     bare = median(samples["bare"])
+    harnessed = median(samples["harnessed"])
     print(f"first frame in tmux, {box} box, median of {options.repeat}:")
     for tool, taken in samples.items():
         print(
             f"  {tool:8s} {median(taken) * 1000:5.0f} ms (min {min(taken) * 1000:.0f}),"
-            f" {median(taken) / bare:.2f}x the bare Textual app"
+            f" {median(taken) / bare:.2f}x the bare Textual app,"
+            f" {median(taken) / harnessed:.2f}x it in the same harness"
         )
 
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
+
+import pynvml  # noqa: TID251 -- the request struct the source makes is counted
+import pytest
 
 from fakes.nvml_fake import FakeNvml
 from fakes.nvml_harness import nvml_source
@@ -112,6 +116,28 @@ def test_gpm_buffers_are_freed_on_close() -> None:
         source.poll()
         assert fake.live_gpm_samples == 14  # two per GPU instance
     assert fake.live_gpm_samples == 0
+
+
+def test_one_gpm_metrics_request_per_gpu_however_many_instances(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """NVML's request struct has room for every GPM metric (about 9 KiB): one per instance
+    and direction was 2 MiB of the 8x7 box's memory. Each instance still reads its own
+    activity through the shared one."""
+    made: list[Any] = []
+    real = pynvml.c_nvmlGpmMetricsGet_t
+
+    def counted() -> Any:
+        made.append(real())
+        return made[-1]
+
+    monkeypatch.setattr(pynvml, "c_nvmlGpmMetricsGet_t", counted)
+    ticks = _ticks(h100_mig_box(gpus=2, processes=14), 3)
+    assert len(made) == 2
+    for tick in ticks[1:]:
+        for gpu in tick.gpus:
+            assert [d.utilization.gpu for d in gpu.mig_devices] == [10.0 * i for i in range(7)]
+            assert [d.utilization.memory for d in gpu.mig_devices] == [5.0 * i for i in range(7)]
 
 
 def test_mig_switched_off_between_ticks() -> None:

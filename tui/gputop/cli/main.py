@@ -18,7 +18,7 @@ from gputop.cli.terminal import tui_or_batch
 from gputop.cli.validate import Parser, interval_seconds, pick_count, sample_count
 from gputop.errors import BadArguments, GputopError
 from gputop.pipeline.interval import MAX_INTERVAL, MIN_INTERVAL
-from gputop.sources.formats import format_names
+from gputop.sources.format_names import FORMAT_NAMES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--format",
-        choices=format_names(),
+        choices=FORMAT_NAMES,
         help="with --replay: read FILE as this format instead of telling it by its content "
         "(xml: `nvidia-smi -q -x`; csv: `nvidia-smi --query-gpu=... --format=csv`; text: "
         "`nvidia-smi -q`; dmon: `nvidia-smi dmon`/`pmon`)",

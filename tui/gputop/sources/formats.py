@@ -27,6 +27,7 @@ from typing import Protocol
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
 from gputop.sources import csvlog, dmon
+from gputop.sources import format_names as names
 from gputop.sources.csvlog.apps import AppsLog, WithApps, sampling_interval
 from gputop.sources.following import WAIT_SLICE
 from gputop.sources.logs import SpooledOpener, spool_gzip, spool_stream
@@ -109,27 +110,27 @@ def _xml_looks_like(head: bytes) -> bool:
 
 FORMATS: list[Format] = [
     Format(
-        "xml",
+        names.XML,
         "`nvidia-smi -q -x [-l N]` XML (a document, a stream, .gz, or a directory of them)",
         _xml_looks_like,
         XmlRecording.open,
     ),
     Format(
-        "csv",
+        names.CSV,
         "`nvidia-smi --query-gpu=... --format=csv [-l N]` logs (with their header line, or "
         "its fields named by --query-gpu)",
         csvlog.looks_like,
         csvlog.CsvRecording.open,
     ),
     Format(
-        "text",
+        names.TEXT,
         "`nvidia-smi -q [-l N]` text",
         text.looks_like,
         _text_log(text.open_text),
         text.open_text,
     ),
     Format(
-        "dmon",
+        names.DMON,
         "`nvidia-smi dmon [-o DT]` and `nvidia-smi pmon [-o DT]` logs",
         dmon.looks_like,
         _text_log(dmon.open_monitor_log),

@@ -49,16 +49,9 @@ _ENGINE_UNDER_MIG = tuple((path, Reason.UNDER_MIG) for path in _ENGINE_PATHS)
 
 @dataclass(slots=True)
 class _GpmPair:
-    """Two GPM sample buffers for one GPU instance: each tick overwrites the older one.
-
-    ``requests[i]`` is a metrics request built once for "from ``buffers[1 - i]`` to
-    ``buffers[i]``", so a tick only picks one; NVML writes each metric's return code and value.
-    """
+    """Two GPM sample buffers for one GPU instance: each tick overwrites the older one."""
 
     buffers: tuple[Handle, Handle]
-    requests: tuple[GpmMetricsGet, GpmMetricsGet]
-    slots: tuple[tuple[GpmMetric, GpmMetric], tuple[GpmMetric, GpmMetric]]
-    """Each request's two metric entries (views into it), looked up once."""
     sample_key: str
     metrics_key: str
     older: int = 0
@@ -148,6 +141,8 @@ class MigState:
     instance_profiles: dict[int, str | None] = field(default_factory=dict)
     """GPU instance id -> profile name, for the current layout."""
     gpm: dict[int, _GpmPair] = field(default_factory=dict)
+    request: _GpmRequest | None = None
+    """The one metrics request of this GPU's instances (made on first need)."""
     layout: tuple[tuple[int, str | None], ...] = ()
     found: tuple[_Found, ...] | None = None
     """The devices of the last enumeration; None: enumerate on the next tick."""
@@ -164,6 +159,21 @@ class MigState:
     def gpm_samples(self) -> list[Handle]:
         """Every GPM sample buffer allocated, for freeing."""
         return [h for pair in self.gpm.values() for h in pair.buffers]
+
+
+@dataclass(frozen=True, slots=True)
+class _GpmRequest:
+    """A metrics request (graphics activity, DRAM bandwidth), shared by a GPU's instances.
+
+    NVML's request struct holds room for every GPM metric (about 9 KiB); one per instance
+    and direction was 2 MiB on 8 GPUs of 7 instances. A GPU's instances are sampled one after
+    another on one thread (``MigState`` is used by one thread at a time), so each call sets the
+    two samples it compares and reads the answer before the next instance's call.
+    """
+
+    request: GpmMetricsGet
+    slots: tuple[GpmMetric, GpmMetric]
+    """Its two metric entries (views into it, which NVML fills), looked up once."""
 
 
 _Activity = tuple[Utilization, Unavailable]
@@ -525,14 +535,7 @@ def _gpm_activity(
         for buffer in (first, second):
             if isinstance(buffer, CallFailed):
                 return _no_activity(buffer.reason)
-        requests = (_metrics_request(nvml, second, first), _metrics_request(nvml, first, second))
-        pair = state.gpm[gi] = _GpmPair(
-            (first, second),
-            requests,
-            (_slots(requests[0]), _slots(requests[1])),
-            f"gpm_sample:{gi}",
-            f"gpm_metrics:{gi}",
-        )
+        pair = state.gpm[gi] = _GpmPair((first, second), f"gpm_sample:{gi}", f"gpm_metrics:{gi}")
     older = pair.older
     taken = parent.attempt(
         pair.sample_key, nvml.nvmlGpmMigSampleGet, handle, gi, pair.buffers[older]
@@ -547,11 +550,17 @@ def _gpm_activity(
         pair.primed = True
         return _no_activity(Reason.NOT_AVAILABLE)
     # The buffer just written is the newer sample: from the other one to it.
-    result = parent.attempt(pair.metrics_key, nvml.nvmlGpmMetricsGet, pair.requests[older])
+    shared = state.request
+    if shared is None:
+        request = _metrics_request(nvml)
+        shared = state.request = _GpmRequest(request, _slots(request))
+    shared.request.sample1 = pair.buffers[1 - older]
+    shared.request.sample2 = pair.buffers[older]
+    result = parent.attempt(pair.metrics_key, nvml.nvmlGpmMetricsGet, shared.request)
     if isinstance(result, CallFailed):
         return _no_activity(result.reason)
     success = nvml.NVML_SUCCESS
-    graphics, dram = pair.slots[older]
+    graphics, dram = shared.slots
     gpu = _metric(graphics, success)
     memory = _metric(dram, success)
     if gpu is not None and memory is not None:
@@ -575,13 +584,11 @@ def _metric(metric: GpmMetric, success: int) -> float | None:
     return float(read_number(metric, "value"))
 
 
-def _metrics_request(nvml: NvmlApi, first: Handle, second: Handle) -> GpmMetricsGet:
-    """A request for graphics activity and DRAM bandwidth between two samples."""
+def _metrics_request(nvml: NvmlApi) -> GpmMetricsGet:
+    """A request for graphics activity and DRAM bandwidth (its two samples set per call)."""
     request = nvml.c_nvmlGpmMetricsGet_t()
     request.version = nvml.NVML_GPM_METRICS_GET_VERSION
     request.numMetrics = len(_ACTIVITY_PATHS)
-    request.sample1 = first
-    request.sample2 = second
     metric_ids = (nvml.NVML_GPM_METRIC_GRAPHICS_UTIL, nvml.NVML_GPM_METRIC_DRAM_BW_UTIL)
     for slot, metric_id in enumerate(metric_ids):
         request.metrics[slot].metricId = metric_id

@@ -1,0 +1,104 @@
+"""The live TUI loads only what it draws with: every module it imports costs memory for as
+long as it runs (issue 17: RSS at most 1.5x nvitop's) and time before the first frame.
+
+The real ``gputop`` command starts on the fake NVML, on a pseudo-terminal (so the TUI is
+chosen, not ``--once``), and stops where the app would start running: what is loaded then
+is everything the live TUI brought in. Readers of recordings, the headless outputs and the
+other subcommands are imported where they are used; this keeps them from creeping back.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gputop.cli.main import build_parser
+from gputop.sources.format_names import FORMAT_NAMES
+from gputop.sources.formats import FORMATS
+from support.command import gputop_command
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Runs `gputop` (its `main`) with the app's `run` replaced by a dump of sys.modules.
+CHILD = """
+import sys
+from gputop.ui.app import GputopApp
+
+def dump(self, *args, **kwargs):
+    with open(sys.argv[1], "w") as out:
+        out.write("\\n".join(sorted(sys.modules)))
+
+GputopApp.run = dump
+from gputop.cli.main import main
+sys.exit(main([]))
+"""
+
+NOT_FOR_THE_LIVE_TUI = (
+    # The recording formats and their readers (--replay, report).
+    "gputop.sources.formats",
+    "gputop.sources.smi",
+    "gputop.sources.csvlog",
+    "gputop.sources.dmon",
+    "gputop.sources.linelog",
+    "gputop.sources.logs",
+    "xml.etree",
+    "gzip",
+    # The other subcommands and headless outputs.
+    "gputop.cli.report",
+    "gputop.cli.export",
+    "gputop.cli.serve",
+    "gputop.cli.cluster",
+    "gputop.cli.replay",
+    "gputop.insight.report",
+    "gputop.sinks.json",
+    "gputop.sinks.smi_xml",
+    "gputop.sinks.csv_log",
+    "gputop.sinks.prometheus",
+    "gputop.sources.prometheus",
+    "prometheus_client",
+    "grpc",
+    "textual_serve",
+    "aiohttp",
+)
+
+
+def _loaded_by_the_live_tui(tmp_path: Path) -> set[str]:
+    _, env = gputop_command("busy-2")
+    dump = tmp_path / "modules.txt"
+    controller, terminal = os.openpty()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", CHILD, str(dump)],
+            stdin=terminal,
+            stdout=terminal,
+            stderr=subprocess.PIPE,
+            env={**env, "TERM": "xterm-256color"},
+            cwd=ROOT,
+            timeout=60,
+        )
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert result.returncode == 0, result.stderr.decode()
+    return set(dump.read_text().split())
+
+
+def test_the_live_tui_loads_no_reader_and_no_other_subcommand(tmp_path: Path) -> None:
+    loaded = _loaded_by_the_live_tui(tmp_path)
+    # It did get as far as the app, over NVML: the probe sees a real start.
+    assert {"gputop.ui.app", "gputop.cli.live", "gputop.sources.nvml.source"} <= loaded
+    unwanted = sorted(
+        name
+        for name in loaded
+        if any(name == bad or name.startswith(f"{bad}.") for bad in NOT_FOR_THE_LIVE_TUI)
+    )
+    assert unwanted == []
+
+
+def test_the_option_parser_names_the_formats_without_loading_them() -> None:
+    """``--format`` takes its names from ``format_names``, so they must be the formats'."""
+    assert [known.name for known in FORMATS] == list(FORMAT_NAMES)
+    (action,) = [a for a in build_parser()._actions if a.dest == "format"]
+    assert list(action.choices or ()) == [known.name for known in FORMATS]
