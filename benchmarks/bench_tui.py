@@ -20,10 +20,10 @@ that changes every second) happen as on a real box, for each ``--processes`` cou
 
 ``--side-by-side`` runs gputop and the peers installed in ``benchmarks/_data/peers`` (nvitop,
 gpustat: see benchmarks/README.md) and nvtop (Debian's package, on a C library built here
-that forwards to the same fake: ``fake_nvml_c``, ``nvml_c_adapter``) on the issue-17 boxes (1 GPU with 2 processes, 4 RTX 4090s
-with 3, 8 H100s x 7 MIG with 200, and 1,000 for gputop alone), with live processes that have
-run ``--age`` seconds; rotated order, ``--rounds`` rounds, medians of CPU, bytes/s and RSS;
-then first frames in tmux beside a bare Textual app.
+that forwards to the same fake: ``fake_nvml_c``, ``nvml_c_adapter``) on the issue-17 boxes
+(1 GPU with 2 processes, 4 RTX 4090s with 3, 8 H100s x 7 MIG with 200, and 1,000 for gputop
+alone), with live processes that have run ``--age`` seconds; rotated order, ``--rounds``
+rounds, medians of CPU, bytes/s and RSS; then first frames in tmux beside a bare Textual app.
 """
 
 from __future__ import annotations
