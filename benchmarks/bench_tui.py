@@ -19,10 +19,11 @@ that changes every second) happen as on a real box, for each ``--processes`` cou
 ``--rounds`` rounds; it prints each run and the medians.
 
 ``--side-by-side`` runs gputop and the peers installed in ``benchmarks/_data/peers`` (nvitop,
-gpustat: see benchmarks/README.md) on the issue-17 boxes (1 GPU with 2 processes, 4 RTX 4090s
-with 3, 8 H100s x 7 MIG with 200, and 1,000 for gputop alone), with live processes that have
-run ``--age`` seconds; rotated order, ``--rounds`` rounds, medians of CPU, bytes/s and RSS;
-then first frames in tmux beside a bare Textual app.
+gpustat: see benchmarks/README.md) and nvtop (Debian's package, on a C library built here
+that forwards to the same fake: ``fake_nvml_c``, ``nvml_c_adapter``) on the issue-17 boxes
+(1 GPU with 2 processes, 4 RTX 4090s with 3, 8 H100s x 7 MIG with 200, and 1,000 for gputop
+alone), with live processes that have run ``--age`` seconds; rotated order, ``--rounds``
+rounds, medians of CPU, bytes/s and RSS; then first frames in tmux beside a bare Textual app.
 """
 
 from __future__ import annotations
@@ -68,9 +69,7 @@ def child(argv: Sequence[str]) -> int:
     run, and no more, since the fake's own snapshots count in the process's RSS.
     """
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
-    from fakes.nvml_fake import FakeNvml
     from fakes.nvml_install import install
-    from fakes.nvml_scenarios import varying
 
     tool = os.environ.get("GPUTOP_BENCH_TOOL", "gputop")
     if tool == "gputop":
@@ -79,6 +78,28 @@ def child(argv: Sequence[str]) -> int:
         # As the `gputop` console script does (cli.run).
         hold_collection()
     name_os_threads()
+    fake = bench_fake()
+    count_fake_cpu(fake)
+    install(fake)
+    if tool != "gputop":
+        return run_peer(tool)
+    from gputop.cli.main import main
+    from gputop.cli.startup import release_collection
+
+    try:
+        return main(list(argv))
+    finally:
+        release_collection()
+
+
+def bench_fake() -> Any:
+    """The ``FakeNvml`` of a run, from the environment ``child`` is given (also what the C
+    library that nvtop loads forwards to, see ``nvml_c_adapter``)."""
+    if str(REPO / "tests") not in sys.path:
+        sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
+    from fakes.nvml_fake import FakeNvml
+    from fakes.nvml_scenarios import varying
+
     ticks = int(os.environ.get("GPUTOP_BENCH_TICKS", "120"))
     processes = int(os.environ.get("GPUTOP_BENCH_PROCESSES", "200"))
     base = BOXES[os.environ.get("GPUTOP_BENCH_BOX", "8x7")](processes)
@@ -93,17 +114,7 @@ def child(argv: Sequence[str]) -> int:
     # The fake logs every call for its tests; a bounded log keeps the fake's own memory
     # out of gputop's RSS.
     fake.calls = deque(maxlen=16)  # type: ignore[assignment]
-    count_fake_cpu(fake)
-    install(fake)
-    if tool != "gputop":
-        return run_peer(tool)
-    from gputop.cli.main import main
-    from gputop.cli.startup import release_collection
-
-    try:
-        return main(list(argv))
-    finally:
-        release_collection()
+    return fake
 
 
 def run_peer(tool: str) -> int:
@@ -581,6 +592,12 @@ def main() -> int:
         help="seconds the live processes have run before the first measurement",
     )
     parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="PEER",
+        help="--side-by-side: these peers only (nvitop, gpustat, nvtop) beside gputop",
+    )
+    parser.add_argument(
         "--peers-python",
         type=Path,
         default=PEERS_PYTHON,
@@ -705,6 +722,66 @@ def live_table(options: argparse.Namespace) -> int:
     return 0
 
 
+FAKE_NVML_C = Path(__file__).resolve().parent / "fake_nvml_c" / "fake_nvml.c"
+"""The C library nvtop loads as ``libnvidia-ml.so.1``, forwarding to the Python fake."""
+
+
+def build_fake_nvml_c(folder: Path) -> Path:
+    """Compile ``fake_nvml_c`` against this Python (it embeds it) into ``folder``, as
+    ``libnvidia-ml.so.1`` (the name nvtop ``dlopen``s); the folder, for LD_LIBRARY_PATH.
+
+    Raises RuntimeError, with gcc's message, when it cannot be built (no gcc, or a Python
+    without a shared libpython)."""
+    import sysconfig
+
+    library = folder / "libnvidia-ml.so.1"
+    if library.exists() and library.stat().st_mtime >= FAKE_NVML_C.stat().st_mtime:
+        return folder
+    libdir = sysconfig.get_config_var("LIBDIR")
+    version = sysconfig.get_config_var("LDVERSION")
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        raise RuntimeError(f"{sys.executable} has no shared libpython to embed")
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [
+        "gcc",
+        "-shared",
+        "-fPIC",
+        "-O2",
+        "-fvisibility=hidden",
+        f"-I{sysconfig.get_path('include')}",
+        str(FAKE_NVML_C),
+        "-o",
+        str(library),
+        f"-L{libdir}",
+        f"-Wl,-rpath,{libdir}",
+        f"-lpython{version}",
+        "-lpthread",
+        "-ldl",
+    ]
+    try:
+        built = subprocess.run(command, capture_output=True, text=True)
+    except FileNotFoundError as error:
+        raise RuntimeError(f"cannot build the fake NVML for nvtop: {error}") from None
+    if built.returncode != 0:
+        raise RuntimeError(f"cannot build the fake NVML for nvtop:\n{built.stderr}")
+    return folder
+
+
+def fake_nvml_c_env(folder: Path) -> dict[str, str]:
+    """What a C program needs to load the fake NVML from ``folder``: the library, and the
+    Python it embeds finding this venv's packages, gputop's model, the fakes and the adapter."""
+    import site
+
+    paths = [
+        str(Path(__file__).resolve().parent),
+        str(REPO / "tests"),
+        str(REPO / "tests" / "fakes"),
+        str(REPO / "tui"),
+        *site.getsitepackages(),
+    ]
+    return {"LD_LIBRARY_PATH": str(folder), "PYTHONPATH": os.pathsep.join(paths)}
+
+
 PEERS_PYTHON = REPO / "benchmarks" / "_data" / "peers" / "bin" / "python"
 """Where the README's instructions put the peers' venv."""
 
@@ -717,8 +794,13 @@ CASES: tuple[tuple[str, int, bool], ...] = (
 """(box, live processes, peers too): the issue's table; 1,000 processes for gputop only."""
 
 
+NVTOP_LIBRARY = REPO / "benchmarks" / "_data" / "fake_nvml_c"
+"""Where the fake ``libnvidia-ml.so.1`` for nvtop is built (not committed)."""
+
+
 def _peers(options: argparse.Namespace) -> list[str]:
-    """The peers installed in the peers' venv (nvitop, gpustat)."""
+    """The peers installed: nvitop and gpustat in the peers' venv, nvtop (Debian's package)
+    on PATH, if the fake NVML library it loads can be built here."""
     found = []
     python = options.peers_python
     for peer in ("nvitop", "gpustat"):
@@ -726,6 +808,12 @@ def _peers(options: argparse.Namespace) -> list[str]:
             probe = subprocess.run([python, "-c", f"import {peer}"], capture_output=True)
             if probe.returncode == 0:
                 found.append(peer)
+    if shutil.which("nvtop"):
+        try:
+            build_fake_nvml_c(NVTOP_LIBRARY)
+            found.append("nvtop")
+        except RuntimeError as error:
+            print(f"nvtop left out: {error}")
     return found
 
 
@@ -737,6 +825,11 @@ def _tool_command(tool: str, options: argparse.Namespace) -> tuple[list[str], di
     env = {"GPUTOP_BENCH_TOOL": name, "PYTHONPATH": str(Path(code or REPO).resolve() / "tui")}
     if name in ("gputop", "bare"):
         return _fake_gputop([]), env
+    if tool == "nvtop":
+        # 1 s refresh (tenths of a second); a config file that does not exist: the defaults,
+        # whatever the user running the benchmark has saved.
+        config = NVTOP_LIBRARY / "nvtop-defaults.ini"
+        return ["nvtop", "-d", "10", "-c", str(config)], {**env, **fake_nvml_c_env(NVTOP_LIBRARY)}
     return [str(options.peers_python), str(Path(__file__).resolve()), "child"], env
 
 
@@ -745,7 +838,22 @@ def _gputops(options: argparse.Namespace) -> list[str]:
     return [f"gputop@{code}" for code in options.code] if options.code else ["gputop"]
 
 
-_QUIT = {"gputop": b"q", "nvitop": b"q", "gpustat": b"\x03", "bare": b"q"}
+def fake_nvml_c_rss_mib(extra_env: dict[str, str]) -> float:
+    """RSS of a Python that has built the fake NVML as nvtop's library does (the adapter
+    imported): how much of nvtop's RSS in the benchmark is the embedded fake, not nvtop."""
+    probe = (
+        "import pathlib, nvml_c_adapter; print([line.split()[1] for line in "
+        "pathlib.Path('/proc/self/status').read_text().splitlines() "
+        "if line.startswith('VmRSS')][0])"
+    )
+    env = _env({**extra_env, **fake_nvml_c_env(NVTOP_LIBRARY)})
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    return int(done.stdout.strip()) / 1024
+
+
+_QUIT = {"gputop": b"q", "nvitop": b"q", "gpustat": b"\x03", "nvtop": b"q", "bare": b"q"}
 
 
 def side_by_side(options: argparse.Namespace) -> int:
@@ -753,9 +861,10 @@ def side_by_side(options: argparse.Namespace) -> int:
     ``--rounds`` rounds in rotated order; then the medians, and first frames in tmux."""
     _TICKS["GPUTOP_BENCH_TICKS"] = str(int(options.seconds + options.warmup + 30))
     compileall.compile_dir(REPO / "tui" / "gputop", quiet=1)
-    peers = _peers(options)
+    peers = [peer for peer in _peers(options) if not options.only or peer in options.only]
     print(f"terminal {COLUMNS}x{ROWS}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     print(f"peers installed: {', '.join(peers) or 'none'}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    print("load average at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     results: dict[tuple[str, int, str], list[Run]] = {}
     cases = [case for case in CASES if case[0] != "8x7" or case[1] in options.processes]
     with contextlib.ExitStack() as stack:
@@ -782,6 +891,17 @@ def side_by_side(options: argparse.Namespace) -> int:
         f"  bare Textual app (idle)          CPU {median(map(_cpu, bare_runs)):5.2f}%"
         f"  RSS {median(run.rss_kib / 1024 for run in bare_runs):5.1f} MiB"
     )
+    if "nvtop" in peers:
+        # nvtop's process holds the embedded Python and the fake's snapshots (as gputop's
+        # and the Python peers' hold theirs): that part of its RSS, apart.
+        for box, count, with_peers in cases:
+            if with_peers:
+                extra = {"GPUTOP_BENCH_BOX": box, "GPUTOP_BENCH_PROCESSES": str(count)}
+                print(
+                    f"  {box:7s} {count:5d} processes: the fake NVML alone (embedded Python,"
+                    f" adapter, snapshots) RSS {fake_nvml_c_rss_mib(extra):5.1f} MiB"
+                )
+    print("load average at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     if shutil.which("tmux"):
         side_by_side_first_frames(options, peers)
     return 0

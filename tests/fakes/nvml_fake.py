@@ -618,6 +618,30 @@ class FakeNvml:
             ),
         )
 
+    # ----- PCIe ---------------------------------------------------------------------------
+
+    def _pcie_not_reported(self, handle: Any) -> int:
+        # The snapshot model has no PCIe link figures; nvtop asks for them, and a driver
+        # answers NotSupported where it has none (as on some vGPU and MIG set-ups).
+        if self._target(handle) is None:
+            return NVML_ERROR_INVALID_ARGUMENT
+        return NVML_ERROR_NOT_SUPPORTED
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any, out: Any) -> int:
+        return self._pcie_not_reported(handle)
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: Any, out: Any) -> int:
+        return self._pcie_not_reported(handle)
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any, out: Any) -> int:
+        return self._pcie_not_reported(handle)
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: Any, out: Any) -> int:
+        return self._pcie_not_reported(handle)
+
+    def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: Any, out: Any) -> int:
+        return self._pcie_not_reported(handle)
+
     # ----- load ---------------------------------------------------------------------------
 
     def nvmlDeviceGetUtilizationRates(self, handle: Any, out: Any) -> int:

@@ -26,3 +26,32 @@ def test_a_device_says_its_index() -> None:
         finally:
             pynvml.nvmlShutdown()
     assert indices == [0, 1, 2]
+
+
+def test_the_pcie_link_queries_nvtop_makes_answer_not_supported() -> None:
+    # nvtop looks up these five at start and gives up on NVML if one is missing; the fake's
+    # snapshots have no PCIe figures, so each answers NotSupported (as a driver without them).
+    queries = {
+        "max generation": pynvml.nvmlDeviceGetMaxPcieLinkGeneration,
+        "max width": pynvml.nvmlDeviceGetMaxPcieLinkWidth,
+        "current generation": pynvml.nvmlDeviceGetCurrPcieLinkGeneration,
+        "current width": pynvml.nvmlDeviceGetCurrPcieLinkWidth,
+        "throughput": lambda handle: pynvml.nvmlDeviceGetPcieThroughput(
+            handle, pynvml.NVML_PCIE_UTIL_RX_BYTES
+        ),
+    }
+    fake = FakeNvml([snapshot(gpu_sample(0))])
+    answers: dict[str, str] = {}
+    with installed(fake):
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            for name, query in queries.items():
+                try:
+                    query(handle)
+                    answers[name] = "answered"
+                except pynvml.NVMLError as error:
+                    answers[name] = type(error).__name__
+        finally:
+            pynvml.nvmlShutdown()
+    assert answers == dict.fromkeys(queries, "NVMLError_NotSupported")
