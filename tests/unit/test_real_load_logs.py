@@ -10,7 +10,7 @@ import json
 import statistics
 import subprocess
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +124,96 @@ def test_the_load_test_log_reports_busy_and_waiting_time_from_its_rows() -> None
     assert text.returncode == 0, text.stderr
     assert f"{len(rows)} snapshots" in text.stdout
     assert f"{max(power):.0f}W" in text.stdout
+
+
+LLAMA_RUN = SNAPSHOTS / "gpu-log-noheader-4gpu-llamacpp.csv"
+LLAMA_FIELDS = "timestamp,utilization.gpu,memory.used"
+"""As the repository's `testoutput.sh` ran it: `nvidia-smi --query-gpu=timestamp,
+utilization.gpu,memory.used --format=csv,noheader,nounits -l 1`."""
+
+
+def _blocks_of(rows: list[list[str]]) -> list[list[list[str]]]:
+    """The file's queries: nvidia-smi stamps each GPU's row as it reads it, so the rows of
+    one query are milliseconds apart and the queries a second apart."""
+    blocks: list[list[list[str]]] = [[rows[0]]]
+    for before, row in itertools.pairwise(rows):
+        gap = (_stamp(row[0]) - _stamp(before[0])).total_seconds()
+        if gap > 0.5:
+            blocks.append([])
+        blocks[-1].append(row)
+    return blocks
+
+
+def test_a_real_4_gpu_log_without_index_groups_each_query_by_position() -> None:
+    """A llama.cpp server on 4 GPUs, `noheader,nounits`, no index: each second's query is
+    four rows stamped a millisecond or two apart. They are one snapshot of four GPUs, told
+    apart by their place in it, not four snapshots (nor one GPU seen four times)."""
+    with LLAMA_RUN.open(newline="") as handle:
+        rows = list(csv.reader(handle, skipinitialspace=True))
+    blocks = _blocks_of(rows)
+    assert len(blocks) == 97 and {len(block) for block in blocks} == {4}
+    with CsvRecording.open(LLAMA_RUN, query=LLAMA_FIELDS) as recording:
+        assert len(recording) == len(blocks)
+        assert recording.warnings == []
+        for at in (0, len(blocks) // 2, len(blocks) - 1):
+            snapshot = recording.snapshot(at)
+            assert snapshot.timestamp == _stamp(blocks[at][0][0])
+            assert [gpu.index for gpu in snapshot.gpus] == [0, 1, 2, 3]
+            used = [gpu.memory.used for gpu in snapshot.gpus]
+            assert used == [int(row[2]) * MIB for row in blocks[at]]
+            assert [gpu.utilization.gpu for gpu in snapshot.gpus] == [
+                float(row[1]) for row in blocks[at]
+            ]
+
+    report = gputop("report", LLAMA_RUN, "--query-gpu", LLAMA_FIELDS, "--json")
+    assert report.returncode == 0, report.stderr
+    summary = json.loads(report.stdout)
+    assert summary["snapshots"] == len(blocks)
+    start, end = _stamp(blocks[0][0][0]), _stamp(blocks[-1][0][0])
+    assert summary["duration_s"] == round((end - start).total_seconds(), 3)
+    gpus = summary["gpus"]
+    assert [gpu["index"] for gpu in gpus] == [0, 1, 2, 3]
+    for position, gpu in enumerate(gpus):
+        mine = [block[position] for block in blocks]
+        assert gpu["samples"] == len(blocks)
+        assert gpu["peak_memory_used_bytes"] == max(int(row[2]) for row in mine) * MIB
+        assert gpu["utilization_mean_pct"] == statistics.fmean(float(row[1]) for row in mine)
+        # Memory held at 0 %: the whole run is waiting, none of it idle, no gap.
+        assert gpu["waiting_s"] == pytest.approx(summary["duration_s"], abs=0.01)
+        assert gpu["busy_s"] == gpu["idle_s"] == gpu["gap_s"] == 0
+
+
+def _stamped(start: datetime, steps_ms: list[int]) -> list[str]:
+    moments = itertools.accumulate(steps_ms, initial=0)
+    return [(start + timedelta(milliseconds=ms)).strftime(STAMP)[:-3] for ms in list(moments)[:-1]]
+
+
+def test_one_gpu_sampled_faster_than_a_query_step_is_one_gpu_per_row(tmp_path: Path) -> None:
+    """`-lms 5` of one GPU, no index: every row is 5 ms after the one before, with no pause
+    between queries, so each row is a snapshot of its own (the first ones included), while
+    two GPUs read a millisecond apart every 100 ms are one snapshot each time."""
+    start = datetime(2025, 1, 1, 10, 0, 0)
+    one = tmp_path / "one.csv"
+    stamps = _stamped(start, [5] * 120)
+    one.write_text(
+        "timestamp, power.draw [W]\n"
+        + "".join(f"{stamp}, {100 + n % 7}.00 W\n" for n, stamp in enumerate(stamps))
+    )
+    with CsvRecording.open(one) as recording:
+        assert len(recording) == len(stamps)
+        for at in (0, 1, 2, len(stamps) - 1):
+            (gpu,) = recording.snapshot(at).gpus
+            assert recording.snapshot(at).timestamp == _stamp(stamps[at])
+            assert gpu.power.draw == 100 + at % 7
+    two = tmp_path / "two.csv"
+    stamps = _stamped(start, [1, 99] * 30)
+    two.write_text(
+        "timestamp, power.draw [W]\n"
+        + "".join(f"{stamp}, {100 + n}.00 W\n" for n, stamp in enumerate(stamps))
+    )
+    with CsvRecording.open(two) as recording:
+        assert len(recording) == len(stamps) // 2
+        for at in (0, 1, len(recording) - 1):
+            snapshot = recording.snapshot(at)
+            assert snapshot.timestamp == _stamp(stamps[2 * at])
+            assert [gpu.power.draw for gpu in snapshot.gpus] == [100 + 2 * at, 101 + 2 * at]
