@@ -77,13 +77,16 @@ def _gpu_matches_its_block(gpu: GpuSample, text: str) -> None:
     assert gpu.memory.total == number(field(text, "FB Memory Usage", "Total")) * MIB
     assert gpu.memory.used == number(field(text, "FB Memory Usage", "Used")) * MIB
     assert gpu.temperature.gpu == number(field(text, "Temperature", "GPU Current Temp"))
+    # Before 535 the section is `Power Readings` and its limit `Power Limit`.
+    power = "GPU Power Readings" if "    GPU Power Readings\n" in text else "Power Readings"
     if re.search(r"^\s+Average Power Draw\s+:", text, re.MULTILINE):
-        average = field(text, "GPU Power Readings", "Average Power Draw")
-        instant = field(text, "GPU Power Readings", "Instantaneous Power Draw")
+        average = field(text, power, "Average Power Draw")
+        instant = field(text, power, "Instantaneous Power Draw")
         assert gpu.power.draw == number(instant if average == "N/A" else average)
     else:  # older drivers (535 here) give one reading
-        assert gpu.power.draw == number(field(text, "GPU Power Readings", "Power Draw"))
-    assert gpu.power.limit == number(field(text, "GPU Power Readings", "Current Power Limit"))
+        assert gpu.power.draw == number(field(text, power, "Power Draw"))
+    limit = "Current Power Limit" if power == "GPU Power Readings" else "Power Limit"
+    assert gpu.power.limit == number(field(text, power, limit))
     assert gpu.clocks.sm == number(field(text, "Clocks", "SM"))
     assert gpu.performance_state == field(text, None, "Performance State")
     # 590 spells it `GPU`, 535 `Gpu`.

@@ -4,8 +4,11 @@ The log is scanned once, in chunks, into an index of snapshots (the byte range o
 snapshot's rows and its timestamp: 24 bytes a snapshot, in arrays), and rows are parsed
 only when a snapshot is asked for. A snapshot is the rows of one query of every GPU: a new
 one starts where a GPU's index, UUID or bus id comes round again, or, in a log with none of
-those, where the timestamp changes (else each row is one GPU's snapshot, or the rows between
-two repeated headers are one).
+those, where the time moves on (else each row is one GPU's snapshot, or the rows between
+two repeated headers are one). nvidia-smi stamps each GPU's row as it reads that GPU, so
+the rows of one query can differ by a few milliseconds: a row stamped at most
+``_QUERY_STEP`` after the row before it, and in a quarter of the pause that came before its
+snapshot, is read as the next GPU of that snapshot (see ``_same_query``).
 
 A pipe or a .gz is copied (inflated) into an unnamed temporary file by a thread as it comes,
 so reads never block the poller and any snapshot can be read again. Followed (``--follow``,
@@ -63,6 +66,11 @@ _RUN_BYTES = 1 << 20
 """How much of the log `runs` reads at once."""
 _SMALLEST_RUN = 16
 _SETTLE = 0.5
+_QUERY_STEP = 0.05
+"""The most, in seconds, between the stamps of two GPUs' rows of one query in a log with no
+GPU identity (nvidia-smi reads a GPU in about a millisecond for a short query)."""
+_QUERY_SPAN = 0.25
+"""The most a query of every GPU spans: past it a row starts a new snapshot."""
 """Seconds a followed log must stay still before its last snapshot is taken as whole."""
 
 
@@ -261,6 +269,15 @@ def _open_data(path: Path, follow: bool, warnings: list[str]) -> _Data:
     return _FileData(handle, follow=follow)
 
 
+_EPOCH = datetime(1970, 1, 1)
+
+
+def _seconds(moment: datetime) -> float:
+    """``moment`` as seconds on one scale, whether it has a time zone or not (only the
+    differences between rows of one log are used)."""
+    return (moment.replace(tzinfo=None) - _EPOCH).total_seconds()
+
+
 class CsvRecording(IndexedLog):
     """The snapshots of a `--query-gpu` CSV log, in order, by index or time (a Timeline)."""
 
@@ -284,6 +301,18 @@ class CsvRecording(IndexedLog):
         self._open_end = -1
         self._open_keys: set[bytes] = set()
         self._open_stamp: bytes | None = None
+        # In a log with no GPU identity: the stamp and time of the row before, the time of
+        # the open snapshot's first row, and the pause before it.
+        self._row_stamp: bytes | None = None
+        self._row_at: float | None = None
+        self._open_at: float | None = None
+        self._open_pause = math.inf
+        # The open snapshot's rows (start, end, stamp) while the pause before it is unknown
+        # (the log's first), and the longest step between them: see ``_same_query``.
+        self._unsure: list[tuple[int, int, bytes]] = []
+        self._unsure_step = 0.0
+        self._minute_head = b""
+        self._minute_at = 0.0
         self._repeated = False
         self._bad_rows = 0
         self._bad_width: int | None = None
@@ -399,6 +428,8 @@ class CsvRecording(IndexedLog):
         self._open_start = -1
         self._open_keys = set()
         self._open_stamp = None
+        self._unsure = []
+        self._unsure_step = 0.0
 
     def _header(self, line: bytes) -> None:
         text = line.decode("ascii", "replace").rstrip("\r")
@@ -447,8 +478,10 @@ class CsvRecording(IndexedLog):
             self._open_keys.add(key)
         elif stamp_at is not None:
             stamp = line.split(_SEPARATOR, stamp_at + 1)[stamp_at]
-            if stamp != self._open_stamp:
+            if stamp != self._open_stamp and not self._same_query(stamp):
                 self._close_block()
+            if self._open_pause == math.inf:
+                self._unsure.append((start, end, stamp.strip()))
         elif not self._repeated:
             self._close_block()
         if self._open_start < 0:
@@ -456,6 +489,64 @@ class CsvRecording(IndexedLog):
             if stamp_at is not None:
                 self._open_stamp = line.split(_SEPARATOR, stamp_at + 1)[stamp_at].strip()
         self._open_end = end
+
+    def _same_query(self, stamp: bytes) -> bool:
+        """Whether a row of a log with no GPU identity, stamped ``stamp`` (not the open
+        snapshot's stamp), is the next GPU of the open snapshot: stamped at most
+        ``_QUERY_STEP`` after the row before it, in less than a quarter of the pause before
+        the snapshot, and within ``_QUERY_SPAN`` of its first row.
+
+        The first snapshot has no pause before it: its rows are held as unsure until the
+        row after them. If that row comes after a clear pause (four times the longest step
+        between them), they were one query of several GPUs; if not (a log of one GPU
+        sampled faster than ``_QUERY_STEP``), each is a snapshot of its own."""
+        if stamp == self._row_stamp:
+            return self._open_start >= 0
+        at = self._stamp_seconds(stamp)
+        before, self._row_stamp, self._row_at = self._row_at, stamp, at
+        step = None if at is None or before is None else at - before
+        if (
+            self._open_start >= 0
+            and step is not None
+            and 0 <= step <= _QUERY_STEP
+            and step * 4 < self._open_pause
+            and self._open_at is not None
+            and at is not None
+            and at - self._open_at <= _QUERY_SPAN
+        ):
+            if self._open_pause == math.inf:
+                self._unsure_step = max(self._unsure_step, step)
+            return True
+        if len(self._unsure) > 1 and not (step is not None and step > 4 * self._unsure_step):
+            self._split_unsure()
+        self._open_pause = math.inf if step is None else step
+        self._open_at = at
+        return False
+
+    def _stamp_seconds(self, stamp: bytes) -> float | None:
+        """The time of a row's stamp in seconds (None: no time). Rows of one minute share
+        the stamp's first 16 bytes (``2024/01/04 15:02``, or ISO's ``T``): only the
+        seconds after it are read then, a full parse costing several times as much."""
+        head = stamp[:17]
+        if head == self._minute_head:
+            try:
+                return self._minute_at + float(stamp[17:])
+            except ValueError:
+                pass
+        moment = parse_timestamp(stamp.decode("ascii", "replace").strip())
+        if moment is None:
+            return None
+        at = _seconds(moment)
+        if head[16:] == b":":
+            self._minute_head = head
+            self._minute_at = at - moment.second - moment.microsecond / 1e6
+        return at
+
+    def _split_unsure(self) -> None:
+        """The open snapshot's rows, each a snapshot of its own (see ``_same_query``)."""
+        for start, end, stamp in self._unsure.copy():
+            self._open_start, self._open_end, self._open_stamp = start, end, stamp
+            self._close_block()
 
     def _bad_row(self, start: int) -> None:
         self._bad_rows += 1
