@@ -29,8 +29,8 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
-from itertools import islice
-from operator import add, ne, sub
+from itertools import compress, islice, repeat
+from operator import add, le, ne, sub
 from pathlib import Path
 from typing import BinaryIO
 
@@ -296,8 +296,12 @@ class CsvRecording(IndexedLog):
         self._fast: re.Pattern[bytes] | None = None
         """Finds the first row of each snapshot (see ``_rows``)."""
         self._fast_rows = 0
+        self._stamp_cell: Callable[[bytes, int], re.Match[bytes] | None] | None = None
+        """The timestamp cell of the row at a place (see ``_learn``)."""
         self._apps = False
         """The rows being read are a `--query-compute-apps` query's."""
+        self._any_apps = False
+        """A `--query-compute-apps` header has been read (its rows lie inside snapshots)."""
         self._scan_line_end = 0
 
     @classmethod
@@ -405,7 +409,7 @@ class CsvRecording(IndexedLog):
         if is_apps_header(text):
             # `--query-compute-apps` written with the GPU query: its processes belong to the
             # snapshot being read (its rows extend it; ``snapshot`` places them).
-            self._apps = True
+            self._apps = self._any_apps = True
             if self._open_start >= 0:
                 self._open_end = self._scan_line_end
             return
@@ -535,23 +539,68 @@ class CsvRecording(IndexedLog):
         self._lines(body, begin, starts[0], at)
         self._close_block()
         rows = self._fast_rows
+        # The spans that hold as many rows as the learned snapshot are snapshots, taken a
+        # stretch at a time; any other is read row by row.
+        counts = map(body.count, repeat(b"\n"), starts, islice(starts, 1, None))
+        odd = list(compress(itertools.count(), map(ne, counts, repeat(rows))))
+        done = 0
+        for stop in [*odd, len(starts) - 1]:
+            if done < stop:
+                self._snapshots(body, at, starts[done : stop + 1])
+            if stop < len(starts) - 1:
+                self._lines(body, starts[stop], starts[stop + 1], at)
+                self._close_block()
+            done = stop + 1
+        self._lines(body, starts[-1], end, at)
+
+    def _snapshots(self, body: bytes, at: int, starts: list[int]) -> None:
+        """One snapshot from each of ``starts`` (but the last) to the next, known whole."""
+        firsts = starts[:-1]
+        seconds = self._stamps_at(body, firsts)
+        if seconds is None:
+            for start, stop in itertools.pairwise(starts):
+                self._snapshot(body, at, start, stop)
+            return
+        count = len(self._stamps)
+        if self._ordered:
+            before = self._stamps[count - 1] if count else seconds[0]
+            self._ordered = all(map(le, itertools.chain((before,), seconds), seconds))
+        self._starts.extend(map(add, firsts, repeat(at)))
+        self._ends.extend(map(add, islice(starts, 1, None), repeat(at - 1)))
+        self._stamps.extend(seconds)
+
+    def _snapshot(self, body: bytes, at: int, start: int, stop: int) -> None:
+        """The snapshot from ``start`` to ``stop``, known whole: its first row's time."""
         schema = self._schema
         assert schema is not None
         stamp_at = schema.timestamp_at
-        count = body.count
-        find = body.find
-        for start, stop in itertools.pairwise(starts):
-            if count(b"\n", start, stop) != rows:
-                self._lines(body, start, stop, at)
-                self._close_block()
-                continue
-            if stamp_at is not None:
-                line = body[start : find(b"\n", start)]
-                self._open_stamp = line.split(_SEPARATOR, stamp_at + 1)[stamp_at].strip()
-            self._open_start = at + start
-            self._open_end = at + stop - 1
-            self._close_block()
-        self._lines(body, starts[-1], end, at)
+        if stamp_at is not None:
+            line = body[start : body.find(b"\n", start)]
+            self._open_stamp = line.split(_SEPARATOR, stamp_at + 1)[stamp_at].strip()
+        self._open_start = at + start
+        self._open_end = at + stop - 1
+        self._close_block()
+
+    def _stamps_at(self, body: bytes, starts: list[int]) -> list[float] | None:
+        """The seconds after the log's first time of the rows at ``starts``, as
+        ``_close_block`` gives them; None when one of them is not a time (or the log has
+        none yet): those are read one by one."""
+        find = self._stamp_cell
+        base = self._base
+        if find is None or base is None:
+            return None
+        found = list(map(find, repeat(body), starts))
+        if None in found:
+            return None
+        texts = list(map(bytes.strip, map(re.Match.group, found, repeat(1))))
+        try:
+            joined = b"\0".join(texts).decode("ascii").replace("/", "-").split("\0")
+            if len(joined) != len(texts):
+                return None
+            moments = list(map(datetime.fromisoformat, joined))
+            return list(map(timedelta.total_seconds, map(sub, moments, repeat(base))))
+        except (ValueError, TypeError):
+            return None
 
     def _learn(self, rows: int) -> None:
         """Read the following snapshots fast: each starts with the first GPU of this one."""
@@ -559,6 +608,12 @@ class CsvRecording(IndexedLog):
         if schema is None or schema.identity_at is None or self._first_key is None:
             return
         self._fast_rows = rows
+        stamp_at = schema.timestamp_at
+        self._stamp_cell = (
+            None
+            if stamp_at is None
+            else re.compile(rb"(?:[^,\n]*+, ){%d}([^,\n]*+)(?=, |\r?\n|$)" % stamp_at).match
+        )
         # A literal newline first, and possessive cells: about 7x quicker than `(?m)^`.
         self._fast = re.compile(
             rb"\n(?:[^,\n]*+, ){%d}" % schema.identity_at
@@ -682,7 +737,9 @@ class CsvRecording(IndexedLog):
         begin = self._starts[index]
         data = self._data.read(begin, self._ends[stop - 1] - begin)
         offsets = list(map(sub, self._starts[index:stop], itertools.repeat(begin)))
-        run = reader.read(data, offsets, self._stamps[index:stop], self._base)
+        run = reader.read(
+            data, offsets, self._stamps[index:stop], self._base, headers=self._any_apps
+        )
         if run is not None:
             yield run
         elif stop - index > _SMALLEST_RUN:
