@@ -304,6 +304,14 @@ def _top(values: Sequence[_N | None] | None) -> _N | None:
     """The largest reported value (neither None nor NaN); None if none is."""
     if not values:
         return None
+    try:
+        top = max(cast("Sequence[_N]", values))
+    except TypeError:
+        pass  # a None among them
+    else:
+        # NaN compares false, so max passes over it unless it comes first: then it is max.
+        if top == top:
+            return top
     reported: Sequence[_N] = (
         [value for value in values if value is not None]
         if None in values

@@ -185,7 +185,9 @@ class RunReader:
             return None
         at = column[0]
         found = cells[row * self._schema.width + at :: stride]
-        if found.count(found[0]) != len(found):
+        # No cell holds the separator: joined by it, the cells are all one exactly when the
+        # texts are (a memcmp, not a comparison a cell).
+        if _SEPARATOR.join(found) != _SEPARATOR.join(repeat(found[0], len(found))):
             return _IRREGULAR
         value = self._values(column, found[:1])[0]
         if value is None and len(self._where[path]) > 1:
