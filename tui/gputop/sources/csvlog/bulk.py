@@ -110,12 +110,14 @@ class RunReader:
         origin: datetime | None,
         *,
         headers: bool = True,
+        lines: Sequence[int] = (),
     ) -> SnapshotColumns | None:
         """The snapshots whose rows are ``data`` (from the first row of the first to the end
         of the last row of the last, back to back), ``starts`` the place of each one's first
         row in ``data`` and ``offsets`` its time in seconds after ``origin`` (the log's
         index); None when the run is not plain. ``headers``: a `--query-compute-apps`
-        header may lie among the rows (False when the log has none)."""
+        header may lie among the rows (False when the log has none). ``lines``: how
+        many lines each snapshot holds, where the index counted them (0: not counted)."""
         count = len(starts)
         if origin is None or any(map(ne, offsets, offsets)):
             return None  # a snapshot without a time: the row parser says what it is
@@ -132,13 +134,7 @@ class RunReader:
         if rows % count:
             return None
         per = rows // count
-        # Each snapshot starts a line, ``per`` lines after the one before it: one count per
-        # snapshot, not one operation per row.
-        later = islice(starts, 1, None)
-        if list(map(data.count, repeat(b"\n"), starts, later)).count(per) != count - 1:
-            return None
-        before = bytes(map(data.__getitem__, map(sub, islice(starts, 1, None), repeat(1))))
-        if before.count(b"\n") != count - 1:
+        if not _snapshots_of(data, starts, per, lines):
             return None
         # Split at every separator, a newline ending the cell before it: the rows are
         # ``width`` cells each exactly when every newline is in a row's last cell.
@@ -185,9 +181,7 @@ class RunReader:
             return None
         at = column[0]
         found = cells[row * self._schema.width + at :: stride]
-        # No cell holds the separator: joined by it, the cells are all one exactly when the
-        # texts are (a memcmp, not a comparison a cell).
-        if _SEPARATOR.join(found) != _SEPARATOR.join(repeat(found[0], len(found))):
+        if found.count(found[0]) != len(found):
             return _IRREGULAR
         value = self._values(column, found[:1])[0]
         if value is None and len(self._where[path]) > 1:
@@ -252,6 +246,18 @@ class RunReader:
 
 
 _IRREGULAR = object()
+
+
+def _snapshots_of(data: bytes, starts: Sequence[int], per: int, lines: Sequence[int]) -> bool:
+    """Whether each snapshot is ``per`` whole lines of ``data`` (which holds as many lines as
+    all of them): by the index's counts, else one count per snapshot (not a step a row)."""
+    if lines.count(per) == len(starts):
+        return True  # back to back, as many lines in all as the data: each is whole
+    counts = map(data.count, repeat(b"\n"), starts, islice(starts, 1, None))
+    if list(counts).count(per) != len(starts) - 1:
+        return False
+    before = bytes(map(data.__getitem__, map(sub, islice(starts, 1, None), repeat(1))))
+    return before.count(b"\n") == len(starts) - 1
 
 
 def _has_header(data: bytes) -> bool:

@@ -271,6 +271,10 @@ class CsvRecording(IndexedLog):
         self._follow = follow
         self._starts = array("q")
         self._ends = array("q")
+        self._line_counts = array("H")
+        """How many lines each snapshot's bytes hold, when the scan counted them (0: not
+        counted; a run counts them then)."""
+        self._open_lines = 0
         self._stamps = array("d")
         self._base: datetime | None = None
         self._ordered = True
@@ -386,6 +390,8 @@ class CsvRecording(IndexedLog):
             self._schemas.append(self._schema)
         self._starts.append(self._open_start)
         self._ends.append(self._open_end)
+        self._line_counts.append(self._open_lines)
+        self._open_lines = 0
         stamp = self._open_stamp
         moment = None if stamp is None else parse_timestamp(stamp.decode("ascii", "replace"))
         if moment is None:
@@ -567,6 +573,7 @@ class CsvRecording(IndexedLog):
             self._ordered = all(map(le, itertools.chain((before,), seconds), seconds))
         self._starts.extend(map(add, firsts, repeat(at)))
         self._ends.extend(map(add, islice(starts, 1, None), repeat(at - 1)))
+        self._line_counts.extend(repeat(self._fast_rows if self._fast_rows < 2**16 else 0, len(firsts)))
         self._stamps.extend(seconds)
 
     def _snapshot(self, body: bytes, at: int, start: int, stop: int) -> None:
@@ -579,6 +586,7 @@ class CsvRecording(IndexedLog):
             self._open_stamp = line.split(_SEPARATOR, stamp_at + 1)[stamp_at].strip()
         self._open_start = at + start
         self._open_end = at + stop - 1
+        self._open_lines = self._fast_rows if self._fast_rows < 2**16 else 0
         self._close_block()
 
     def _stamps_at(self, body: bytes, starts: list[int]) -> list[float] | None:
@@ -738,7 +746,12 @@ class CsvRecording(IndexedLog):
         data = self._data.read(begin, self._ends[stop - 1] - begin)
         offsets = list(map(sub, self._starts[index:stop], itertools.repeat(begin)))
         run = reader.read(
-            data, offsets, self._stamps[index:stop], self._base, headers=self._any_apps
+            data,
+            offsets,
+            self._stamps[index:stop],
+            self._base,
+            headers=self._any_apps,
+            lines=self._line_counts[index:stop],
         )
         if run is not None:
             yield run
