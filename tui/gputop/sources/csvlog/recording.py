@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from itertools import compress, islice, repeat
 from operator import add, le, ne, sub
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
@@ -604,7 +604,8 @@ class CsvRecording(IndexedLog):
         found = list(map(find, repeat(body), starts))
         if None in found:
             return None
-        texts = list(map(bytes.strip, map(re.Match.group, found, repeat(1))))
+        cells = map(re.Match.group, cast("list[re.Match[bytes]]", found), repeat(1))
+        texts = list(map(bytes.strip, cells))
         try:
             joined = b"\0".join(texts).decode("ascii").replace("/", "-").split("\0")
             if len(joined) != len(texts):
