@@ -130,12 +130,15 @@ class RunReader:
             return None
         if b"\t" in data or (headers and _has_header(data)):
             return None
-        rows = data.count(b"\n") + 1
-        if rows % count:
-            return None
-        per = rows // count
-        if not _snapshots_of(data, starts, per, lines):
-            return None
+        per = lines[0] if lines else 0
+        if per and lines.count(per) == count:
+            # Back to back, each of ``per`` lines (the index counted them): so many in all.
+            rows = per * count
+        else:
+            rows = data.count(b"\n") + 1
+            per = rows // count
+            if rows % count or not _snapshots_of(data, starts, per):
+                return None
         # Split at every separator, a newline ending the cell before it: the rows are
         # ``width`` cells each exactly when every newline is in a row's last cell.
         cells = (data + b"\n").replace(b"\n", _ROW_END).split(_SEPARATOR)
@@ -248,11 +251,9 @@ class RunReader:
 _IRREGULAR = object()
 
 
-def _snapshots_of(data: bytes, starts: Sequence[int], per: int, lines: Sequence[int]) -> bool:
+def _snapshots_of(data: bytes, starts: Sequence[int], per: int) -> bool:
     """Whether each snapshot is ``per`` whole lines of ``data`` (which holds as many lines as
-    all of them): by the index's counts, else one count per snapshot (not a step a row)."""
-    if lines.count(per) == len(starts):
-        return True  # back to back, as many lines in all as the data: each is whole
+    all of them): one count per snapshot, not a step a row."""
     counts = map(data.count, repeat(b"\n"), starts, islice(starts, 1, None))
     if list(counts).count(per) != len(starts) - 1:
         return False
