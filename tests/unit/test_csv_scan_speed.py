@@ -92,7 +92,7 @@ def test_a_regular_log_is_scanned_without_a_python_step_per_snapshot(tmp_path: P
 def _odd_log(path: Path) -> Path:
     """Stretches of regular snapshots broken by what the fast path must hand back: a time
     that is no time, time going back, a GPU gone for good, a fifth GPU for a while, a blank
-    line, a repeated header, and N/A cells."""
+    line, a repeated header, a stray line in lower case, and N/A cells."""
     lines = [HEADER]
     moment = START
     for second in range(4000):
@@ -106,6 +106,8 @@ def _odd_log(path: Path) -> Path:
             lines.append("")
         if second == 2500:
             lines.append(HEADER)
+        if second == 3500:
+            lines.append("nvidia-smi restarted")  # in lower case, yet no header
     path.write_text("\n".join(lines) + "\n")
     return path
 

@@ -58,6 +58,7 @@ _GZIP_WBITS = 31
 _NO_STAMP = math.nan
 _SEPARATOR = b", "
 _LOWER_LINE = re.compile(rb"\n[a-z]")
+_LOWER = re.compile(rb"[a-z]")
 """A line that starts with a lower-case letter (after the newline before it)."""
 _CELL = rb"[^,\n]*+, "
 """A cell and the separator after it (possessive: a cell never gives back)."""
@@ -301,6 +302,7 @@ class CsvRecording(IndexedLog):
         """The identity of the first GPU of the snapshot being read."""
         self._fast: re.Pattern[bytes] | None = None
         """Finds the first row of each snapshot (see ``_rows``)."""
+        self._fast_or_lower: re.Pattern[bytes] | None = None
         self._fast_rows = 0
         self._stamp_cell: Callable[[bytes, int], re.Match[bytes] | None] | None = None
         """The timestamp cell of the row at a place (see ``_learn``)."""
@@ -427,7 +429,7 @@ class CsvRecording(IndexedLog):
             self._close_block()
             return
         self._close_block()
-        self._fast = None
+        self._fast = self._fast_or_lower = None
         try:
             self._schema = Schema.parse(text)
         except BadCapture as error:
@@ -498,6 +500,11 @@ class CsvRecording(IndexedLog):
                 self._finish()
                 return False
         body = chunk[: last + 1]
+        starts = self._starts_in(body)
+        if starts is not None:
+            self._rows(body, 0, len(body), at, starts)
+            self._advance(at + len(body), available, ended)
+            return True
         begin = 0
         # Only a line that starts with a lower-case letter can be a header.
         lines = _LOWER_LINE.finditer(body)
@@ -512,11 +519,26 @@ class CsvRecording(IndexedLog):
                 self._header(line)
                 begin = stop + 1
         self._rows(body, begin, len(body), at)
-        self._scan_at = at + len(body)
+        self._advance(at + len(body), available, ended)
+        return True
+
+    def _advance(self, scan_at: int, available: int, ended: bool) -> None:
+        self._scan_at = scan_at
         self._grew_at = time.monotonic()
         if self._scan_at >= available and ended:
             self._finish()
-        return True
+
+    def _starts_in(self, body: bytes) -> list[int] | None:
+        """Where each snapshot's first row starts in ``body``, found by the snapshot finder
+        in the same pass that looks for headers; None when a line may be a header (or no
+        finder is learned yet): then ``body`` is read the careful way."""
+        finder = self._fast_or_lower
+        if finder is None or self._apps or b"a" <= body[:1] <= b"z":
+            return None
+        starts = [match.start() + 1 for match in finder.finditer(body)]
+        if _LOWER.search(bytes(map(body.__getitem__, starts))):
+            return None
+        return starts
 
     def _lines(self, body: bytes, begin: int, end: int, at: int) -> None:
         """The rows of ``body[begin:end]`` one by one (``at``: the file offset of body)."""
@@ -527,20 +549,25 @@ class CsvRecording(IndexedLog):
             if line and not line.isspace():
                 self._row(line, at + start, at + min(position - 1, end))
 
-    def _rows(self, body: bytes, begin: int, end: int, at: int) -> None:
+    def _rows(
+        self, body: bytes, begin: int, end: int, at: int, found: list[int] | None = None
+    ) -> None:
         """The data rows of ``body[begin:end]``, a whole snapshot at a time where it can.
 
         Once a snapshot has been read row by row, the rows of the next ones are found by
         the first GPU's identity alone, with one regular expression over the chunk: a span
         from one such row to the next holding as many rows as that snapshot had is a
         snapshot. Anything else (a GPU missing, a stray line) is read row by row.
+        ``found``: those rows' places, when ``_starts_in`` found them already.
         """
         fast = self._fast
         if fast is None or self._apps:
             self._lines(body, begin, end, at)
             return
         # Each match starts at the newline before the row.
-        starts = [match.start() + 1 for match in fast.finditer(body, begin, end)]
+        starts = found
+        if starts is None:
+            starts = [match.start() + 1 for match in fast.finditer(body, begin, end)]
         if not starts:
             self._lines(body, begin, end, at)
             return
@@ -629,9 +656,10 @@ class CsvRecording(IndexedLog):
         )
         # A literal newline first, and possessive cells: about 7x quicker than `(?m)^`, and
         # the cells spelled out rather than repeated as a group: 1.5x quicker again.
-        self._fast = re.compile(
-            rb"\n" + _CELL * schema.identity_at + re.escape(self._first_key) + rb"(?=, |\r?\n)"
-        )
+        first_row = _CELL * schema.identity_at + re.escape(self._first_key) + rb"(?=, |\r?\n)"
+        self._fast = re.compile(rb"\n" + first_row)
+        # The same, and any line that starts in lower case (a header, maybe): one pass for both.
+        self._fast_or_lower = re.compile(rb"\n(?:[a-z]|" + first_row + rb")")
 
     def _finish(self) -> None:
         self._close_block()
