@@ -106,7 +106,7 @@ def _odd_log(path: Path) -> Path:
             lines.append("")
         if second == 2500:
             lines.append(HEADER)
-        if second == 3500:
+        if second == 2800:
             lines.append("nvidia-smi restarted")  # in lower case, yet no header
     path.write_text("\n".join(lines) + "\n")
     return path
