@@ -1,7 +1,8 @@
 """Random access to an `nvidia-smi --query-gpu=... --format=csv [-l N]` log.
 
 The log is scanned once, in chunks, into an index of snapshots (the byte range of each
-snapshot's rows and its timestamp: 24 bytes a snapshot, in arrays), and rows are parsed
+snapshot's rows, its timestamp and how many lines it holds: 26 bytes a snapshot, in arrays;
+stretches of whole snapshots are taken a chunk at a time, in C loops), and rows are parsed
 only when a snapshot is asked for. A snapshot is the rows of one query of every GPU: a new
 one starts where a GPU's index, UUID or bus id comes round again, or, in a log with none of
 those, where the timestamp changes (else each row is one GPU's snapshot, or the rows between
