@@ -40,11 +40,12 @@ def _row(moment: datetime, index: int, second: int, stamp: str | None = None) ->
     )
 
 
-def _plain_log(path: Path, seconds: int, gpus: int, newline: str = "\n") -> Path:
+def _plain_log(path: Path, seconds: int, gpus: int, newline: str = "\n", back_at: int = -1) -> Path:
+    """Every GPU every second; at ``back_at`` the clock goes back a minute."""
     lines = [HEADER]
     moment = START
     for second in range(seconds):
-        moment += timedelta(seconds=1)
+        moment += timedelta(seconds=-60 if second == back_at else 1)
         lines.extend(_row(moment, index, second) for index in range(gpus))
     path.write_text(newline.join(lines) + newline, newline="")
     return path
@@ -121,6 +122,7 @@ def test_the_scan_gives_the_index_of_reading_every_row(
         _odd_log(tmp_path / "odd.csv"),
         _plain_log(tmp_path / "plain.csv", seconds=2500, gpus=8),
         _plain_log(tmp_path / "crlf.csv", seconds=1200, gpus=2, newline="\r\n"),
+        _plain_log(tmp_path / "back.csv", seconds=3000, gpus=4, back_at=2000),
     ]
     fast = [_index(path) for path in logs]
     with monkeypatch.context() as patched:
@@ -130,6 +132,7 @@ def test_the_scan_gives_the_index_of_reading_every_row(
     count, _, _, stamps, ordered, *_ = fast[0]
     assert count == 4000 and isinstance(stamps, list) and "untimed" in stamps
     assert ordered is False
+    assert [index[4] for index in fast[1:]] == [True, True, False]  # ordered
 
 
 def test_a_report_counts_no_lines_a_regular_snapshot_but_reports_the_same(
