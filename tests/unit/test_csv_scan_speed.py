@@ -154,3 +154,28 @@ def test_a_report_counts_no_lines_a_regular_snapshot_but_reports_the_same(
     with CsvRecording.open(path) as recording:
         len(recording)
         assert set(recording._line_counts) >= {0, 4}
+
+
+def test_runs_of_a_regular_log_count_no_snapshot_lines_themselves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index counted each snapshot's lines (but the one a chunk read row by row, which a
+    run counts itself): runs do not count their snapshots one by one, and the report is the
+    same as row by row."""
+    from gputop.sources.csvlog import bulk
+
+    path = _plain_log(tmp_path / "gpu-log.csv", seconds=6000, gpus=8)
+    calls = Counter[str]()
+    real = bulk._snapshots_of
+
+    def counted(data: bytes, starts: list[int], per: int) -> bool:
+        calls["snapshots_of"] += 1
+        return real(data, starts, per)
+
+    monkeypatch.setattr(bulk, "_snapshots_of", counted)
+    with CsvRecording.open(path) as recording:
+        len(recording)
+        assert recording._line_counts.count(0) >= 2  # chunk ends, read row by row
+    assert _report(path, jobs=1, charts=False) == _report(path, columns=False)
+    # Only the first run: its chunk was read row by row before the finder learned the rows.
+    assert calls["snapshots_of"] == 1

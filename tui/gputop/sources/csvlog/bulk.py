@@ -14,8 +14,8 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from itertools import islice, repeat
-from operator import ne, sub
+from itertools import compress, islice, repeat
+from operator import ne, not_, sub
 from typing import Any
 
 from gputop.model import Reason
@@ -130,9 +130,9 @@ class RunReader:
             return None
         if b"\t" in data or (headers and _has_header(data)):
             return None
-        per = lines[0] if lines else 0
-        if per and lines.count(per) == count:
-            # Back to back, each of ``per`` lines (the index counted them): so many in all.
+        per = max(lines, default=0)
+        if per and _counted(data, starts, per, lines):
+            # Back to back, each of ``per`` lines: so many in all.
             rows = per * count
         else:
             rows = data.count(b"\n") + 1
@@ -249,6 +249,20 @@ class RunReader:
 
 
 _IRREGULAR = object()
+
+
+def _counted(data: bytes, starts: Sequence[int], per: int, lines: Sequence[int]) -> bool:
+    """Whether each snapshot holds ``per`` lines: as the index counted them, and those it
+    did not count (0: read row by row, about one a chunk) counted here."""
+    count = len(starts)
+    if lines.count(per) + lines.count(0) != count:
+        return False
+    for at in compress(range(count), map(not_, lines)):
+        last = at == count - 1
+        end = len(data) if last else starts[at + 1]
+        if data.count(b"\n", starts[at], end) != per - last:
+            return False
+    return True
 
 
 def _snapshots_of(data: bytes, starts: Sequence[int], per: int) -> bool:
