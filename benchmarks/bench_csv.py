@@ -17,6 +17,11 @@ and then). Then measures, each in a fresh process:
   whole 1 GB takes minutes), with ``report``/``report-1`` measured on that log too, in the
   same run, for the ratio.
 
+``--against CHECKOUT`` (another checkout of gputop with its own ``.venv``, e.g. main's):
+``scan`` and ``report-1`` are measured for both, in turn (the order swapped each round,
+``--rounds`` rounds), with the CPU time (user + sys), the load average before each run, and
+whether both reports say the same.
+
 Usage: ``python benchmarks/bench_csv.py [--size-mb 1024] [--keep DIR] [--only scan]``.
 Targets: scan >= 100 MB/s, RSS < 150 MB, report < 15 s.
 """
@@ -81,7 +86,7 @@ def _child(kind: str, path: str) -> None:
         from gputop.cli.report import report_main
 
         jobs = ["--jobs", kind[len("cli-") :]] if kind != "cli" else []
-        with open(os.devnull, "w") as sink:
+        with open(os.environ.get("BENCH_CSV_OUT", os.devnull), "w") as sink:
             report_main([path, "--json", *jobs], stdout=sink)
         own = resource.getrusage(resource.RUSAGE_SELF)
         workers = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -107,15 +112,41 @@ def _child(kind: str, path: str) -> None:
             if kind == "read":
                 count = sum(1 for _ in recording)
     elapsed = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": elapsed, "snapshots": count, "peak_rss": peak}))
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    peak = own.ru_maxrss * 1024
+    cpu = own.ru_utime + own.ru_stime
+    print(json.dumps({"seconds": elapsed, "cpu": cpu, "snapshots": count, "peak_rss": peak}))
 
 
-def _measure(kind: str, path: Path) -> dict[str, float]:
-    command = [sys.executable, __file__, "--child", kind, str(path)]
-    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    result: dict[str, float] = json.loads(out)
+def _measure(
+    kind: str, path: Path, python: str = sys.executable, out: Path | None = None
+) -> dict[str, float]:
+    command = [python, __file__, "--child", kind, str(path)]
+    env = {**os.environ, "BENCH_CSV_OUT": str(out or os.devnull)}
+    out_text = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stdout
+    result: dict[str, float] = json.loads(out_text)
     return result
+
+
+def _against(path: Path, other: Path, rounds: int, folder: Path) -> None:
+    """``scan`` and ``report-1`` of this checkout and of ``other``, in turn."""
+    pythons = {"this": sys.executable, "other": str(other / ".venv" / "bin" / "python")}
+    size = path.stat().st_size / 1e6
+    print(f"this checkout against {other}, {rounds} rounds, CPU = user + sys")
+    for round_ in range(rounds):
+        order = ["other", "this"] if round_ % 2 == 0 else ["this", "other"]
+        for who in order:
+            for kind, label in (("scan", "scan"), ("cli-1", "report-1")):
+                load = os.getloadavg()[0]
+                out = folder / f"report-{who}.json"
+                result = _measure(kind, path, pythons[who], out)
+                print(
+                    f"round {round_ + 1} {who:5} {label:8}: {result['cpu']:5.1f} s CPU, "
+                    f"{result['seconds']:5.1f} s wall ({size / result['cpu']:.0f} MB/s of CPU), "
+                    f"peak RSS {result['peak_rss'] / 2**20:.0f} MB, load before {load:.1f}"
+                )
+    same = (folder / "report-this.json").read_bytes() == (folder / "report-other.json").read_bytes()
+    print(f"both reports the same: {same}")
 
 
 def _print_report(label: str, path: Path, jobs: str = "") -> float:
@@ -148,6 +179,8 @@ def main() -> int:
         "--only", choices=["scan", "read", "report", "report-1", "rows"], action="append"
     )
     parser.add_argument("--rows-mb", type=int, default=100, help="the log `rows` reads")
+    parser.add_argument("--against", type=Path, help="another checkout (with .venv) to compare")
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -159,6 +192,9 @@ def main() -> int:
         path = _log_of(folder, args.size_mb)
         size = path.stat().st_size
         print(f"log: {size / 1e6:.0f} MB, {GPUS} GPUs")
+        if args.against:
+            _against(path, args.against, args.rounds, folder)
+            return 0
         for kind in args.only or ["scan", "read", "report", "report-1", "rows"]:
             if kind == "report":
                 _print_report("report, columns, one process per CPU", path)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import compress, repeat
-from operator import eq
+from operator import eq, getitem, le
 from typing import TypeVar, cast
 
 from gputop.insight.diagnosis import DiagnosisThresholds, GpuState, gpu_state
@@ -304,6 +304,14 @@ def _top(values: Sequence[_N | None] | None) -> _N | None:
     """The largest reported value (neither None nor NaN); None if none is."""
     if not values:
         return None
+    try:
+        top = max(cast("Sequence[_N]", values))
+    except TypeError:
+        pass  # a None among them
+    else:
+        # NaN compares false, so max passes over it unless it comes first: then it is max.
+        if top == top:
+            return top
     reported: Sequence[_N] = (
         [value for value in values if value is not None]
         if None in values
@@ -360,6 +368,7 @@ class StateCache(dict[_StateKey, int]):
     def __init__(self, thresholds: DiagnosisThresholds) -> None:
         super().__init__()
         self._thresholds = thresholds
+        self._by_utilization = _ByUtilization(self)
 
     def __missing__(self, key: _StateKey) -> int:
         utilization, held, reasons = key
@@ -384,8 +393,24 @@ class StateCache(dict[_StateKey, int]):
         elif None in used:
             held = [_MEMORY_MISSING if u is None else int(u >= threshold) for u in used]
         else:
-            held = map(threshold.__le__, cast("Sequence[int]", used))
-        reasons: Iterable[tuple[str, ...] | None] = (
-            repeat(None) if gpu.throttle_reasons is None else gpu.throttle_reasons
-        )
+            held = map(le, repeat(threshold), cast("Sequence[int]", used))
+        if gpu.throttle_reasons is None:
+            # Without reasons: a utilization's states by the memory case, one lookup each.
+            codes = map(self._by_utilization.__getitem__, gpu.utilization)
+            return bytes(map(getitem, codes, held))
+        reasons = gpu.throttle_reasons
         return bytes(map(self.__getitem__, zip(gpu.utilization, held, reasons, strict=False)))
+
+
+class _ByUtilization(dict[float, tuple[int, ...]]):
+    """A utilization -> its state number in each memory case (no clock-event reasons)."""
+
+    def __init__(self, states: StateCache) -> None:
+        super().__init__()
+        self._states = states
+
+    def __missing__(self, utilization: float) -> tuple[int, ...]:
+        codes = self[utilization] = tuple(
+            self._states[(utilization, held, None)] for held in range(_MEMORY_MISSING + 1)
+        )
+        return codes

@@ -13,12 +13,19 @@ statement per interval: a two-week log has ten million of them.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, compress, islice, repeat
 from operator import add, and_, eq, mul, ne, sub
 
 _MAX_PARTS = 256
+
+
+@functools.cache
+def _only(code: int) -> bytes:
+    """A ``bytes.translate`` table keeping 1 for ``code`` and 0 for every other byte."""
+    return bytes(int(byte == code) for byte in range(256))
 
 
 class ExactSum:
@@ -131,7 +138,8 @@ class StepSums:
             self.per_state[firsts[0]].add_parts(intervals.forward)
         else:
             for code in set(firsts):
-                chosen: Iterable[bool] = map(code.__eq__, firsts)
+                # 1 where the interval starts in this state: one C pass, not a call each.
+                chosen: Iterable[int] = firsts.translate(_only(code))
                 if counted is not None:
                     chosen = map(and_, chosen, counted)
                 self.per_state[code].add(compress(steps, chosen))

@@ -14,8 +14,8 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from itertools import accumulate, repeat
-from operator import add, ne
+from itertools import compress, islice, repeat
+from operator import ne, not_, sub
 from typing import Any
 
 from gputop.model import Reason
@@ -30,6 +30,7 @@ from gputop.sources.csvlog.parse import (
 )
 
 _SEPARATOR = b", "
+_ROW_END = b"\n, "
 _LOWER_START = re.compile(rb"\n[a-z]")
 """A line starting with a lower-case letter (after the newline before it)."""
 _MAX_CACHED = 1 << 16
@@ -107,36 +108,43 @@ class RunReader:
         starts: Sequence[int],
         offsets: Sequence[float],
         origin: datetime | None,
+        *,
+        headers: bool = True,
+        lines: Sequence[int] = (),
     ) -> SnapshotColumns | None:
         """The snapshots whose rows are ``data`` (from the first row of the first to the end
         of the last row of the last, back to back), ``starts`` the place of each one's first
         row in ``data`` and ``offsets`` its time in seconds after ``origin`` (the log's
-        index); None when the run is not plain."""
+        index); None when the run is not plain. ``headers``: a `--query-compute-apps`
+        header may lie among the rows (False when the log has none). ``lines``: how
+        many lines each snapshot holds, where the index counted them (0: not counted)."""
         count = len(starts)
         if origin is None or any(map(ne, offsets, offsets)):
             return None  # a snapshot without a time: the row parser says what it is
         width = self._schema.width
-        line_end = 1
-        if b"\r" in data:
-            # Windows' nvidia-smi ends lines with CR LF: taken off, every line must have one.
-            if not data.endswith(b"\r") or data.count(b"\r") != data.count(b"\n") + 1:
+        # Windows' nvidia-smi ends lines with CR LF: then every line must have one (the CR
+        # stays in a row's last cell, which converts stripped, as the row parser's).
+        if b"\r" in data and (
+            not data.endswith(b"\r") or data.count(b"\r") != data.count(b"\n") + 1
+        ):
+            return None
+        if b"\t" in data or (headers and _has_header(data)):
+            return None
+        per = max(lines, default=0)
+        if per and _counted(data, starts, per, lines):
+            # Back to back, each of ``per`` lines: so many in all.
+            rows = per * count
+        else:
+            rows = data.count(b"\n") + 1
+            per = rows // count
+            if rows % count or not _snapshots_of(data, starts, per):
                 return None
-            data = data[:-1].replace(b"\r\n", b"\n")
-            line_end = 2
-        if b"\t" in data or _has_header(data):
+        # Split at every separator, a newline ending the cell before it: the rows are
+        # ``width`` cells each exactly when every newline is in a row's last cell.
+        cells = (data + b"\n").replace(b"\n", _ROW_END).split(_SEPARATOR)
+        cells.pop()  # the nothing after the last newline
+        if len(cells) != rows * width or (b"".join(cells[width - 1 :: width]).count(b"\n") != rows):
             return None
-        lines = data.split(b"\n")
-        rows = len(lines)
-        if rows % count:
-            return None
-        per = rows // count
-        lengths = list(accumulate(map(len, lines), initial=0))
-        firsts = map(add, lengths[0:rows:per], range(0, rows * line_end, per * line_end))
-        if list(firsts) != list(starts):
-            return None
-        if list(map(bytes.count, lines, repeat(_SEPARATOR))).count(width - 1) != rows:
-            return None
-        cells = data.replace(b"\n", _SEPARATOR).split(_SEPARATOR)
         return self._columns(cells, per, offsets, origin)
 
     def _columns(
@@ -241,6 +249,30 @@ class RunReader:
 
 
 _IRREGULAR = object()
+
+
+def _counted(data: bytes, starts: Sequence[int], per: int, lines: Sequence[int]) -> bool:
+    """Whether each snapshot holds ``per`` lines: as the index counted them, and those it
+    did not count (0: read row by row, about one a chunk) counted here."""
+    count = len(starts)
+    if lines.count(per) + lines.count(0) != count:
+        return False
+    for at in compress(range(count), map(not_, lines)):
+        last = at == count - 1
+        end = len(data) if last else starts[at + 1]
+        if data.count(b"\n", starts[at], end) != per - last:
+            return False
+    return True
+
+
+def _snapshots_of(data: bytes, starts: Sequence[int], per: int) -> bool:
+    """Whether each snapshot is ``per`` whole lines of ``data`` (which holds as many lines as
+    all of them): one count per snapshot, not a step a row."""
+    counts = map(data.count, repeat(b"\n"), starts, islice(starts, 1, None))
+    if list(counts).count(per) != len(starts) - 1:
+        return False
+    before = bytes(map(data.__getitem__, map(sub, islice(starts, 1, None), repeat(1))))
+    return before.count(b"\n") == len(starts) - 1
 
 
 def _has_header(data: bytes) -> bool:
