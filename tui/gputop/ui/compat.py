@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from typing import IO, Any, TypeVar
 
 from rich.cells import cell_len
+from rich.color import ColorSystem
 from rich.console import Console
-from rich.control import Control
 from textual import constants
 from textual._compositor import ChopsUpdate
 from textual._parser import ParseError
@@ -38,8 +38,11 @@ from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
 from textual.notifications import Notification
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
+
+from gputop.ui.pen import Pen
 
 CellType = TypeVar("CellType")
 
@@ -217,50 +220,84 @@ class RemeasuredDataTable(DataTable[CellType]):
 
 
 def write_changed_spans_only() -> None:
-    """Make a partial repaint write from where its region starts, not from the line's start.
+    """Make a partial repaint write the cells that changed, with colour changes only.
 
     Textual writes a repainted region of a line from the left edge of the widget's piece of
     that line up to the region's right end: a TIME cell that changed in a process row was
     sent with the GPU, PID, USER... cells before it, and a moving sparkline at the right of
-    a GPU row with the whole row before it. Here the write starts at the styled run (the
-    segment) that holds the region's left edge, so the cells before it are not sent again.
-    Cutting at a segment's start, never inside one, keeps wide characters whole.
+    a GPU row with the whole row before it. Here the write starts at the region's left edge
+    (at the start of the styled run that holds it when that run has wide characters, which
+    are never cut in two), the cursor is moved only when it is not already where the next
+    run goes, and each run's colours are sent only where they differ from the previous
+    run's (``pen.Pen``) instead of in full around every run.
     """
     ChopsUpdate.render_segments = _render_changed_spans  # type: ignore[method-assign]
 
 
 def _render_changed_spans(self: ChopsUpdate, console: Console) -> str:
-    """``ChopsUpdate.render_segments`` of Textual 8.2, starting each span at its segment."""
-    sequences: list[str] = []
-    append = sequences.append
-    move_to = Control.move_to
+    """``ChopsUpdate.render_segments`` of Textual 8.2, writing only each span's cells.
+
+    Spans never overlap, so the order they are written in does not change the screen: runs
+    that start in the same style go one after the other (every value of the panels, then
+    every sparkline cell), each colour sent once rather than at every switch between them.
+    """
+    runs: list[tuple[int, int, Strip]] = []
     chops = self.chops
     chop_ends = self.chop_ends
-    last_y = self.spans[-1][0]
     for y, x1, x2 in self.spans:
         line = chops[y]
         ends = chop_ends[y]
         for end, (x, strip) in zip(ends, line.items(), strict=False):
-            if strip is None or x > x2 or end <= x1:
+            if strip is None or x >= x2 or end <= x1:
                 continue
-            if x2 > x >= x1 and end <= x2:
-                append(move_to(x, y).segment.text)
-                append(strip.render(console))
-                continue
-            strip = strip.crop(0, min(end, x2) - x)
+            if end > x2:
+                strip = strip.crop(0, x2 - x)
             if x < x1:
-                # Skip the segments that end before the span starts.
-                skip = 0
-                for segment in strip:
-                    width = cell_len(segment.text)
-                    if skip + width > x1 - x:
-                        break
-                    skip += width
-                if skip:
-                    strip = strip.crop(skip, strip.cell_length)
-                    x += skip
-            append(move_to(x, y).segment.text)
-            append(strip.render(console))
-        if y != last_y:
-            append("\n")
+                strip, x = _from_cell(strip, x1 - x), x + _start_cell(strip, x1 - x)
+            runs.append((y, x, strip))
+    groups: dict[object, int] = {}
+    order = [groups.setdefault(_first_style(strip), len(groups)) for _, _, strip in runs]
+    sequences: list[str] = []
+    append = sequences.append
+    pen = Pen(console._color_system or ColorSystem.TRUECOLOR)
+    cursor = (-1, -1)
+    for _, (y, x, strip) in sorted(zip(order, runs, strict=True), key=lambda item: item[0]):
+        if cursor != (x, y):
+            append(f"\x1b[{y + 1};{x + 1}H")
+        for text, style, control in strip:
+            if control or not text:
+                continue
+            if style is not None and style._link:
+                append(pen.reset())
+                append(Strip.render_style(style, text, pen.color_system))
+                continue
+            append(pen.to(style))
+            append(text)
+        cursor = (x + strip.cell_length, y)
+    append(pen.reset())
     return "".join(sequences)
+
+
+def _first_style(strip: Strip) -> object:
+    for text, style, control in strip:
+        if text and not control:
+            return style
+    return None
+
+
+def _start_cell(strip: Strip, cells: int) -> int:
+    """Where a write that should start ``cells`` into ``strip`` can start: there, or at the
+    start of the run that holds it when that run has wide characters."""
+    done = 0
+    for segment in strip:
+        width = cell_len(segment.text)
+        if done + width > cells:
+            return cells if width == len(segment.text) else done
+        done += width
+    return done
+
+
+def _from_cell(strip: Strip, cells: int) -> Strip:
+    """``strip`` from cell ``_start_cell(strip, cells)`` on."""
+    start = _start_cell(strip, cells)
+    return strip.crop(start, strip.cell_length) if start else strip
