@@ -227,6 +227,7 @@ def bucketed(values: Sequence[float], size: int, end: int, limit: int) -> list[f
     slides. Gaps (NaN) are left out of a mean; a group of gaps is a gap.
     """
     count = len(values)
+    end = max(end, count)  # a view built by hand may not say
     if size <= 1:
         return list(values[-limit:]) if limit > 0 else []
     first = end - count  # the number of values[0]
