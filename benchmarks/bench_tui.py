@@ -554,7 +554,10 @@ def main() -> int:
     parser.add_argument("--live-table", action="store_true", help="only the live-process runs")
     parser.add_argument("--processes", type=int, nargs="+", default=[200, 1000])
     parser.add_argument(
-        "--code", type=Path, action="append", help="a checkout to measure (default: this one)"
+        "--code",
+        type=Path,
+        action="append",
+        help="a checkout to measure (default: this one); with --side-by-side, each beside it",
     )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
@@ -717,8 +720,18 @@ def _peers(options: argparse.Namespace) -> list[str]:
     return found
 
 
+def _gputops(options: argparse.Namespace) -> list[str]:
+    """``gputop``, and ``gputop@<path>`` for each other checkout given with ``--code``."""
+    codes = getattr(options, "code", None) or [REPO]
+    return ["gputop" if code.resolve() == REPO else f"gputop@{code.resolve()}" for code in codes]
+
+
 def _tool_command(tool: str, options: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
     """How to start ``tool`` on the fake NVML: the command and the environment it adds."""
+    if tool.startswith("gputop@"):
+        # Another checkout's gputop (``--code``), on this one's benchmark and fakes.
+        env = {"GPUTOP_BENCH_TOOL": "gputop", "PYTHONPATH": tool.split("@", 1)[1] + "/tui"}
+        return _fake_gputop([]), env
     env = {"GPUTOP_BENCH_TOOL": tool}
     if tool == "gputop":
         return _fake_gputop([]), env
@@ -776,7 +789,7 @@ def side_by_side_case(
 ) -> None:
     """One box: ``--rounds`` rounds of gputop and the peers, each round in another order."""
     box, count, with_peers = case
-    tools = ["gputop", *(peers if with_peers else [])]
+    tools = [*_gputops(options), *(peers if with_peers else [])]
     extra = {
         "GPUTOP_BENCH_BOX": box,
         "GPUTOP_BENCH_PROCESSES": str(count),
@@ -794,7 +807,7 @@ def side_by_side_case(
                     _marker(tool, box)[0].encode(),
                     options.seconds,
                     options.warmup,
-                    quit_key=_QUIT[tool],
+                    quit_key=_QUIT[tool.split("@")[0]],
                     fake_log=Path(folder) / "fake.log",
                     extra_env={**extra, **env},
                 )

@@ -45,6 +45,9 @@ def _cells(parts: Iterable[tuple[str, str]], width: int) -> list[tuple[str, str]
     second cell is ("", role), padding is (" ", "")."""
     cells: list[tuple[str, str]] = []
     for text, role in parts:
+        if text.isascii() or SINGLE_CELL.issuperset(text):
+            cells += [(char, role) for char in text]
+            continue
         for char in text:
             cells.append((char, role))
             if cell_width(char) == 2:
