@@ -4,7 +4,9 @@ that moves it breaks here and nowhere else (a test holds every other module to t
 Today that is a Linux terminal driver whose input thread sleeps until there is input,
 taking a toast off the screen to put its replacement up (``withdraw_notification``),
 a DataTable that forgets what it drew when it measures its columns again, and partial
-repaints that start where the change starts (``write_changed_spans_only``).
+repaints that write only the changed cells with colour changes only
+(``write_changed_spans_only``) and render only the lines a change covers
+(``render_dirty_lines_only``).
 
 Textual's ``LinuxDriver`` waits for keys with a 0.1 s timeout, so its input thread wakes ten
 times a second for the whole life of the app, keys or not: about a sixth of gputop's CPU on
