@@ -577,7 +577,10 @@ def main() -> int:
     parser.add_argument("--live-table", action="store_true", help="only the live-process runs")
     parser.add_argument("--processes", type=int, nargs="+", default=[200, 1000])
     parser.add_argument(
-        "--code", type=Path, action="append", help="a checkout to measure (default: this one)"
+        "--code",
+        type=Path,
+        action="append",
+        help="a checkout to measure (default: this one); with --side-by-side, each beside it",
     )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
@@ -817,6 +820,12 @@ def _peers(options: argparse.Namespace) -> list[str]:
     return found
 
 
+def _gputops(options: argparse.Namespace) -> list[str]:
+    """``gputop``, and ``gputop@<path>`` for each other checkout given with ``--code``."""
+    codes = getattr(options, "code", None) or [REPO]
+    return ["gputop" if code.resolve() == REPO else f"gputop@{code.resolve()}" for code in codes]
+
+
 def _tool_command(tool: str, options: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
     """How to start ``tool`` on the fake NVML: the command and the environment it adds.
     ``gputop@PATH`` is the gputop of the checkout at PATH (``--code``)."""
@@ -831,11 +840,6 @@ def _tool_command(tool: str, options: argparse.Namespace) -> tuple[list[str], di
         config = NVTOP_LIBRARY / "nvtop-defaults.ini"
         return ["nvtop", "-d", "10", "-c", str(config)], {**env, **fake_nvml_c_env(NVTOP_LIBRARY)}
     return [str(options.peers_python), str(Path(__file__).resolve()), "child"], env
-
-
-def _gputops(options: argparse.Namespace) -> list[str]:
-    """gputop once per ``--code`` checkout (``gputop@PATH``), or this one's."""
-    return [f"gputop@{code}" for code in options.code] if options.code else ["gputop"]
 
 
 def fake_nvml_c_rss_mib(extra_env: dict[str, str]) -> float:

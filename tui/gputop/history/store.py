@@ -65,6 +65,10 @@ class HistoryView:
     series_by_key: Mapping[tuple[str, Metric], Series] = field(default_factory=dict)
     length: int = 0
     """How many ticks the store holds (capped at its capacity)."""
+    end: int = 0
+    """How many ticks were filed since the store was (re)built, less those stepped back:
+    the number of the next tick, which views group ticks by (a sparkline cell per five
+    ticks starts its cells at the same ticks however many samples it was handed)."""
 
     def series(self, key: str, metric: Metric) -> Series:
         """The recent samples of ``metric`` for the GPU filed under ``key``; empty when none."""
@@ -143,6 +147,7 @@ class HistoryStore:
         """Ticks of the newest bucket, not summed up yet (they are the newest fine samples)."""
         self._open_id: int | None = None
         self._ticks = 0
+        self._end = 0
         self._lock = threading.Lock()
         self._reader = HistoryReader(self)
 
@@ -192,6 +197,7 @@ class HistoryStore:
         # A tick without a time cannot be placed: it joins the bucket being filled.
         self._open += 1
         self._ticks += 1
+        self._end += 1
         seen: set[str] = set()
         for gpu in snapshot.gpus:
             key = gpu_key(gpu)
@@ -265,6 +271,7 @@ class HistoryStore:
                     for ring in rings.coarse():
                         ring.drop_last()
             self._open = max(0, self._open - 1)
+            self._end = max(0, self._end - 1)
             self._times.drop_last()
             for rings in self._rings.values():
                 for ring in rings.fine.values():
@@ -280,6 +287,7 @@ class HistoryStore:
             self._open = 0
             self._open_id = None
             self._ticks = 0
+            self._end = 0
             for snapshot in snapshots:
                 self._append(snapshot)
 
@@ -296,7 +304,7 @@ class HistoryStore:
                 for metric in wanted
                 if metric in rings.fine
             }
-            return HistoryView(data, len(self._times))
+            return HistoryView(data, len(self._times), self._end)
 
     def window(self, key: str, seconds: float | None) -> HistoryWindow:
         """GPU ``key`` over the last ``seconds`` before the newest tick (None: all); thread-safe.

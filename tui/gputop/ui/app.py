@@ -81,13 +81,14 @@ class GputopApp(App[int]):
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's choice, except that a Linux terminal gets the driver that does not poll;
-        and repaints write only the spans that changed (``write_changed_spans_only``)."""
+        and repaints render and write only the spans that changed (``compat``)."""
         driver = super().get_driver_class()
         from textual.drivers.linux_driver import LinuxDriver
 
-        from gputop.ui.compat import write_changed_spans_only
+        from gputop.ui.compat import render_dirty_lines_only, write_changed_spans_only
 
         write_changed_spans_only()
+        render_dirty_lines_only()
 
         if driver is LinuxDriver:
             from gputop.ui.compat import QuietLinuxDriver

@@ -4,7 +4,9 @@ that moves it breaks here and nowhere else (a test holds every other module to t
 Today that is a Linux terminal driver whose input thread sleeps until there is input,
 taking a toast off the screen to put its replacement up (``withdraw_notification``),
 a DataTable that forgets what it drew when it measures its columns again, and partial
-repaints that start where the change starts (``write_changed_spans_only``).
+repaints that write only the changed cells with colour changes only
+(``write_changed_spans_only``) and render only the lines a change covers
+(``render_dirty_lines_only``).
 
 Textual's ``LinuxDriver`` waits for keys with a 0.1 s timeout, so its input thread wakes ten
 times a second for the whole life of the app, keys or not: about a sixth of gputop's CPU on
@@ -29,17 +31,22 @@ from collections.abc import Iterable
 from typing import IO, Any, TypeVar
 
 from rich.cells import cell_len
+from rich.color import ColorSystem
 from rich.console import Console
-from rich.control import Control
+from rich.style import Style
 from textual import constants
-from textual._compositor import ChopsUpdate
+from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
+from textual.geometry import Region
 from textual.notifications import Notification
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
+
+from gputop.ui.pen import Pen
 
 CellType = TypeVar("CellType")
 
@@ -217,50 +224,165 @@ class RemeasuredDataTable(DataTable[CellType]):
 
 
 def write_changed_spans_only() -> None:
-    """Make a partial repaint write from where its region starts, not from the line's start.
+    """Make a partial repaint write the cells that changed, with colour changes only.
 
     Textual writes a repainted region of a line from the left edge of the widget's piece of
     that line up to the region's right end: a TIME cell that changed in a process row was
     sent with the GPU, PID, USER... cells before it, and a moving sparkline at the right of
-    a GPU row with the whole row before it. Here the write starts at the styled run (the
-    segment) that holds the region's left edge, so the cells before it are not sent again.
-    Cutting at a segment's start, never inside one, keeps wide characters whole.
+    a GPU row with the whole row before it. Here the write starts at the region's left edge
+    (at the start of the styled run that holds it when that run has wide characters, which
+    are never cut in two), the cursor is moved only when it is not already where the next
+    run goes, and each run's colours are sent only where they differ from the previous
+    run's (``pen.Pen``) instead of in full around every run.
     """
     ChopsUpdate.render_segments = _render_changed_spans  # type: ignore[method-assign]
 
 
 def _render_changed_spans(self: ChopsUpdate, console: Console) -> str:
-    """``ChopsUpdate.render_segments`` of Textual 8.2, starting each span at its segment."""
-    sequences: list[str] = []
-    append = sequences.append
-    move_to = Control.move_to
+    """``ChopsUpdate.render_segments`` of Textual 8.2, writing only each span's cells.
+
+    Spans never overlap, so the order they are written in does not change the screen: runs
+    that start in the same style go one after the other (every value of the panels, then
+    every sparkline cell), each colour sent once rather than at every switch between them.
+    """
+    runs: list[tuple[int, int, list[tuple[str, Style | None]]]] = []
     chops = self.chops
     chop_ends = self.chop_ends
-    last_y = self.spans[-1][0]
     for y, x1, x2 in self.spans:
         line = chops[y]
         ends = chop_ends[y]
         for end, (x, strip) in zip(ends, line.items(), strict=False):
-            if strip is None or x > x2 or end <= x1:
+            if strip is None or x >= x2 or end <= x1:
                 continue
-            if x2 > x >= x1 and end <= x2:
-                append(move_to(x, y).segment.text)
-                append(strip.render(console))
+            start, cut = _cut(strip, max(0, x1 - x), x2 - x)
+            if cut:
+                runs.append((y, x + start, cut))
+    groups: dict[Style | None, int] = {}
+    order = [groups.setdefault(cut[0][1], len(groups)) for _, _, cut in runs]
+    sequences: list[str] = []
+    append = sequences.append
+    pen = Pen(console._color_system or ColorSystem.TRUECOLOR)
+    cursor = (-1, -1)
+    for _, (y, x, cut) in sorted(zip(order, runs, strict=True), key=lambda item: item[0]):
+        if cursor != (x, y):
+            append(f"\x1b[{y + 1};{x + 1}H")
+        for text, style in cut:
+            if style is not None and style._link:
+                append(pen.reset())
+                append(Strip.render_style(style, text, pen.color_system))
                 continue
-            strip = strip.crop(0, min(end, x2) - x)
-            if x < x1:
-                # Skip the segments that end before the span starts.
-                skip = 0
-                for segment in strip:
-                    width = cell_len(segment.text)
-                    if skip + width > x1 - x:
-                        break
-                    skip += width
-                if skip:
-                    strip = strip.crop(skip, strip.cell_length)
-                    x += skip
-            append(move_to(x, y).segment.text)
-            append(strip.render(console))
-        if y != last_y:
-            append("\n")
+            append(pen.to(style))
+            append(text)
+            x += cell_len(text)
+        cursor = (x, y)
+    append(pen.reset())
     return "".join(sequences)
+
+
+def _cut(strip: Strip, first: int, end: int) -> tuple[int, list[tuple[str, Style | None]]]:
+    """The cells ``first`` to ``end`` of ``strip`` as (text, style) runs, and the cell they
+    start at: ``first``, or the start of the run that holds it when that run has wide
+    characters (never cut in two). A run of one-cell characters is cut by slicing its text;
+    a strip with a wide character cut at ``end`` goes through Textual's own crop."""
+    out: list[tuple[str, Style | None]] = []
+    start = -1
+    at = 0
+    for text, style, control in strip:
+        if control or not text:
+            continue
+        width = cell_len(text)
+        stop = at + width
+        if stop > first and at < end:
+            if width == len(text):
+                a, b = max(0, first - at), min(width, end - at)
+                out.append((text[a:b], style))
+                if start < 0:
+                    start = at + a
+            elif stop <= end:
+                out.append((text, style))
+                if start < 0:
+                    start = at
+            else:  # a wide character's run crosses the end: Textual's crop
+                cropped = strip.crop(0, end)
+                begin = _start_cell(cropped, first)
+                runs = cropped.crop(begin, cropped.cell_length) if begin else cropped
+                return begin, [(t, s) for t, s, c in runs if t and not c]
+        at = stop
+        if at >= end:
+            break
+    return max(start, 0), out
+
+
+def _start_cell(strip: Strip, cells: int) -> int:
+    """Where a write that should start ``cells`` into ``strip`` can start: there, or at the
+    start of the run that holds it when that run has wide characters."""
+    done = 0
+    for segment in strip:
+        width = cell_len(segment.text)
+        if done + width > cells:
+            return cells if width == len(segment.text) else done
+        done += width
+    return done
+
+
+def render_dirty_lines_only() -> None:
+    """Make a partial repaint render only the widgets, and lines of them, that changed.
+
+    Textual renders, for a partial repaint, every line of every widget that overlaps the
+    rectangle around all the changed regions: a new clock digit in the header and a value in
+    the last GPU panel made every panel between them, the containers and the screen render
+    all their lines again (most from their caches, but each line still cut into the screen's
+    pieces). Here a widget is rendered only where a changed region covers it: the lines from
+    the first to the last changed one, and nothing of a widget no change touches. What is
+    written is the same (only the changed spans are written, and those are rendered).
+    """
+    Compositor.render_partial_update = _render_partial_update  # type: ignore[method-assign]
+
+
+def _render_partial_update(self: Compositor) -> ChopsUpdate | None:
+    """``Compositor.render_partial_update`` of Textual 8.2 rendering only changed lines."""
+    regions = self._dirty_regions.copy()
+    self._dirty_regions.clear()
+    if not regions:
+        return None
+    spans = list(self._regions_to_spans(regions))
+    rendered_lines = {y for y, _, _ in spans}
+    cuts = self.cuts
+    chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
+    for band, strips in _changed_renders(self, regions):
+        first_cut, last_cut = band.column_span
+        render_x = band.x
+        for y, strip in zip(band.line_range, strips, strict=False):
+            if y not in rendered_lines:
+                continue
+            chops_line = chops[y]
+            final_cuts = [cut for cut in cuts[y] if last_cut >= cut >= first_cut]
+            pieces = strip.divide([cut - render_x for cut in final_cuts[1:]])
+            # Front to back, as Textual paints: the first piece for a cut wins.
+            for cut, piece in zip(final_cuts, pieces, strict=False):
+                if chops_line.get(cut) is None:
+                    chops_line[cut] = piece
+    return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in cuts])
+
+
+def _changed_renders(
+    self: Compositor, regions: Iterable[Region]
+) -> Iterable[tuple[Region, list[Strip]]]:
+    """(band drawn, strips) of each visible widget a changed region covers,
+    front to back: the band is the widget's visible part from its first to its last
+    changed line."""
+    changed = list(regions)
+    for widget, (region, clip) in self.visible_widgets.items():
+        visible = region.intersection(clip)
+        if not visible:
+            continue
+        touched = [visible.intersection(r) for r in changed if visible.overlaps(r)]
+        if not touched:
+            continue
+        top = min(part.y for part in touched)
+        bottom = max(part.bottom for part in touched)
+        band = Region(visible.x, top, visible.width, bottom - top)
+        lines = widget.render_lines(
+            Region(band.x - region.x, band.y - region.y, band.width, band.height)
+        )
+        yield band, lines

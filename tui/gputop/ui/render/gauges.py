@@ -206,6 +206,49 @@ def _positive(value: float | None) -> float | None:
     return value if value is not None and value > 0 else None
 
 
+SPARK_TICKS = 5
+"""Ticks (seconds at the default interval) summed up in one sparkline cell: its mean.
+
+A sparkline that moved one cell a tick rewrote every one of its cells every second, most of
+what gputop sent to the terminal. Grouped by five, it moves once in five ticks and, in
+between, only its newest cell changes (the mean of the ticks so far in its group). The same
+count in every panel and layout keeps every sparkline on one time scale: their right ends
+line up in time, whatever their widths."""
+
+
+def bucketed(values: Sequence[float], size: int, end: int, limit: int) -> list[float]:
+    """The mean of each group of ``size`` ticks in ``values``, oldest first, at most the
+    newest ``limit`` groups.
+
+    ``values`` are the newest samples of a history whose next tick is number ``end``;
+    groups start at ticks numbered by multiples of ``size``, so a group keeps its ticks as
+    new ones arrive (only the newest, still open, changes). A group cut by the start of
+    ``values`` while older ticks exist is left out: its mean would drift as the view
+    slides. Gaps (NaN) are left out of a mean; a group of gaps is a gap.
+    """
+    count = len(values)
+    end = max(end, count)  # a view built by hand may not say
+    if size <= 1:
+        return list(values[-limit:]) if limit > 0 else []
+    first = end - count  # the number of values[0]
+    start = 0
+    if first > 0 and first % size:
+        start = size - first % size
+    # Where the newest open group starts, then back by whole groups to ``limit`` of them.
+    newest = max(start, count - 1 - (end - 1) % size) if count else 0
+    start = max(start, newest - (limit - 1) * size)
+    out: list[float] = []
+    for at in range(start, count, size):
+        chunk = values[at : at + size]
+        total = sum(chunk)
+        if total == total:
+            out.append(total / len(chunk))
+            continue
+        known = [value for value in chunk if value == value]
+        out.append(sum(known) / len(known) if known else math.nan)
+    return out
+
+
 def sparkline(
     values: Sequence[float], width: int, scale: float | None, *, stretch: bool = False
 ) -> str:

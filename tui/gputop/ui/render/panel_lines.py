@@ -18,6 +18,7 @@ from gputop.pipeline.tick import ViewSpec
 from gputop.ui.render.gauges import (
     MEM_CRIT,
     MEM_WARN,
+    SPARK_TICKS,
     Gauge,
     Level,
     compact_gauges,
@@ -35,8 +36,9 @@ Line = tuple[Part, ...]
 GAUGE_METRICS = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POWER, Metric.TEMP)
 """The series behind the four gauges, in gauge order."""
 
-SPARKLINE_SAMPLES = 160
-"""Samples per series the panels are handed: more than the widest sparkline they draw."""
+SPARKLINE_SAMPLES = 160 * SPARK_TICKS
+"""Samples per series the panels are handed: more than the widest sparkline they draw, a
+cell per ``SPARK_TICKS`` samples."""
 
 PANEL_VIEW = ViewSpec(GAUGE_METRICS, SPARKLINE_SAMPLES)
 """What each tick must carry for the panels (the TUI's builder hands it to the pipeline)."""

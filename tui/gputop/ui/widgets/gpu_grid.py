@@ -22,6 +22,7 @@ from textual.widgets import Static
 from gputop.history import gpu_key
 from gputop.model import GpuSample
 from gputop.pipeline.tick import Tick
+from gputop.ui.render.gauges import SPARK_TICKS, bucketed
 from gputop.ui.render.panel_lines import (
     GAUGE_METRICS,
     Line,
@@ -127,8 +128,13 @@ class GpuGrid(Widget):
         self._compact = compact
         self._name_width = compact_name_width([gpu for _, gpu, _ in entries], width or 80)
         history = tick.history
+        # No sparkline is wider than half the grid: the cells a panel can draw.
+        cells = max(1, (width or 80) // 2)
         for panel, (key, gpu, gone) in zip(self._panels, entries, strict=True):
-            series = {metric: history.series(key, metric) for metric in GAUGE_METRICS}
+            series = {
+                metric: bucketed(history.series(key, metric), SPARK_TICKS, history.end, cells)
+                for metric in GAUGE_METRICS
+            }
             panel.show(
                 gpu,
                 series,

@@ -31,7 +31,7 @@ from gputop.ui.render.panel_lines import (
     mig_rows,
     title,
 )
-from gputop.ui.widgets.line_strip import changed_span, line_strip, role_styles
+from gputop.ui.widgets.line_strip import changed_spans, line_strip, role_styles
 
 ROLES = ("label", "name", "value", "warn", "crit", "na", "spark", "dim")
 """Every role a panel part may have; each is styled by ``gpu-panel--<role>``."""
@@ -161,20 +161,20 @@ class GpuPanel(Widget, can_focus=True):
             self.refresh(*regions)
 
     def _changed_regions(self, lines: tuple[Line, ...], width: int) -> list[Region] | None:
-        """The cells that differ from what is on screen, one span per changed line; None to
-        repaint everything.
+        """The runs of cells that differ from what is on screen; None to repaint everything.
 
-        Only the changed span of a line is sent (see ``compat.write_changed_spans_only``):
-        a power figure and its sparkline, not the GPU's name and memory before them; nor are
-        unchanged lines, the border and its title.
+        Only those cells are sent (see ``compat.write_changed_spans_only``): a power figure
+        and the newest cell of its sparkline, not the GPU's name and memory before them nor
+        the sparkline's unchanged cells between; nor are unchanged lines, the border and its
+        title.
         """
         if width != self._lines_width or len(lines) != len(self._lines):
             return None
         regions = []
         for y, (old, new) in enumerate(zip(self._lines, lines, strict=True)):
-            span = None if old == new else changed_span(old, new, width)
-            if span is not None:
-                regions.append(Region(span[0], y, span[1] - span[0], 1))
+            if old != new:
+                spans = changed_spans(old, new, width)
+                regions += [Region(start, y, end - start, 1) for start, end in spans]
         return regions
 
     def _build(self, width: int) -> tuple[Line, ...]:

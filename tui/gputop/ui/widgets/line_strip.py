@@ -45,6 +45,9 @@ def _cells(parts: Iterable[tuple[str, str]], width: int) -> list[tuple[str, str]
     second cell is ("", role), padding is (" ", "")."""
     cells: list[tuple[str, str]] = []
     for text, role in parts:
+        if text.isascii() or SINGLE_CELL.issuperset(text):
+            cells += [(char, role) for char in text]
+            continue
         for char in text:
             cells.append((char, role))
             if cell_width(char) == 2:
@@ -64,6 +67,29 @@ def changed_span(
     if not changed:
         return None
     return changed[0], changed[-1] + 1
+
+
+SPAN_GAP = 4
+"""Unchanged cells between two changes of a line that are sent again rather than moving the
+cursor over them: a move costs about 7 bytes, a cell 1 to 3 (a bar cell is 3 in UTF-8)."""
+
+
+def changed_spans(
+    old: Iterable[tuple[str, str]], new: Iterable[tuple[str, str]], width: int
+) -> list[tuple[int, int]]:
+    """Each run of cells, (first, end), in which line ``new`` drawn ``width`` wide differs
+    from ``old``; runs closer than ``SPAN_GAP`` cells are one. A value and the newest cell of
+    its sparkline at the other end of the line are two runs, not the whole sparkline."""
+    before, after = _cells(old, width), _cells(new, width)
+    spans: list[tuple[int, int]] = []
+    for x in range(width):
+        if before[x] == after[x]:
+            continue
+        if spans and x - spans[-1][1] <= SPAN_GAP:
+            spans[-1] = (spans[-1][0], x + 1)
+        else:
+            spans.append((x, x + 1))
+    return spans
 
 
 def role_styles(
