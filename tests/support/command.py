@@ -39,3 +39,17 @@ def run_gputop(
         timeout=timeout,
         stdin=stdin,
     )
+
+
+def gputop(*args: str | Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m gputop ARGS`` in this process's environment (no fake NVML: for recordings,
+    reports and bad input), ``stdin`` piped in, its output kept; bounded so that a hang fails
+    the test."""
+    return subprocess.run(
+        [sys.executable, "-m", "gputop", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        input=None if stdin is None else stdin.decode(),
+    )

@@ -4,11 +4,11 @@ GPU snapshot takes the processes of the apps query nearest in time, on the GPU t
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from support.command import gputop
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 MIB = 2**20
@@ -29,16 +29,6 @@ timestamp, gpu_uuid, pid, process_name, used_memory [MiB]
 2024/01/04 15:02:12.600, GPU-aaaa, 4242, python, 480 MiB
 2024/01/04 15:02:12.600, GPU-bbbb, 77, /usr/bin/ffmpeg, 2 MiB
 """
-
-
-def gputop(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.fixture

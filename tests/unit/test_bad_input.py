@@ -17,19 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from support.command import gputop
+
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 T0 = datetime(2024, 9, 18, 21, 34, 12)
 CAPTURES = ("tesla-t4-v11.xml", "grid-k520-v7.xml", "a100-sxm4-80gb-mig-v12.xml")
-
-
-def gputop(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:

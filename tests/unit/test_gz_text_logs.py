@@ -6,26 +6,15 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gputop.sources.formats import open_recording
+from support.command import gputop
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 TEXT_LOGS = ["h100-mig-590-q-l.txt", "h200-mig-590-dmon.txt", "l40s-595-pmon.txt"]
-
-
-def gputop(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def _gzipped(tmp_path: Path, name: str) -> Path:

@@ -5,25 +5,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from support.command import gputop
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 SONAR_Q = SNAPSHOTS / "rtx2080tix4-procs-545-q.txt"
 MORPHEUS_DMON = SNAPSHOTS / "morpheus-dmon.txt"
 MIB = 2**20
-
-
-def gputop(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def replay_json(path: Path, *args: str) -> dict[str, Any]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from support.command import gputop
 
 MIB = 2**20
 FIELDS = "timestamp,index,name,utilization.gpu,memory.used,power.draw"
@@ -20,16 +20,6 @@ ROWS = (
     "2024/01/04 15:02:12.123, 0, NVIDIA A100-SXM4-80GB, 95 %, 60010 MiB, 360.00 W\n"
     "2024/01/04 15:02:12.126, 1, NVIDIA A100-SXM4-80GB, [N/A], 3 MiB, 60.25 W\n"
 )
-
-
-def gputop(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def _nounits(text: str) -> str:

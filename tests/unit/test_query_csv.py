@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 import threading
 import time
 from datetime import datetime
@@ -19,21 +17,11 @@ from gputop.model.fields import GPU_FIELDS, Field, Value
 from gputop.sources.csvlog import CsvRecording, looks_like
 from gputop.sources.csvlog.parse import Schema
 from gputop.sources.formats import detect, open_recording
+from support.command import gputop
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 REAL_LOGS = sorted(SNAPSHOTS.glob("csv-*.csv"))
 MIB = 1024**2
-
-
-def gputop(*args: str | Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        input=None if stdin is None else stdin.decode(),
-    )
 
 
 # -- the real logs, checked cell by cell against the file ---------------------------------

@@ -6,28 +6,18 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support.command import gputop
+
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 NODE = SNAPSHOTS / "a100x8-hang-525-q.txt"
 SINGLE = [SNAPSHOTS / "a100x8-hang-525-q-i0.txt", SNAPSHOTS / "a100x8-hang-525-q-i1.txt"]
 MIB = 2**20
-
-
-def gputop(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def replay_json(path: Path) -> dict[str, Any]:

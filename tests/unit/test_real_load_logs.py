@@ -8,8 +8,6 @@ import csv
 import itertools
 import json
 import statistics
-import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from gputop.cli.report import build_report
 from gputop.insight.diagnosis import DEFAULT_THRESHOLDS
 from gputop.insight.report import summary_to_json
 from gputop.sources.csvlog import CsvRecording
+from support.command import gputop
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 ASR_RUN = SNAPSHOTS / "gpu-log-lms100-qwen3asr.csv"
@@ -41,16 +40,6 @@ def _number(cell: str) -> float:
 
 def _stamp(cell: str) -> datetime:
     return datetime.strptime(cell, STAMP)
-
-
-def gputop(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def _report(path: Path) -> dict[str, Any]:

@@ -8,8 +8,6 @@ import itertools
 import json
 import re
 import statistics
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from gputop.sinks.smi_xml import snapshot_to_xml
 from gputop.sources.csvlog import CsvRecording
 from gputop.sources.smi.text import open_text
 from gputop.sources.smi.xml import parse_document
+from support.command import gputop
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 EIGHT_H100 = SNAPSHOTS / "query-gpu-8xh100-virtualclient.csv"
@@ -55,16 +54,6 @@ def _number(cell: str) -> float:
 
 def _stamp(cell: str) -> datetime:
     return datetime.strptime(cell, STAMP)
-
-
-def gputop(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def _report(path: Path, query_gpu: str | None = None) -> dict[str, Any]:

@@ -18,19 +18,10 @@ from hypothesis import strategies as st
 
 from gputop.errors import BadCapture
 from gputop.sources.formats import detect, open_recording
+from support.command import gputop
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 MIB = 2**20
-
-
-def gputop(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputop", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_replay_json_of_q_text() -> None:
