@@ -11,16 +11,16 @@ One refresh, one round of queries: the node screen reads what the fleet refresh 
 from __future__ import annotations
 
 import queue
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 from gputop.model.fleet import FleetSnapshot
-from gputop.pipeline.clock import Clock, SystemClock
+from gputop.pipeline.clock import Clock
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed
+from gputop.pipeline.loop_thread import LoopThread
 from gputop.pipeline.node_feed import NodeFeed
 from gputop.pipeline.tick import Command, Tick
 from gputop.sources.fleet import FleetSource
@@ -258,7 +258,7 @@ class ManualFleetLoop:
         return True
 
 
-class FleetPollLoop:
+class FleetPollLoop(LoopThread):
     """The fleet refresh on its own daemon thread, every ``interval`` seconds.
 
     Requests from the UI (open a node, close it, pause it, refresh now) queue up and wake the
@@ -277,18 +277,8 @@ class FleetPollLoop:
         """Prepare (not start) the loop."""
         self._hands = _Hands(driver)
         self.interval = interval
-        self._clock: Clock = clock or SystemClock()
+        super().__init__(clock=clock, name=name)
         self._requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._on_failure: Callable[[BaseException], None] | None = None
-        self.failure: BaseException | None = None
-
-    @property
-    def alive(self) -> bool:
-        """True while the thread runs."""
-        return self._thread.is_alive()
 
     def start(
         self,
@@ -299,8 +289,7 @@ class FleetPollLoop:
         """Start the thread; the first refresh follows at once."""
         self._hands.on_fleet = self._unless_stopping(on_fleet)
         self._hands.on_node = self._unless_stopping_node(on_node)
-        self._on_failure = on_failure
-        self._thread.start()
+        self._start_thread(on_failure)
 
     def _unless_stopping(self, on_fleet: OnFleet) -> OnFleet:
         def deliver(fleet: FleetSnapshot) -> None:
@@ -335,26 +324,6 @@ class FleetPollLoop:
     def refresh_now(self) -> None:
         """Refresh at once."""
         self._put(_Refresh())
-
-    def stop(self, timeout: float = 1.0) -> bool:
-        """Ask the thread to end and wait up to ``timeout`` s; True when it has ended.
-
-        A query stuck on the network cannot be interrupted; the thread is a daemon, so it
-        does not keep the process alive (the source's own timeouts bound it).
-        """
-        self._stopping.set()
-        self._wake.set()
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
-        return not self._thread.is_alive()
-
-    def _run(self) -> None:
-        try:
-            self._loop()
-        except Exception as error:
-            self.failure = error
-            if self._on_failure is not None and not self._stopping.is_set():
-                self._on_failure(error)
 
     def _loop(self) -> None:
         hands = self._hands

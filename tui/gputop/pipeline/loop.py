@@ -8,13 +8,13 @@ and never run on the UI thread.
 from __future__ import annotations
 
 import queue
-import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
 
-from gputop.pipeline.clock import Clock, SystemClock
+from gputop.pipeline.clock import Clock
 from gputop.pipeline.core import Pipeline
+from gputop.pipeline.loop_thread import LoopThread
 from gputop.pipeline.tick import Command, Tick
 
 
@@ -140,7 +140,7 @@ class CountedLoop:
             tick = pipeline.advance()
 
 
-class PollLoop:
+class PollLoop(LoopThread):
     """Runs a pipeline on its own daemon thread and hands each tick to ``on_tick``.
 
     One thread means polls never overlap: a source that blocks for seconds delays the next
@@ -168,25 +168,15 @@ class PollLoop:
         self._pipeline = pipeline
         self._started = started
         self._on_tick: Callable[[Tick], None] = _ignore
-        self._clock: Clock = clock or SystemClock()
+        super().__init__(clock=clock, name=name)
         self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.ticks = 0
         """Ticks handed out so far (read by tests and benchmarks)."""
-        self.failure: BaseException | None = None
-        """An unexpected exception that ended the loop, if any."""
 
     @property
     def pipeline(self) -> Pipeline:
         """The pipeline this loop runs."""
         return self._pipeline
-
-    @property
-    def alive(self) -> bool:
-        """True while the thread runs."""
-        return self._thread.is_alive()
 
     def start(
         self,
@@ -199,33 +189,12 @@ class PollLoop:
         the loop, so the UI can say that updates have stopped.
         """
         self._on_tick = on_tick
-        self._on_failure = on_failure
-        self._thread.start()
+        self._start_thread(on_failure)
 
     def submit(self, command: Command) -> None:
         """Queue a command (thread-safe); the loop answers it with a tick."""
         self._commands.put(command)
         self._wake.set()
-
-    def stop(self, timeout: float = 1.0) -> bool:
-        """Ask the thread to end and wait up to ``timeout`` s; True when it has ended.
-
-        A source stuck in a driver call cannot be interrupted; the thread is a daemon, so
-        it does not keep the process alive.
-        """
-        self._stopping.set()
-        self._wake.set()
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
-        return not self._thread.is_alive()
-
-    def _run(self) -> None:
-        try:
-            self._loop()
-        except Exception as error:
-            self.failure = error
-            if self._on_failure is not None and not self._stopping.is_set():
-                self._on_failure(error)
 
     def _loop(self) -> None:
         pipeline = self._pipeline
