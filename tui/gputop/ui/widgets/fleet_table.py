@@ -15,10 +15,8 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
 from textual.message import Message
-from textual.widget import Widget
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Static
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from gputop.model.fleet import FleetSnapshot
@@ -33,6 +31,7 @@ from gputop.ui.render.fleet_rows import (
 )
 from gputop.ui.widget_css import css_beside
 from gputop.ui.widgets.column_sort import ColumnSortKeys
+from gputop.ui.widgets.filter_bar import FilteredTable
 from gputop.ui.widgets.process_grid import ProcessGrid
 
 _ARROWS = {False: "▲", True: "▼"}
@@ -59,10 +58,12 @@ def _foreground(style: Style) -> Style:
     return Style(color=style.color, bold=style.bold, italic=style.italic)
 
 
-class FleetTable(ColumnSortKeys, Widget):
+class FleetTable(ColumnSortKeys, FilteredTable):
     """Every node of the latest fleet answer."""
 
     DEFAULT_CSS = css_beside(__file__)
+    FILTER_ID = "fleet-filter"
+    FILTER_PLACEHOLDER = "host, exporter, GPU, pod or namespace  (Enter keeps, Esc clears)"
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"fleet-table--stale", "fleet-table--missing"}
     """``--stale``: a node whose exporter stopped answering; ``--missing``: n/a cells."""
@@ -289,54 +290,11 @@ class FleetTable(ColumnSortKeys, Widget):
         table.refresh()
         self._apply()
 
-    def _filter_field(self) -> Input | None:
-        found = self.query("#fleet-filter")
-        return found.first(Input) if found else None
-
-    async def action_open_filter(self) -> None:
-        """Show the filter input and type into it."""
-        field = self._filter_field()
-        if field is None:
-            field = Input(
-                placeholder="host, exporter, GPU, pod or namespace  (Enter keeps, Esc clears)",
-                id="fleet-filter",
-                compact=True,
-            )
-            field.cursor_blink = self.app.animation_level != "none"
-            label = Static("filter ", id="fleet-filter-label")
-            await self.mount(Horizontal(label, field, id="fleet-filter-bar"))
-        self.add_class("-filtering")
-        field.focus()
-
-    def action_clear_filter(self) -> None:
-        """Drop the filter, hide its input and go back to the table."""
-        field = self._filter_field()
-        if field is not None:
-            field.value = ""
-        self.filter_text = ""
-        self.remove_class("-filtering")
-        self._table.focus()
-        self._apply()
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Let Esc through when there is no filter (the screen's, the app's)."""
         if action == "clear_filter":
-            return bool(self.filter_text) or self.has_class("-filtering")
+            return self.filter_to_clear()
         return True
-
-    @on(Input.Changed, "#fleet-filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        event.stop()
-        if event.value != self.filter_text:
-            self.filter_text = event.value
-            self._apply()
-
-    @on(Input.Submitted, "#fleet-filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        if not self.filter_text:
-            self.remove_class("-filtering")
-        self._table.focus()
 
     @on(DataTable.RowSelected, "#fleet-data")
     def _row_selected(self, event: DataTable.RowSelected) -> None:

@@ -19,11 +19,9 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widget import Widget
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Static
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from gputop.model import Snapshot
@@ -56,6 +54,7 @@ from gputop.ui.render.process_rows import (
 from gputop.ui.toasts import toast
 from gputop.ui.widget_css import css_beside
 from gputop.ui.widgets.column_sort import ColumnSortKeys
+from gputop.ui.widgets.filter_bar import FilteredTable
 from gputop.ui.widgets.process_grid import ProcessGrid, RepaintBatch
 
 _ARROWS = {False: "▲", True: "▼"}
@@ -115,7 +114,7 @@ def _foreground(style: Style) -> Style:
     return Style(color=style.color, bold=style.bold, italic=style.italic)
 
 
-class ProcessTable(ColumnSortKeys, Widget):
+class ProcessTable(ColumnSortKeys, FilteredTable):
     """The processes of the latest snapshot, one row per (GPU index, PID).
 
     ``show`` diffs the new rows against the table (add, update changed cells, remove) and
@@ -128,6 +127,8 @@ class ProcessTable(ColumnSortKeys, Widget):
     """
 
     DEFAULT_CSS = css_beside(__file__)
+    FILTER_ID = "process-filter"
+    FILTER_PLACEHOLDER = "user, command, PID, GPU or pod  (Enter keeps, Esc clears)"
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "process-table--foreign",
@@ -717,52 +718,6 @@ class ProcessTable(ColumnSortKeys, Widget):
         self.type_filter = self.type_filter.next()
         self._apply()
 
-    def _filter_field(self) -> Input | None:
-        found = self.query("#process-filter")
-        return found.first(Input) if found else None
-
-    async def action_open_filter(self) -> None:
-        """Show the filter input (created the first time: most runs never filter, and an
-        Input costs the first frame time) and type into it."""
-        field = self._filter_field()
-        if field is None:
-            field = Input(
-                placeholder="user, command, PID, GPU or pod  (Enter keeps, Esc clears)",
-                id="process-filter",
-                compact=True,
-            )
-            # No blinking cursor where animations are off (NO_COLOR-style quiet terminals,
-            # screenshots).
-            field.cursor_blink = self.app.animation_level != "none"
-            label = Static("filter ", id="process-filter-label")
-            await self.mount(Horizontal(label, field, id="process-filter-bar"))
-        self.add_class("-filtering")
-        field.focus()
-
-    def action_clear_filter(self) -> None:
-        """Drop the filter, hide its input and go back to the table."""
-        field = self._filter_field()
-        if field is not None:
-            field.value = ""
-        self.filter_text = ""
-        self.remove_class("-filtering")
-        self._table.focus()
-        self._apply()
-
-    @on(Input.Changed, "#process-filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        event.stop()
-        if event.value != self.filter_text:
-            self.filter_text = event.value
-            self._apply()
-
-    @on(Input.Submitted, "#process-filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        if not self.filter_text:
-            self.remove_class("-filtering")
-        self._table.focus()
-
     # Details and signals.
 
     @on(DataTable.RowSelected, "#process-data")
@@ -782,7 +737,7 @@ class ProcessTable(ColumnSortKeys, Widget):
         if action == "signal":
             return not self.readonly
         if action == "clear_filter":
-            return bool(self.filter_text) or self.has_class("-filtering")
+            return self.filter_to_clear()
         if action == "toggle_groups":
             # Offered while there is something to group by (or grouping to turn off).
             return bool(self._owners) or self.grouped
