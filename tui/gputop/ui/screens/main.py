@@ -208,7 +208,10 @@ class MainScreen(Screen[None]):
                 yield ProcessTable(readonly=True, kill=_never_signal, id="processes")
             else:
                 yield ProcessTable(readonly=self.settings.readonly, id="processes")
-        yield ReplayBar(id="replay-bar")
+        if first is None or first.replay is not None:
+            # Live ticks never carry a replay: a live screen's bar, always hidden, would
+            # only cost the first frame a node to compose, style and lay out.
+            yield ReplayBar(id="replay-bar")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -1,0 +1,46 @@
+"""The main screen composes, for its first frame, only what a start of its kind can show
+(issue 17: each node costs the first frame its composing, styling and layout)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gputop.cli.tui import tui_pipeline
+from gputop.pipeline.feed import LiveFeed, ReplayFeed
+from gputop.pipeline.loop import ManualLoop
+from gputop.sources.replay import ReplayPlayer
+from gputop.ui.app import GputopApp
+from gputop.ui.widgets.gpu_panel import GpuPanel
+from gputop.ui.widgets.status_line import ReplayBar
+from support.apps import FIXED_SETTINGS, CyclingSource, SnapshotTimeline, load
+
+CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
+
+
+async def test_a_live_start_composes_no_replay_bar() -> None:
+    """As ``gputop`` starts live: the first tick is taken before the app, and it is live."""
+    snapshot = load(CAPTURE)
+    pipeline = tui_pipeline(LiveFeed(CyclingSource([snapshot])))
+    first = pipeline.start()
+    app = GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=first)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.main_screen
+        assert len(screen.query(GpuPanel)) == len(snapshot.gpus)
+        assert not screen.query(ReplayBar)
+        await pilot.press("space")  # pausing and resuming live needs no replay bar either
+        await pilot.pause()
+        assert screen.tick is not None and screen.tick.paused
+
+
+async def test_a_replay_start_composes_its_replay_bar() -> None:
+    snapshot = load(CAPTURE)
+    player = ReplayPlayer(SnapshotTimeline([snapshot, snapshot]), paused=True)
+    pipeline = tui_pipeline(ReplayFeed(player))
+    first = pipeline.start()
+    app = GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=first)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        bar = app.main_screen.query_one(ReplayBar)
+        assert bar.display
+        assert "1/2" in bar.plain
