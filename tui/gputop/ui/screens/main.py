@@ -17,7 +17,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.events import Resize
-from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from gputop.model import Snapshot
@@ -31,6 +30,7 @@ from gputop.pipeline.tick import (
     Tick,
     TogglePause,
 )
+from gputop.ui.compat import StyledOnceScreen
 from gputop.ui.render.panel_lines import mig_rows
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
@@ -119,7 +119,7 @@ def _never_signal(pid: int, number: int) -> None:
     raise PermissionError("a served view sends no signals")
 
 
-class MainScreen(Screen[None]):
+class MainScreen(StyledOnceScreen):
     """Everything about the current tick."""
 
     CSS_PATH = MAIN_SCREEN_CSS
