@@ -16,12 +16,21 @@ names), so shutting down does not count. Rows:
   starts) does not: it is measured on its own and taken off;
 * a bare Textual app with the widget kinds gputop uses (a Static, a DataTable, a Footer),
   the same yardstick as ``bench_tui.py``;
-* Python doing nothing.
+* Python doing nothing;
+* as ``bench_tui.py --side-by-side`` times first frames (issue 17): gputop on its 4 RTX 4090
+  box and the bare app, both started by ``bench_tui``'s harness (the fake NVML, its counting,
+  the benchmark's modules), so that the ratio is the one its tmux first frames measure.
+
+gputop runs with ``--interval 60``: its first tick is taken before the app starts whatever
+the interval, and under valgrind (about 50 times slower) the default 1 s let the poller's
+next ticks fall inside the counted start by chance (the live box counted 1,771-2,154 M in
+three runs of the same code).
 
 Each app is also counted to just before ``App.run``: imports, options, opening the source
 and the first tick; the rest is Textual composing, styling and rendering the first frame.
 
-Usage: ``python benchmarks/bench_startup.py`` (about two minutes). Needs valgrind.
+Usage: ``python benchmarks/bench_startup.py [--code CHECKOUT]`` (about three minutes; with
+``--code``, another checkout's ``tui`` is counted, e.g. main's). Needs valgrind.
 """
 
 from __future__ import annotations
@@ -39,7 +48,13 @@ import bare_app
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "snapshots" / "rtx3090x4-procs-v12.xml"
-MARKERS = {"replay": "RTX 3090", "live": "H100", "bare": bare_app.MARKER}
+MARKERS = {
+    "replay": "RTX 3090",
+    "live": "H100",
+    "bare": bare_app.MARKER,
+    "harnessed-gputop": "4090",
+    "harnessed-bare": bare_app.MARKER,
+}
 """Text the first frame of each kind holds; the write that carries it ends the count."""
 TIME_LIMIT = 300.0
 """Seconds one counted start may take under valgrind (about 15-40 s here) before it is
@@ -86,8 +101,23 @@ def _fake_box() -> Any:
     return fake
 
 
+HARNESS_BOX = {"GPUTOP_BENCH_BOX": "4x4090", "GPUTOP_BENCH_PROCESSES": "3"}
+"""The box of ``bench_tui``'s first frames (its processes foreign PIDs here)."""
+
+INTERVAL = ["--interval", "60"]
+
+
 def child(kind: str, stop: str) -> int:
     """The counted process: start ``kind`` and end at ``stop`` ("setup", "run" or "frame")."""
+    if kind.startswith("harnessed-"):
+        import bench_tui
+
+        os.environ.update(HARNESS_BOX, GPUTOP_BENCH_TOOL=kind.removeprefix("harnessed-"))
+        if stop == "run":
+            _stop_before_run()
+        else:
+            _stop_at_first_frame(MARKERS[kind])
+        return bench_tui.child(INTERVAL)
     if kind == "live":
         _fake_box()
     if stop == "setup":
@@ -101,7 +131,7 @@ def child(kind: str, stop: str) -> int:
         return 1
     from gputop.cli.main import run
 
-    sys.argv = ["gputop", *(["--replay", str(CAPTURE)] if kind == "replay" else [])]
+    sys.argv = ["gputop", *INTERVAL, *(["--replay", str(CAPTURE)] if kind == "replay" else [])]
     run()
     return 1  # run() exits; reaching here means no frame was drawn
 
@@ -109,8 +139,9 @@ def child(kind: str, stop: str) -> int:
 # -- the parent ------------------------------------------------------------------------
 
 
-def count_instructions(argv: Sequence[str]) -> int:
-    """Instructions ``argv`` executes under callgrind, on a 120x40 pseudo-terminal."""
+def count_instructions(argv: Sequence[str], code: Path = REPO) -> int:
+    """Instructions ``argv`` executes under callgrind, on a 120x40 pseudo-terminal, with
+    the gputop of the checkout ``code``."""
     import re
     import select
     import tempfile
@@ -124,7 +155,7 @@ def count_instructions(argv: Sequence[str]) -> int:
     env.update(
         TERM="xterm-256color",
         COLORTERM="truecolor",
-        PYTHONPATH=str(REPO / "tui"),
+        PYTHONPATH=str(code / "tui"),
         PYTHONHASHSEED="0",
     )
     with tempfile.TemporaryDirectory() as folder:
@@ -155,12 +186,12 @@ def count_instructions(argv: Sequence[str]) -> int:
             os.close(master)
             if process.poll() is None:
                 process.kill()
-            code = process.wait()
+            status = process.wait()
         found = re.search(r"Collected : (\d+)", log.read_text())
-        if code != 0 or found is None:
+        if status != 0 or found is None:
             # A frame that never came (the app waits for keys) or a start that failed.
             raise RuntimeError(
-                f"{' '.join(argv)} ended with {code} and no count; its last output:\n"
+                f"{' '.join(argv)} ended with {status} and no count; its last output:\n"
                 f"{tail.decode(errors='replace')}\n{log.read_text()}"
             )
         return int(found.group(1))
@@ -168,15 +199,19 @@ def count_instructions(argv: Sequence[str]) -> int:
 
 def main() -> int:
     """Count and print."""
+    import argparse
     import compileall
     import shutil
 
     from bench_tui import COLUMNS, ROWS
 
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--code", type=Path, default=REPO, help="the checkout to count")
+    code = parser.parse_args().code.resolve()
     if shutil.which("valgrind") is None:
         print("valgrind is required", file=sys.stderr)
         return 2
-    for folder in (REPO / "tui" / "gputop", REPO / "tests" / "fakes", REPO / "benchmarks"):
+    for folder in (code / "tui" / "gputop", REPO / "tests" / "fakes", REPO / "benchmarks"):
         compileall.compile_dir(folder, quiet=1)
     me = [sys.executable, str(Path(__file__).resolve()), "child"]
     counts: dict[tuple[str, str], int] = {}
@@ -188,8 +223,12 @@ def main() -> int:
         ("live", "setup"),
         ("live", "run"),
         ("live", "frame"),
+        ("harnessed-bare", "run"),
+        ("harnessed-bare", "frame"),
+        ("harnessed-gputop", "run"),
+        ("harnessed-gputop", "frame"),
     ]:
-        counts[kind, stop] = count_instructions([*me, kind, stop])
+        counts[kind, stop] = count_instructions([*me, kind, stop], code)
     nothing = count_instructions([sys.executable, "-c", "pass"])
     setup = counts["live", "setup"] - nothing
 
@@ -197,7 +236,10 @@ def main() -> int:
         return f"{value / 1e6:,.0f} M"
 
     bare_frame = counts["bare", "frame"]
-    print(f"instructions to the first frame, {COLUMNS}x{ROWS} (callgrind, PYTHONHASHSEED=0)")
+    print(
+        f"instructions to the first frame, {COLUMNS}x{ROWS} (callgrind, PYTHONHASHSEED=0), "
+        f"gputop of {code}"
+    )
     print(f"  python doing nothing: {mega(nothing)}")
     rows: list[tuple[str, Callable[[str], int]]] = [
         ("bare Textual app (yardstick)", lambda stop: counts["bare", stop]),
@@ -214,6 +256,15 @@ def main() -> int:
             f"before App.run {mega(before_run)}, App.run to the frame {mega(frame - before_run)}"
         )
     print(f"  (the fake's scenario, built before gputop starts and taken off: {mega(setup)})")
+    harnessed = counts["harnessed-bare", "frame"]
+    print("  started by bench_tui's harness, 4x RTX 4090 (as its tmux first frames):")
+    for kind in ("harnessed-bare", "harnessed-gputop"):
+        frame, before_run = counts[kind, "frame"], counts[kind, "run"]
+        print(
+            f"    {kind.removeprefix('harnessed-')}: {mega(frame)} ({frame / harnessed:.2f}x "
+            f"the bare app); before App.run {mega(before_run)}, "
+            f"App.run to the frame {mega(frame - before_run)}"
+        )
     return 0
 
 

@@ -61,6 +61,16 @@ NOT_FOR_THE_LIVE_TUI = (
     "grpc",
     "textual_serve",
     "aiohttp",
+    # Only what other modes and boxes use: a replay's player and seeking, --gpu, the
+    # headless outputs and --pick, and MIG sampling on a box without MIG (issue 17: each
+    # costs the first frame its import and its dataclasses' generated methods).
+    "gputop.sources.replay",
+    "gputop.sources.seek",
+    "gputop.sources.gpu_select",
+    "gputop.cli.headless",
+    "gputop.cli.pick",
+    "gputop.sources.nvml.mig",
+    "gputop.model.mig_profiles",
 )
 
 

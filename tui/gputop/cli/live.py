@@ -22,12 +22,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gputop.cli.driver_start import DriverStart, WaitingFeed
-from gputop.cli.headless import collect, print_pick, print_snapshots, with_sinks
 from gputop.cli.options import Options
-from gputop.cli.pick import DEFAULT_SAMPLES
 from gputop.cli.sinks import check_machine, open_sinks
 from gputop.model import Snapshot
 from gputop.pipeline.core import Pipeline
@@ -35,7 +33,6 @@ from gputop.pipeline.feed import LiveFeed
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.attribution import AttributedSource
 from gputop.sources.base import Source
-from gputop.sources.gpu_select import GpuSelection, describe_visible_devices
 from gputop.sources.host.incontainer import read_container_view
 from gputop.sources.host.owners import open_owner_lookup
 from gputop.sources.host.procinfo import (
@@ -45,6 +42,9 @@ from gputop.sources.host.procinfo import (
     host_proc_candidates,
 )
 from gputop.sources.k8s.podresources import open_watcher
+
+if TYPE_CHECKING:
+    from gputop.sources.gpu_select import GpuSelection
 
 
 def open_live_source() -> Source:
@@ -101,7 +101,13 @@ def run_live(
     out = sys.stdout if stdout is None else stdout
     err = sys.stderr if stderr is None else stderr
     # Syntax errors before NVML starts: no driver work for a typo.
-    selection = GpuSelection.parse(options.gpu) if options.gpu is not None else None
+    selection = None
+    if options.gpu is not None:
+        # Here, not at the top, as the headless modes below: what the TUI does not use
+        # is not loaded before its first frame.
+        from gputop.sources.gpu_select import GpuSelection
+
+        selection = GpuSelection.parse(options.gpu)
     starting = DriverStart(open_source or open_live_source)
     if options.headless:
         source = starting.wait_saying_so(err)
@@ -124,6 +130,10 @@ def run_live(
             feed = LiveFeed(source, first=first)
             code = run_tui(options, source=feed, recorder=recorder)
             return _after_the_tui(code, recorder, err)
+        from gputop.cli.headless import collect, print_pick, print_snapshots, with_sinks
+        from gputop.cli.pick import DEFAULT_SAMPLES
+        from gputop.sources.gpu_select import describe_visible_devices
+
         # Headless, a failed poll ends the run (with the error's exit code).
         feed = LiveFeed(source, first=first, tolerant=False)
         pipeline = Pipeline(feed, interval=options.interval, selection=selection, recorder=recorder)
@@ -161,6 +171,8 @@ def _after_the_tui(code: int, recorder: SnapshotSinks | None, err: TextIO) -> in
     TUI ran, is said on stderr too (the alternate screen has gone with it)."""
     for failure in recorder.failures if recorder is not None else ():
         print(f"gputop: {failure}", file=err)
+    from gputop.cli.headless import with_sinks
+
     return with_sinks(code, recorder)
 
 

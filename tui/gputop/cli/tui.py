@@ -13,13 +13,13 @@ from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed, ReplayFeed
 from gputop.pipeline.loop import PollLoop
 from gputop.sinks.fanout import SnapshotSinks
-from gputop.sources.replay import ReplayPlayer, Timeline, machines_warning
 from gputop.ui.render.panel_lines import PANEL_VIEW
 from gputop.ui.settings import UiSettings
 
 if TYPE_CHECKING:
     from gputop.sources.formats import AnyRecording
     from gputop.sources.gpu_select import GpuSelection
+    from gputop.sources.replay import Timeline
 
 
 def tui_pipeline(
@@ -90,6 +90,7 @@ def run_tui(
         selection = GpuSelection.parse(options.gpu)
     if options.replay is not None:
         from gputop.cli.recording_input import reads_stdin
+        from gputop.sources.replay import ReplayPlayer, machines_warning
 
         recording = _open_recording(options)
         if recording is None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gputop.errors import BadCapture, Fatal, GputopError, Waiting
 from gputop.model import Snapshot
@@ -30,7 +30,10 @@ from gputop.pipeline.tick import (
     TogglePause,
 )
 from gputop.sources.base import Source
-from gputop.sources.replay import ReplayPlayer, ReplayStatus
+
+if TYPE_CHECKING:
+    # Only a replay makes these: a live start does not load the replay module.
+    from gputop.sources.replay import ReplayPlayer, ReplayStatus
 
 WAITING_POLL = 1.0
 """Seconds between polls of a source that is not ready yet (``Waiting``)."""

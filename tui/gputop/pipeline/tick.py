@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from gputop.history import EMPTY_READER, EMPTY_VIEW, HistoryReader, HistoryView, Metric
 from gputop.insight.diagnosis import Finding
 from gputop.model import Snapshot
-from gputop.sources.replay import ReplayStatus
+
+if TYPE_CHECKING:
+    # Only a replay's ticks carry one: a live start does not load the replay module.
+    from gputop.sources.replay import ReplayStatus
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,8 @@ that moves it breaks here and nowhere else (a test holds every other module to t
 
 Today that is a Linux terminal driver whose input thread sleeps until there is input,
 taking a toast off the screen to put its replacement up (``withdraw_notification``),
-a DataTable that forgets what it drew when it measures its columns again, and partial
+a DataTable that forgets what it drew when it measures its columns again, a screen that
+is not styled a second time as it is first shown (``StyledOnceScreen``), and partial
 repaints that write only the changed cells with colour changes only
 (``write_changed_spans_only``) and render only the lines a change covers
 (``render_dirty_lines_only``).
@@ -34,7 +35,7 @@ from rich.cells import cell_len
 from rich.color import ColorSystem
 from rich.console import Console
 from rich.style import Style
-from textual import constants
+from textual import constants, events
 from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
@@ -42,6 +43,7 @@ from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
 from textual.geometry import Region
 from textual.notifications import Notification
+from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
@@ -221,6 +223,26 @@ class RemeasuredDataTable(DataTable[CellType]):
             self._measured = widths
             self._update_count += 1
             self.refresh()
+
+
+class StyledOnceScreen(Screen[None]):
+    """A screen whose nodes are not styled all over again as it is first shown.
+
+    Textual styles each node as it mounts; then the screen's first ``ScreenResume`` (the
+    default screen's comes as the app starts, a moment later) styles every node and
+    component class again, though nothing has changed: for gputop's main screen about a
+    sixth of what ``App.run`` costs before the first frame (issue 17). Later resumes (back
+    from a dialog, perhaps after a theme change) restyle as ever.
+    """
+
+    _shown = False
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Textual calls the handler of every class along the MRO: this one before
+        # Screen's, which reads the flag.
+        if not self._shown:
+            self._shown = True
+            event.refresh_styles = False
 
 
 def write_changed_spans_only() -> None:

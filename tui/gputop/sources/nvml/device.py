@@ -17,12 +17,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gputop.model import (
     Clocks,
     EccErrors,
     GpuSample,
     Memory,
+    MigDeviceSample,
     Power,
     ProcessSample,
     Reason,
@@ -40,8 +42,10 @@ from gputop.sources.nvml.codes import (
     throttle_names,
 )
 from gputop.sources.nvml.memory import read_bar1, read_memory
-from gputop.sources.nvml.mig import MigState, sample_mig_devices
 from gputop.sources.nvml.processes import ProcessLists, ProcessRows, sm_utilization
+
+if TYPE_CHECKING:
+    from gputop.sources.nvml.mig import MigState
 
 _UTILIZATION_PATHS = (
     "utilization.gpu",
@@ -116,7 +120,9 @@ class GpuSampler:
         self._codes = codes
         self._names = names
         self._memo = CallMemo()
-        self._mig = MigState()
+        self._mig: MigState | None = None
+        """MIG sampling's state, made when the GPU is first seen in MIG mode (most GPUs never
+        are, and the MIG module is then never imported)."""
         self._handle: Handle | None = None
         self._mig_mode: bool | None = None
         self._process_since = 0
@@ -135,7 +141,7 @@ class GpuSampler:
     @property
     def gpm_samples(self) -> list[Handle]:
         """GPM buffers this GPU allocated (freed when the source closes)."""
-        return self._mig.gpm_samples()
+        return [] if self._mig is None else self._mig.gpm_samples()
 
     def sample(self) -> GpuSample:
         """Read everything NVML tells about this GPU now."""
@@ -155,7 +161,7 @@ class GpuSampler:
 
     def _free_gpm_samples(self) -> None:
         nvml = self._nvml
-        for buffer in self._mig.gpm_samples():
+        for buffer in self.gpm_samples:
             try:
                 nvml.nvmlGpmSampleFree(buffer)
             except nvml.NVMLError:
@@ -200,7 +206,7 @@ class GpuSampler:
             self._memo.clear()
             self._slow = None
             self._free_gpm_samples()
-            self._mig = MigState()
+            self._mig = None
         if mig_mode is not None:
             self._mig_mode = mig_mode
 
@@ -237,11 +243,7 @@ class GpuSampler:
         if mig_mode:
             c.relabel(("processes.sm_utilization",), Reason.UNDER_MIG)
         mig_devices = (
-            sample_mig_devices(
-                nvml, self._codes, c, h, self._mig, slow.name, memory.total, processes
-            )
-            if mig_mode
-            else ()
+            self._mig_devices(c, h, slow.name, memory.total, processes) if mig_mode else ()
         )
         sample = GpuSample(
             index=self.index,
@@ -360,6 +362,20 @@ class GpuSampler:
         if name is None:
             c.note(("architecture",), Reason.NOT_REPORTED)
         return name
+
+    def _mig_devices(
+        self,
+        c: DeviceCalls,
+        h: Handle,
+        name: str | None,
+        total: int | None,
+        processes: tuple[ProcessSample, ...],
+    ) -> tuple[MigDeviceSample, ...]:
+        from gputop.sources.nvml.mig import MigState, sample_mig_devices
+
+        if self._mig is None:
+            self._mig = MigState()
+        return sample_mig_devices(self._nvml, self._codes, c, h, self._mig, name, total, processes)
 
     def _utilization(self, c: DeviceCalls, h: Handle, mig_mode: bool | None) -> Utilization:
         nvml = self._nvml

@@ -17,7 +17,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.events import Resize
-from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from gputop.model import Snapshot
@@ -31,6 +30,7 @@ from gputop.pipeline.tick import (
     Tick,
     TogglePause,
 )
+from gputop.ui.compat import StyledOnceScreen
 from gputop.ui.render.panel_lines import mig_rows
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
@@ -119,7 +119,7 @@ def _never_signal(pid: int, number: int) -> None:
     raise PermissionError("a served view sends no signals")
 
 
-class MainScreen(Screen[None]):
+class MainScreen(StyledOnceScreen):
     """Everything about the current tick."""
 
     CSS_PATH = MAIN_SCREEN_CSS
@@ -208,7 +208,10 @@ class MainScreen(Screen[None]):
                 yield ProcessTable(readonly=True, kill=_never_signal, id="processes")
             else:
                 yield ProcessTable(readonly=self.settings.readonly, id="processes")
-        yield ReplayBar(id="replay-bar")
+        if first is None or first.replay is not None:
+            # Live ticks never carry a replay: a live screen's bar, always hidden, would
+            # only cost the first frame a node to compose, style and lay out.
+            yield ReplayBar(id="replay-bar")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import platform
 from pathlib import PurePath
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.style import Style
 from textual.geometry import Region
@@ -16,9 +16,11 @@ from textual.widget import Widget
 
 from gputop.model.units import NA
 from gputop.pipeline.tick import SinkStatus, Tick
-from gputop.sources.replay import ReplayStatus, speed_label
 from gputop.ui.render.panel_lines import ELLIPSIS, fit_line
 from gputop.ui.widgets.line_strip import line_strip, role_styles
+
+if TYPE_CHECKING:
+    from gputop.sources.replay import ReplayStatus
 
 Segment = tuple[str, str]
 """(text, role); role names a ``bar--<role>`` component style."""
@@ -276,6 +278,9 @@ class ReplayBar(Bar):
 
     def show(self, status: ReplayStatus) -> None:
         """Describe the replay position."""
+        # Here, not at the top: a live start does not load the replay module.
+        from gputop.sources.replay import speed_label
+
         self._status = status
         stamp = NA if status.timestamp is None else f"{status.timestamp:%Y-%m-%d %H:%M:%S}"
         left: list[Segment] = [
