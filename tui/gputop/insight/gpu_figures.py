@@ -195,7 +195,8 @@ class KeptGpu:
 
 class RunningGpu:
     """One GPU's figures added up as its samples come, none kept: the gap threshold is
-    known from the start."""
+    known from the start, or (``deferred``) only its floor, ``max_gap_s``: then the
+    intervals longer than that are counted by length until the summary settles them."""
 
     __slots__ = (
         "end",
@@ -214,7 +215,9 @@ class RunningGpu:
         "uuid",
     )
 
-    def __init__(self, gpu: GpuSample | GpuColumns, max_gap_s: float) -> None:
+    def __init__(
+        self, gpu: GpuSample | GpuColumns, max_gap_s: float, *, deferred: bool = False
+    ) -> None:
         self.index = gpu.index
         self.name = gpu.name
         self.uuid = gpu.uuid
@@ -225,7 +228,7 @@ class RunningGpu:
         self.start: datetime | None = None
         self.end: datetime | None = None
         self.samples = 0
-        self.sums = StepSums(len(STATES))
+        self.sums = StepSums(len(STATES), deferred=deferred)
         self.utilization: Counter[float] = Counter()
         """How many samples had each utilization (NaN: not reported)."""
         self.first: tuple[float, float, int] | None = None
@@ -297,7 +300,13 @@ class RunningGpu:
         self.peak_power = _peak(self.peak_power, later.peak_power)
 
     def summary(self, max_gap_s: float) -> GpuSummary:
-        return _summary(self, self.samples, self.sums, count_stats(self.utilization))
+        sums = self.sums.settled(max_gap_s)
+        return _summary(self, self.samples, sums, count_stats(self.utilization))
+
+    @property
+    def pending(self) -> int:
+        """How many lengths of interval wait for the gap threshold (0: none deferred)."""
+        return 0 if self.sums.pending is None else len(self.sums.pending)
 
 
 def _top(values: Sequence[_N | None] | None) -> _N | None:

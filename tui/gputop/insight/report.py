@@ -89,7 +89,9 @@ class ReportBuilder:
             them.
         keep_samples: keep every sample of every GPU (for :meth:`traces` and
             :meth:`merged`). False adds the figures up as samples come, in memory that does
-            not grow with the recording; it needs ``max_gap_s`` (see :func:`gap_threshold`).
+            not grow with the recording; without ``max_gap_s`` the intervals longer than
+            ``min_auto_gap_s`` are counted by length (:attr:`pending`) and settled by the
+            summary, once the threshold is known.
     """
 
     def __init__(
@@ -103,8 +105,6 @@ class ReportBuilder:
     ) -> None:
         if max_gap_s is not None and max_gap_s <= 0:
             raise ValueError("max_gap_s must be positive")
-        if not keep_samples and max_gap_s is None:
-            raise ValueError("a report that keeps no samples needs max_gap_s")
         self._max_gap_s = max_gap_s
         self._min_auto_gap_s = min_auto_gap_s
         self._thresholds = thresholds
@@ -147,8 +147,9 @@ class ReportBuilder:
         if accumulator is None:
             if self._keep:
                 accumulator = KeptGpu(gpu)
+            elif self._max_gap_s is None:
+                accumulator = RunningGpu(gpu, self._min_auto_gap_s, deferred=True)
             else:
-                assert self._max_gap_s is not None
                 accumulator = RunningGpu(gpu, self._max_gap_s)
             self._gpus[key] = accumulator
         return accumulator
@@ -178,7 +179,9 @@ class ReportBuilder:
         self._last = run.last
         self._offsets.extend(offsets)
         # Worked out once for all GPUs; only a report that keeps no samples adds them up now.
-        intervals = None if self._keep else Intervals(offsets, self.max_gap_s)
+        # (Without a threshold yet, its floor: the longer intervals wait in ``pending``.)
+        counting = self._min_auto_gap_s if self._max_gap_s is None else self._max_gap_s
+        intervals = None if self._keep else Intervals(offsets, counting)
         for key, gpu in zip(_keys(run.gpus), run.gpus, strict=True):
             accumulator = self._accumulator(key, gpu)
             states = self._states.of(gpu)
@@ -274,6 +277,12 @@ class ReportBuilder:
     def traces(self) -> tuple[GpuTrace, ...]:
         """Every GPU's samples over time, in index order (none when no sample was kept)."""
         return tuple(gpu.trace() for gpu in self._in_order() if isinstance(gpu, KeptGpu))
+
+    @property
+    def pending(self) -> int:
+        """How many lengths of interval wait for the gap threshold, over every GPU: what a
+        report that keeps no samples and has no threshold yet holds beyond its sums."""
+        return sum(gpu.pending for gpu in self._gpus.values() if isinstance(gpu, RunningGpu))
 
     @property
     def backward_steps(self) -> int:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, compress, islice, repeat
-from operator import add, and_, eq, mul, ne, sub
+from operator import add, and_, eq, lt, mul, ne, sub
 
 _MAX_PARTS = 256
 
@@ -73,7 +74,7 @@ def parts_of(values: Iterable[float]) -> tuple[float, ...]:
 class Intervals:
     """The intervals between consecutive times, worked out once for every GPU of a run."""
 
-    __slots__ = ("backward", "counted", "forward", "gaps", "halves", "steps")
+    __slots__ = ("backward", "counted", "forward", "gaps", "halves", "long", "steps")
 
     def __init__(self, times: Sequence[float], max_gap_s: float) -> None:
         steps = self.steps = list(map(sub, islice(times, 1, None), times))
@@ -84,10 +85,13 @@ class Intervals:
         """Which intervals count (None: all of them)."""
         self.backward = False
         self.gaps: tuple[float, ...] = ()
+        self.long: list[int] = []
+        """Where the intervals longer than ``max_gap_s`` are."""
         if steps and (min(steps) < 0.0 or max(steps) > max_gap_s):
             self.backward = min(steps) < 0.0
             self.counted = [0.0 <= step <= max_gap_s for step in steps]
-            self.gaps = parts_of(step for step in steps if step > max_gap_s)
+            self.long = list(compress(range(len(steps)), map(lt, repeat(max_gap_s), steps)))
+            self.gaps = parts_of(map(steps.__getitem__, self.long))
             self.forward = parts_of(map(max, steps, repeat(0.0)))
         else:
             self.forward = parts_of(steps)
@@ -96,18 +100,66 @@ class Intervals:
         return len(self.steps)
 
 
+class Pending:
+    """The intervals longer than the floor of a gap threshold not known yet: how many of
+    each length start in each state, and the energy over those of each length, settled
+    once the threshold is known (``StepSums.settled``)."""
+
+    __slots__ = ("energy_j", "time")
+
+    def __init__(self) -> None:
+        self.time: Counter[tuple[float, int]] = Counter()
+        self.energy_j: dict[float, ExactSum] = {}
+
+    def __len__(self) -> int:
+        return len(self.time) + len(self.energy_j)
+
+    def add(self, intervals: Intervals, power: Sequence[float], firsts: Sequence[int]) -> None:
+        steps, halves = intervals.steps, intervals.halves
+        for at in intervals.long:
+            step = steps[at]
+            self.time[(step, firsts[at])] += 1
+            before, after = power[at], power[at + 1]
+            if before == before and after == after:  # no NaN: power at both ends
+                energy = self.energy_j.get(step)
+                if energy is None:
+                    energy = self.energy_j[step] = ExactSum()
+                energy.add_parts(((before + after) * halves[at],))
+
+    def merge(self, other: Pending) -> None:
+        self.time.update(other.time)
+        for step, energy in other.energy_j.items():
+            mine = self.energy_j.get(step)
+            if mine is None:
+                mine = self.energy_j[step] = ExactSum()
+            mine.add_parts(energy.parts)
+
+
+def multiple(value: float, times: int) -> tuple[float, ...]:
+    """Parts whose ``math.fsum`` is ``value`` added ``times`` times: ``value`` scaled by
+    each power of two in ``times`` (exact in binary), so the sum is the correctly rounded
+    product, as ``math.fsum`` of the repeated value gives it."""
+    return tuple(math.ldexp(value, bit) for bit in range(times.bit_length()) if times >> bit & 1)
+
+
 class StepSums:
-    """Time per state, in gaps, going forward, and energy, over consecutive samples."""
+    """Time per state, in gaps, going forward, and energy, over consecutive samples.
 
-    __slots__ = ("backward", "energy_j", "forward_s", "gap_s", "per_state")
+    ``deferred``: the gap threshold is not known yet, only its floor (the ``max_gap_s``
+    given to ``add``): the intervals longer than that are ``pending``, counted by length,
+    and ``settled`` once the threshold is known gives the very sums a threshold known from
+    the start would have."""
 
-    def __init__(self, states: int) -> None:
+    __slots__ = ("backward", "energy_j", "forward_s", "gap_s", "pending", "per_state")
+
+    def __init__(self, states: int, *, deferred: bool = False) -> None:
         self.per_state = [ExactSum() for _ in range(states)]
         self.gap_s = ExactSum()
         self.forward_s = ExactSum()
         """The sum of the intervals that went forward (gaps included)."""
         self.energy_j = ExactSum()
         self.backward = False
+        self.pending = Pending() if deferred else None
 
     def add(
         self,
@@ -130,9 +182,12 @@ class StepSums:
             return
         steps, counted = intervals.steps, intervals.counted
         self.backward = self.backward or intervals.backward
-        self.gap_s.add_parts(intervals.gaps)
-        self.forward_s.add_parts(intervals.forward)
         firsts = bytes(islice(states, count))
+        if self.pending is None:
+            self.gap_s.add_parts(intervals.gaps)
+        elif intervals.long:
+            self.pending.add(intervals, power, firsts)
+        self.forward_s.add_parts(intervals.forward)
         if counted is None and firsts.count(firsts[0]) == count:
             # One state all along (the common case): its time is every interval.
             self.per_state[firsts[0]].add_parts(intervals.forward)
@@ -158,12 +213,35 @@ class StepSums:
 
     def merge(self, other: StepSums) -> None:
         """Add what ``other`` holds (the samples that come after this one's)."""
+        if other.pending is not None:
+            if self.pending is None:
+                raise ValueError("a deferred sum merges only into a deferred one")
+            self.pending.merge(other.pending)
+        self._add_sums(other)
+
+    def _add_sums(self, other: StepSums) -> None:
         for mine, theirs in zip(self.per_state, other.per_state, strict=True):
             mine.add_parts(theirs.parts)
         self.gap_s.add_parts(other.gap_s.parts)
         self.forward_s.add_parts(other.forward_s.parts)
         self.energy_j.add_parts(other.energy_j.parts)
         self.backward = self.backward or other.backward
+
+    def settled(self, max_gap_s: float) -> StepSums:
+        """These sums with the gap threshold ``max_gap_s`` (at least the floor they were
+        added up with): the pending intervals counted in their state, or as gaps."""
+        pending = self.pending
+        if pending is None:
+            return self
+        sums = StepSums(len(self.per_state))
+        sums._add_sums(self)
+        for (step, state), times in pending.time.items():
+            chosen = sums.per_state[state] if step <= max_gap_s else sums.gap_s
+            chosen.add_parts(multiple(step, times))
+        for step, energy in pending.energy_j.items():
+            if step <= max_gap_s:
+                sums.energy_j.add_parts(energy.parts)
+        return sums
 
 
 def count_stats(

@@ -87,6 +87,11 @@ class RunReader:
         self._reasons = _Reasons(reason_columns) if reason_columns else None
         self._caches: dict[int, _Converted] = {}
 
+    @property
+    def schema(self) -> Schema:
+        """The header whose rows this reads."""
+        return self._schema
+
     def _column(self, path: str) -> Column | None:
         """The one column of ``path``; None when the log has none. A path fed by several
         columns (``power.draw`` and ``power.draw.instant``) is read from its first, which
@@ -139,17 +144,42 @@ class RunReader:
             per = rows // count
             if rows % count or not _snapshots_of(data, starts, per):
                 return None
-        # Split at every separator, a newline ending the cell before it: the rows are
-        # ``width`` cells each exactly when every newline is in a row's last cell.
-        cells = (data + b"\n").replace(b"\n", _ROW_END).split(_SEPARATOR)
-        cells.pop()  # the nothing after the last newline
-        if len(cells) != rows * width or (b"".join(cells[width - 1 :: width]).count(b"\n") != rows):
+        cells = _split(data + b"\n", rows, width)
+        if cells is None:
             return None
-        return self._columns(cells, per, offsets, origin)
+        return self.columns(cells, per, offsets, origin)
 
-    def _columns(
+    def cells(self, data: bytes) -> list[bytes] | None:
+        """The whole lines of ``data`` (up to its last newline) split into cells, the
+        header's number a row, each row's last cell keeping its newline; None when a line
+        is not such a row, or holds a tab, or not every line ends in CR LF where one does:
+        such lines are the row parser's. (A header may be split as a row: its cells are
+        field names, never a GPU's identity, so the caller's check of those must refuse it.)"""
+        end = data.rfind(b"\n") + 1
+        if not end or b"\t" in data:
+            return None
+        joined = data.replace(b"\n", _ROW_END)
+        lines = (len(joined) - len(data)) // 2  # counted by the replace
+        if b"\r" in data:
+            whole = data[:end]
+            if not whole.count(b"\r\n") == whole.count(b"\r") == lines:
+                return None
+        width = self._schema.width
+        cells = joined.split(_SEPARATOR)
+        if len(cells) <= lines * width:
+            return None
+        del cells[lines * width :]  # the line cut after the last newline (or the nothing)
+        # Every newline ends a cell: the lines are ``width`` cells each exactly when the
+        # last cell of each is one of the ``lines`` that do.
+        if b"".join(cells[width - 1 :: width]).count(b"\n") != lines:
+            return None
+        return cells
+
+    def columns(
         self, cells: list[bytes], per: int, offsets: Sequence[float], origin: datetime
     ) -> SnapshotColumns | None:
+        """The snapshots of ``per`` rows each whose ``cells`` (as ``cells`` splits them)
+        were taken ``offsets`` seconds after ``origin``; None when they are not plain."""
         stride = self._schema.width * per
         stamp = self._column("timestamp")
         if stamp is None:
@@ -249,6 +279,17 @@ class RunReader:
 
 
 _IRREGULAR = object()
+
+
+def _split(data: bytes, rows: int, width: int) -> list[bytes] | None:
+    """``data``, ``rows`` lines each ending in a newline, split at every separator, each
+    newline ending the cell before it: the rows are ``width`` cells each exactly when
+    every newline is in a row's last cell (one split, one join and one count)."""
+    cells = data.replace(b"\n", _ROW_END).split(_SEPARATOR)
+    cells.pop()  # the nothing after the last newline
+    if len(cells) != rows * width or (b"".join(cells[width - 1 :: width]).count(b"\n") != rows):
+        return None
+    return cells
 
 
 def _counted(data: bytes, starts: Sequence[int], per: int, lines: Sequence[int]) -> bool:
