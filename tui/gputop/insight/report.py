@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import compress, islice
+from itertools import compress, islice, repeat
 from operator import eq, lt, sub
 
 from gputop.insight.diagnosis import DEFAULT_THRESHOLDS, DiagnosisThresholds, gpu_state
@@ -298,7 +298,7 @@ class ReportBuilder:
 
 def _forward(times: Sequence[float]) -> float:
     """The sum of the steps of ``times`` that go forward: last - first when all do."""
-    return math.fsum(max(b - a, 0.0) for a, b in itertools.pairwise(times))
+    return math.fsum(map(max, map(sub, islice(times, 1, None), times), repeat(0.0)))
 
 
 def gap_threshold(offsets: Sequence[float], floor: float = MIN_AUTO_GAP_S) -> float:

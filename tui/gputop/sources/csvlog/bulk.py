@@ -31,6 +31,7 @@ from gputop.sources.csvlog.parse import (
 
 _SEPARATOR = b", "
 _ROW_END = b"\n, "
+_NEWLINE_CELL = b", \n, "
 _LOWER_START = re.compile(rb"\n[a-z]")
 """A line starting with a lower-case letter (after the newline before it)."""
 _MAX_CACHED = 1 << 16
@@ -151,28 +152,29 @@ class RunReader:
 
     def cells(self, data: bytes) -> list[bytes] | None:
         """The whole lines of ``data`` (up to its last newline) split into cells, the
-        header's number a row, each row's last cell keeping its newline; None when a line
+        header's number a row (a CR ending a line stays in its last cell); None when a line
         is not such a row, or holds a tab, or not every line ends in CR LF where one does:
         such lines are the row parser's. (A header may be split as a row: its cells are
         field names, never a GPU's identity, so the caller's check of those must refuse it.)"""
         end = data.rfind(b"\n") + 1
         if not end or b"\t" in data:
             return None
-        joined = data.replace(b"\n", _ROW_END)
-        lines = (len(joined) - len(data)) // 2  # counted by the replace
+        # Each newline a cell of its own: one-byte bytes are shared objects, so they cost
+        # no memory and are checked by identity, never touched.
+        joined = data.replace(b"\n", _NEWLINE_CELL)
+        lines = (len(joined) - len(data)) // 4  # counted by the replace
         if b"\r" in data:
             whole = data[:end]
             if not whole.count(b"\r\n") == whole.count(b"\r") == lines:
                 return None
-        width = self._schema.width
+        width = self._schema.width + 1
         cells = joined.split(_SEPARATOR)
-        if len(cells) <= lines * width:
+        # The lines are ``width`` cells each exactly when the newlines, one a line, are
+        # where each line's would be.
+        if cells[width - 1 : lines * width : width].count(b"\n") != lines:
             return None
         del cells[lines * width :]  # the line cut after the last newline (or the nothing)
-        # Every newline ends a cell: the lines are ``width`` cells each exactly when the
-        # last cell of each is one of the ``lines`` that do.
-        if b"".join(cells[width - 1 :: width]).count(b"\n") != lines:
-            return None
+        del cells[width - 1 :: width]
         return cells
 
     def columns(
