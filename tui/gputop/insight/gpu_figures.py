@@ -378,6 +378,7 @@ class StateCache(dict[_StateKey, int]):
         super().__init__()
         self._thresholds = thresholds
         self._by_utilization = _ByUtilization(self)
+        self._by_held = [_OneCase(self, held) for held in range(_MEMORY_MISSING + 1)]
 
     def __missing__(self, key: _StateKey) -> int:
         utilization, held, reasons = key
@@ -396,19 +397,41 @@ class StateCache(dict[_StateKey, int]):
         """The state number of each of ``gpu``'s samples."""
         threshold = self._thresholds.held_memory_bytes
         used = gpu.memory_used
-        held: Iterable[int]
+        held: int | Iterable[int]
         if used is None:
-            held = repeat(_NO_MEMORY_COLUMN)
-        elif None in used:
-            held = [_MEMORY_MISSING if u is None else int(u >= threshold) for u in used]
+            held = _NO_MEMORY_COLUMN
         else:
-            held = map(le, repeat(threshold), cast("Sequence[int]", used))
+            known = cast("Sequence[int]", used)
+            try:
+                # Memory held all along, or never (the common case): one case for all.
+                same = 1 if min(known) >= threshold else 0 if max(known) < threshold else None
+            except TypeError:  # None among them: not reported there
+                held = [_MEMORY_MISSING if u is None else int(u >= threshold) for u in used]
+            else:
+                held = map(le, repeat(threshold), known) if same is None else same
         if gpu.throttle_reasons is None:
+            if isinstance(held, int):
+                # Without reasons and one memory case: one lookup a sample.
+                return bytes(map(self._by_held[held].__getitem__, gpu.utilization))
             # Without reasons: a utilization's states by the memory case, one lookup each.
             codes = map(self._by_utilization.__getitem__, gpu.utilization)
             return bytes(map(getitem, codes, held))
         reasons = gpu.throttle_reasons
-        return bytes(map(self.__getitem__, zip(gpu.utilization, held, reasons, strict=False)))
+        cases = repeat(held) if isinstance(held, int) else held
+        return bytes(map(self.__getitem__, zip(gpu.utilization, cases, reasons, strict=False)))
+
+
+class _OneCase(dict[float, int]):
+    """A utilization -> its state number in one memory case (no clock-event reasons)."""
+
+    def __init__(self, states: StateCache, held: int) -> None:
+        super().__init__()
+        self._states = states
+        self._held = held
+
+    def __missing__(self, utilization: float) -> int:
+        code = self[utilization] = self._states[(utilization, self._held, None)]
+        return code
 
 
 class _ByUtilization(dict[float, tuple[int, ...]]):

@@ -18,7 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, compress, islice, repeat
-from operator import add, and_, eq, lt, mul, ne, sub
+from operator import add, and_, eq, lt, mul, sub
 
 _MAX_PARTS = 256
 
@@ -63,12 +63,16 @@ class ExactSum:
 
 def parts_of(values: Iterable[float]) -> tuple[float, ...]:
     """``values`` as their rounded sum and what that rounding left out."""
-    values = list(values)
-    if not values:
+    listed = list(values)
+    if not listed:
         return ()
-    total = math.fsum(values)
-    values.append(-total)
-    return (total, math.fsum(values))
+    return _parts(listed, math.fsum(listed))
+
+
+def _parts(listed: list[float], total: float) -> tuple[float, float]:
+    """``parts_of`` the values ``listed`` (appended to) whose ``math.fsum`` is ``total``."""
+    listed.append(-total)
+    return (total, math.fsum(listed))
 
 
 class Intervals:
@@ -199,8 +203,9 @@ class StepSums:
                     chosen = map(and_, chosen, counted)
                 self.per_state[code].add(compress(steps, chosen))
         # The trapezoid (before + after) / 2 * step of every interval.
-        terms = map(mul, map(add, power, islice(power, 1, None)), intervals.halves)
-        if any(map(ne, power, power)):  # a NaN: only intervals with power at both ends
+        terms = list(map(mul, map(add, power, islice(power, 1, None)), intervals.halves))
+        total = math.fsum(terms)
+        if total != total:  # a NaN (power not reported): only intervals with it at both ends
             known = list(map(eq, power, power))
             both: Iterable[bool] = map(and_, known, islice(known, 1, None))
             if counted is not None:
@@ -209,7 +214,7 @@ class StepSums:
         elif counted is not None:
             self.energy_j.add(compress(terms, counted))
         else:
-            self.energy_j.add(terms)
+            self.energy_j.add_parts(_parts(terms, total))  # the sum taken once, not twice
 
     def merge(self, other: StepSums) -> None:
         """Add what ``other`` holds (the samples that come after this one's)."""
