@@ -467,12 +467,16 @@ def test_a_threshold_settled_at_the_end_gives_the_figures_of_one_known_first(
     known = ReportBuilder(max_gap_s=threshold, keep_samples=False)
     settled = ReportBuilder(min_auto_gap_s=2.0, keep_samples=False)
     edges = sorted({0, count, *(cut for cut in cuts if cut < count)})
-    for start, stop in itertools.pairwise(edges):
+    # Parts of the log each in a builder of its own, joined (as worker processes' are).
+    parts = [ReportBuilder(min_auto_gap_s=2.0, keep_samples=False, origin=START) for _ in edges]
+    for part, start, stop in zip(parts, edges, edges[1:], strict=False):
         run = _run(offsets[start:stop], power[start:stop], utilization[start:stop])
         known.add_columns(run)
         settled.add_columns(run)
+        part.add_columns(run)
     assert settled.max_gap_s == threshold
     assert settled.summary() == known.summary()
+    assert ReportBuilder.merged(parts).summary() == known.summary()
 
 
 def _run(offsets: list[float], power: list[float], utilization: list[float]) -> SnapshotColumns:

@@ -904,7 +904,8 @@ class CsvRecording(IndexedLog):
         handed over as columns; its last snapshot is read again with the next stretch,
         which tells whether more rows belong to it. Anything else is left to the scan,
         a chunk at a time, and its snapshots read as ``runs`` reads them: the index holds
-        only those. Needs a plain file (``streamable``)."""
+        only those (afterwards, open the log again to seek in it). Needs a plain file
+        (``streamable``)."""
         if not self.streamable:
             raise ValueError("stream reads a plain file that is not followed")
         run_bytes = run_bytes or _RUN_BYTES
