@@ -129,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="parse with N processes (default: one per CPU for XML recordings of "
         f"{PARALLEL_MIN_DOCUMENTS} documents or more, in a plain, uncompressed file, and for "
-        f"CSV logs of {PARALLEL_MIN_DOCUMENTS * CSV_SNAPSHOTS_PER_DOCUMENT} snapshots or more)",
+        f"CSV logs of {PARALLEL_MIN_DOCUMENTS * CSV_SNAPSHOTS_PER_DOCUMENT} snapshots or more, "
+        f"but a plain CSV file under {STREAM_BYTES >> 20} MiB is read in one pass by one process)",
     )
     return parser
 
