@@ -417,7 +417,7 @@ def test_an_odd_stretch_is_indexed_alone(tmp_path: Path, monkeypatch: pytest.Mon
 def test_too_many_intervals_held_back_read_the_log_again_indexed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A log whose intervals all wait for the gap threshold, at many lengths: past
+    """A log whose intervals all wait for the gap threshold (sampled every 3 s): past
     ``MAX_PENDING`` of them the one pass gives up and the log is indexed first (bounded
     memory), with the same figures."""
     path = _log(tmp_path / "gpu-log.csv", every=3.0, seconds=900)
@@ -457,7 +457,7 @@ _STEPS = st.lists(
 def test_a_threshold_settled_at_the_end_gives_the_figures_of_one_known_first(
     steps: list[float], power: list[float], utilization: list[float], cuts: list[int]
 ) -> None:
-    """Intervals past the floor wait by length and state, their energy by length, until
+    """Intervals past the floor wait (with the state they start in and their energy) until
     the summary knows the threshold: the very figures (exact sums) of a report given it
     first, however the samples come in runs."""
     offsets = list(itertools.accumulate(steps, initial=0.0))

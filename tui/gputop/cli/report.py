@@ -53,10 +53,10 @@ STREAM_BYTES = 64 << 20
 """A plain CSV file smaller than this is read in one pass by one process even when there
 are several CPUs (about as quick as indexing it first and splitting it among them)."""
 
-MAX_PENDING = 100_000
-"""Lengths of interval a CSV report read in one pass may hold back until the gap threshold
-is known (a log sampled less often than the threshold's floor, at many lengths); past it
-the log is read again, indexed first."""
+MAX_PENDING = 1_000_000
+"""Intervals a CSV report read in one pass may hold back until the gap threshold is known
+(about 25 bytes each: those longer than the threshold's floor, all of them in a log
+sampled less often); past it the log is read again, indexed first."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _PIPE_WAIT_S = 0.5
@@ -254,7 +254,7 @@ def _streamed_csv(
     recording: CsvRecording, max_gap: float | None, charts: bool
 ) -> ReportBuilder | None:
     """The report of a plain CSV file read in one pass; None when it held back more than
-    ``MAX_PENDING`` lengths of interval for the gap threshold."""
+    ``MAX_PENDING`` intervals for the gap threshold."""
     builder = ReportBuilder(max_gap_s=max_gap, min_auto_gap_s=STEADY_MIN_GAP_S, keep_samples=charts)
     with _collector_paused():
         for part in recording.stream():

@@ -196,7 +196,7 @@ class KeptGpu:
 class RunningGpu:
     """One GPU's figures added up as its samples come, none kept: the gap threshold is
     known from the start, or (``deferred``) only its floor, ``max_gap_s``: then the
-    intervals longer than that are counted by length until the summary settles them."""
+    intervals longer than that are kept aside until the summary settles them."""
 
     __slots__ = (
         "end",
@@ -305,7 +305,7 @@ class RunningGpu:
 
     @property
     def pending(self) -> int:
-        """How many lengths of interval wait for the gap threshold (0: none deferred)."""
+        """How many intervals wait for the gap threshold (0: none deferred)."""
         return 0 if self.sums.pending is None else len(self.sums.pending)
 
 

@@ -42,7 +42,7 @@ from gputop.insight.gpu_figures import STATES as STATES
 from gputop.insight.gpu_figures import GpuSummary as GpuSummary
 from gputop.insight.gpu_figures import GpuTrace as GpuTrace
 from gputop.insight.gpu_figures import KeptGpu, RunningGpu, StateCache
-from gputop.insight.steps import Intervals, ranked
+from gputop.insight.steps import Intervals, extend_floats, ranked
 from gputop.insight.textfmt import fmt_duration
 from gputop.model import GpuSample, Snapshot
 from gputop.model.columns import GpuColumns, SnapshotColumns
@@ -90,7 +90,7 @@ class ReportBuilder:
         keep_samples: keep every sample of every GPU (for :meth:`traces` and
             :meth:`merged`). False adds the figures up as samples come, in memory that does
             not grow with the recording; without ``max_gap_s`` the intervals longer than
-            ``min_auto_gap_s`` are counted by length (:attr:`pending`) and settled by the
+            ``min_auto_gap_s`` are kept aside (:attr:`pending`) and settled by the
             summary, once the threshold is known.
     """
 
@@ -177,7 +177,7 @@ class ReportBuilder:
             self._backward += 1
         self._backward += sum(map(lt, islice(offsets, 1, None), offsets))
         self._last = run.last
-        self._offsets.extend(offsets)
+        extend_floats(self._offsets, offsets)
         # Worked out once for all GPUs; only a report that keeps no samples adds them up now.
         # (Without a threshold yet, its floor: the longer intervals wait in ``pending``.)
         counting = self._min_auto_gap_s if self._max_gap_s is None else self._max_gap_s
@@ -280,7 +280,7 @@ class ReportBuilder:
 
     @property
     def pending(self) -> int:
-        """How many lengths of interval wait for the gap threshold, over every GPU: what a
+        """How many intervals wait for the gap threshold, over every GPU: what a
         report that keeps no samples and has no threshold yet holds beyond its sums."""
         return sum(gpu.pending for gpu in self._gpus.values() if isinstance(gpu, RunningGpu))
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import Counter
+import struct
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, compress, islice, repeat
-from operator import add, and_, eq, lt, mul, sub
+from operator import add, and_, eq, le, lt, mul, not_, or_, sub
 
 _MAX_PARTS = 256
 
@@ -93,8 +94,10 @@ class Intervals:
         """Where the intervals longer than ``max_gap_s`` are."""
         if steps and (min(steps) < 0.0 or max(steps) > max_gap_s):
             self.backward = min(steps) < 0.0
-            self.counted = [0.0 <= step <= max_gap_s for step in steps]
-            self.long = list(compress(range(len(steps)), map(lt, repeat(max_gap_s), steps)))
+            longer = list(map(lt, repeat(max_gap_s), steps))
+            # 0 <= step <= max_gap_s, in C loops: neither longer nor backward.
+            self.counted = list(map(not_, map(or_, longer, map(lt, steps, repeat(0.0)))))
+            self.long = list(compress(range(len(steps)), longer))
             self.gaps = parts_of(map(steps.__getitem__, self.long))
             self.forward = parts_of(map(max, steps, repeat(0.0)))
         else:
@@ -104,55 +107,58 @@ class Intervals:
         return len(self.steps)
 
 
-class Pending:
-    """The intervals longer than the floor of a gap threshold not known yet: how many of
-    each length start in each state, and the energy over those of each length, settled
-    once the threshold is known (``StepSums.settled``)."""
+def extend_floats(floats: array[float], values: Sequence[float]) -> None:
+    """``floats.extend(values)``, about 3x quicker for a list: ``array.extend`` parses each
+    item of a list as a function argument, ``struct.pack`` converts them directly."""
+    if isinstance(values, array):
+        floats.extend(values)  # a copy of the bytes
+    else:
+        floats.frombytes(struct.pack(f"{len(values)}d", *values))
 
-    __slots__ = ("energy_j", "time")
+
+class Pending:
+    """The intervals longer than the floor of a gap threshold not known yet, each kept
+    (its length and the state it starts in; its energy, where power is known at both
+    ends, with its length) until the threshold is known (``StepSums.settled``): in arrays,
+    added to in C loops, about 25 bytes an interval."""
+
+    __slots__ = ("energy_j", "energy_steps", "states", "steps")
 
     def __init__(self) -> None:
-        self.time: Counter[tuple[float, int]] = Counter()
-        self.energy_j: dict[float, ExactSum] = {}
+        self.steps = array("d")
+        self.states = bytearray()
+        self.energy_steps = array("d")
+        self.energy_j = array("d")
 
     def __len__(self) -> int:
-        return len(self.time) + len(self.energy_j)
+        return len(self.steps)
 
-    def add(self, intervals: Intervals, power: Sequence[float], firsts: Sequence[int]) -> None:
-        steps, halves = intervals.steps, intervals.halves
-        for at in intervals.long:
-            step = steps[at]
-            self.time[(step, firsts[at])] += 1
-            before, after = power[at], power[at + 1]
-            if before == before and after == after:  # no NaN: power at both ends
-                energy = self.energy_j.get(step)
-                if energy is None:
-                    energy = self.energy_j[step] = ExactSum()
-                energy.add_parts(((before + after) * halves[at],))
+    def add(self, intervals: Intervals, terms: Sequence[float], firsts: bytes) -> None:
+        """The long intervals of a run; ``terms``: each interval's energy (NaN where power
+        is not known at both ends), ``firsts``: the state each starts in."""
+        long, steps = intervals.long, intervals.steps
+        lengths = list(map(steps.__getitem__, long))
+        extend_floats(self.steps, lengths)
+        self.states.extend(map(firsts.__getitem__, long))
+        energy = list(map(terms.__getitem__, long))
+        known = list(map(eq, energy, energy))
+        extend_floats(self.energy_steps, list(compress(lengths, known)))
+        extend_floats(self.energy_j, list(compress(energy, known)))
 
     def merge(self, other: Pending) -> None:
-        self.time.update(other.time)
-        for step, energy in other.energy_j.items():
-            mine = self.energy_j.get(step)
-            if mine is None:
-                mine = self.energy_j[step] = ExactSum()
-            mine.add_parts(energy.parts)
-
-
-def multiple(value: float, times: int) -> tuple[float, ...]:
-    """Parts whose ``math.fsum`` is ``value`` added ``times`` times: ``value`` scaled by
-    each power of two in ``times`` (exact in binary), so the sum is the correctly rounded
-    product, as ``math.fsum`` of the repeated value gives it."""
-    return tuple(math.ldexp(value, bit) for bit in range(times.bit_length()) if times >> bit & 1)
+        self.steps.extend(other.steps)
+        self.states.extend(other.states)
+        self.energy_steps.extend(other.energy_steps)
+        self.energy_j.extend(other.energy_j)
 
 
 class StepSums:
     """Time per state, in gaps, going forward, and energy, over consecutive samples.
 
     ``deferred``: the gap threshold is not known yet, only its floor (the ``max_gap_s``
-    given to ``add``): the intervals longer than that are ``pending``, counted by length,
-    and ``settled`` once the threshold is known gives the very sums a threshold known from
-    the start would have."""
+    given to ``add``): the intervals longer than that are ``pending``, and ``settled``
+    once the threshold is known gives the very sums a threshold known from the start would
+    have."""
 
     __slots__ = ("backward", "energy_j", "forward_s", "gap_s", "pending", "per_state")
 
@@ -189,8 +195,6 @@ class StepSums:
         firsts = bytes(islice(states, count))
         if self.pending is None:
             self.gap_s.add_parts(intervals.gaps)
-        elif intervals.long:
-            self.pending.add(intervals, power, firsts)
         self.forward_s.add_parts(intervals.forward)
         if counted is None and firsts.count(firsts[0]) == count:
             # One state all along (the common case): its time is every interval.
@@ -204,6 +208,8 @@ class StepSums:
                 self.per_state[code].add(compress(steps, chosen))
         # The trapezoid (before + after) / 2 * step of every interval.
         terms = list(map(mul, map(add, power, islice(power, 1, None)), intervals.halves))
+        if self.pending is not None and intervals.long:
+            self.pending.add(intervals, terms, firsts)
         total = math.fsum(terms)
         if total != total:  # a NaN (power not reported): only intervals with it at both ends
             known = list(map(eq, power, power))
@@ -240,12 +246,14 @@ class StepSums:
             return self
         sums = StepSums(len(self.per_state))
         sums._add_sums(self)
-        for (step, state), times in pending.time.items():
-            chosen = sums.per_state[state] if step <= max_gap_s else sums.gap_s
-            chosen.add_parts(multiple(step, times))
-        for step, energy in pending.energy_j.items():
-            if step <= max_gap_s:
-                sums.energy_j.add_parts(energy.parts)
+        steps = pending.steps
+        counted = list(map(le, steps, repeat(max_gap_s)))
+        for code in set(pending.states):
+            chosen = map(and_, pending.states.translate(_only(code)), counted)
+            sums.per_state[code].add(compress(steps, chosen))
+        sums.gap_s.add(compress(steps, map(not_, counted)))
+        energy_counted = map(le, pending.energy_steps, repeat(max_gap_s))
+        sums.energy_j.add(compress(pending.energy_j, energy_counted))
         return sums
 
 

@@ -898,9 +898,9 @@ class CsvRecording(IndexedLog):
         file without indexing the log first: what `report` reads of a plain file.
 
         Rows are taken ``run_bytes`` at a time from where the scan would start its next
-        snapshot. A stretch of whole rows, no line among them that may be a header, whose
-        identity cells are one snapshot's GPUs over and over (so that the scan would cut
-        it into those very snapshots), each snapshot timed, is split into cells once and
+        snapshot. A stretch of whole rows whose identity cells are one snapshot's GPUs
+        over and over (so that the scan would cut it into those very snapshots; a header
+        would show a field name there), each snapshot timed, is split into cells once and
         handed over as columns; its last snapshot is read again with the next stretch,
         which tells whether more rows belong to it. Anything else is left to the scan,
         a chunk at a time, and its snapshots read as ``runs`` reads them: the index holds
