@@ -270,6 +270,8 @@ def _streamed_csv(
 def _indexed_csv(
     recording: CsvRecording, max_gap: float | None, jobs: int | None, charts: bool
 ) -> ReportBuilder:
+    """The report of a CSV log indexed first (``CsvRecording.runs``), by worker processes
+    reading parts of the index when the log is long and there are several CPUs."""
     global _SHARED_CSV
     count = len(recording)
     if max_gap is None:
