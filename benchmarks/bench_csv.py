@@ -11,7 +11,11 @@ and then). Then measures, each in a fresh process:
 - ``read``: every snapshot parsed into the model (``for snapshot in recording``);
 - ``report``: `gputop report FILE --json` (to /dev/null), its wall time, CPU time and peak
   RSS: the log read column by column, by one process per CPU;
-- ``report-1``: the same with ``--jobs 1`` (one core);
+- ``report-1``: the same with ``--jobs 1`` (one core: the log read in one pass,
+  ``CsvRecording.stream``, no index built);
+- ``phases``: that one pass by phase, in one process with the collector off as `report`
+  runs it: reading (read, split, check, convert: ``stream``), ``add_columns`` (states,
+  sums, counts), the summary (gap threshold settled);
 - ``rows``: the report the way every other format is read, each snapshot parsed into the
   model (``build_report(columns=False)``), on a ``--rows-mb`` log (100 MB by default: the
   whole 1 GB takes minutes), with ``report``/``report-1`` measured on that log too, in the
@@ -101,6 +105,9 @@ def _child(kind: str, path: str) -> None:
             )
         )
         return
+    if kind == "phases":
+        _phases(path)
+        return
     if kind == "rows":
         from gputop.cli.report import build_report
 
@@ -116,6 +123,47 @@ def _child(kind: str, path: str) -> None:
     peak = own.ru_maxrss * 1024
     cpu = own.ru_utime + own.ru_stime
     print(json.dumps({"seconds": elapsed, "cpu": cpu, "snapshots": count, "peak_rss": peak}))
+
+
+def _phases(path: str) -> None:
+    """``report --jobs 1``'s one pass, timed by phase (CPU time of this process)."""
+    import gc
+
+    from gputop.cli.report import STEADY_MIN_GAP_S
+    from gputop.insight.report import ReportBuilder
+    from gputop.model import Snapshot
+    from gputop.sources.csvlog import CsvRecording
+
+    gc.disable()
+    clock = time.process_time
+    started = clock()
+    adding = 0.0
+    builder = ReportBuilder(min_auto_gap_s=STEADY_MIN_GAP_S, keep_samples=False)
+    with CsvRecording.open(path) as recording:
+        for part in recording.stream():
+            before = clock()
+            if isinstance(part, Snapshot):
+                builder.add(part)
+            else:
+                builder.add_columns(part)
+            adding += clock() - before
+        indexed = len(recording)
+    read = clock() - started - adding
+    before = clock()
+    summary = builder.summary()
+    summing = clock() - before
+    print(
+        json.dumps(
+            {
+                "read": read,
+                "add_columns": adding,
+                "summary": summing,
+                "snapshots": summary.snapshots,
+                "indexed": indexed,
+                "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            }
+        )
+    )
 
 
 def _measure(
@@ -176,7 +224,9 @@ def main() -> int:
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--keep", type=Path, help="write (or reuse) the log in this directory")
     parser.add_argument(
-        "--only", choices=["scan", "read", "report", "report-1", "rows"], action="append"
+        "--only",
+        choices=["scan", "read", "report", "report-1", "phases", "rows"],
+        action="append",
     )
     parser.add_argument("--rows-mb", type=int, default=100, help="the log `rows` reads")
     parser.add_argument("--against", type=Path, help="another checkout (with .venv) to compare")
@@ -195,12 +245,21 @@ def main() -> int:
         if args.against:
             _against(path, args.against, args.rounds, folder)
             return 0
-        for kind in args.only or ["scan", "read", "report", "report-1", "rows"]:
+        for kind in args.only or ["scan", "read", "report", "report-1", "phases", "rows"]:
             if kind == "report":
                 _print_report("report, columns, one process per CPU", path)
                 continue
             if kind == "report-1":
                 _print_report("report, columns, one process", path, "1")
+                continue
+            if kind == "phases":
+                got = _measure("phases", path)
+                print(
+                    f"phases: read {got['read']:.1f} s, add_columns {got['add_columns']:.1f} s, "
+                    f"summary {got['summary']:.1f} s of CPU; {got['snapshots']:.0f} snapshots, "
+                    f"{got['indexed']:.0f} of them indexed; peak RSS "
+                    f"{got['peak_rss'] / 2**20:.0f} MB"
+                )
                 continue
             if kind == "rows":
                 small = _log_of(folder, args.rows_mb)

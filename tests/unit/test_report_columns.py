@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gputop.cli import report as report_cli
 from gputop.cli.report import build_report
 from gputop.insight.report import (
     ReportBuilder,
@@ -26,8 +27,9 @@ from gputop.insight.report import (
 from gputop.insight.series import percentile
 from gputop.insight.steps import count_stats
 from gputop.model import Snapshot
-from gputop.model.columns import SnapshotColumns
+from gputop.model.columns import GpuColumns, SnapshotColumns
 from gputop.sources.csvlog import CsvRecording, parse
+from gputop.sources.csvlog import recording as recording_module
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 REAL_LOGS = sorted(SNAPSHOTS.glob("csv-*.csv"))
@@ -50,15 +52,24 @@ def _log(
     odd: bool = True,
     seed: int = 7,
     newline: str = "\n",
+    every: float = 1.0,
+    untimed: bool = False,
+    gone: int | None = None,
+    headers_every: int = 0,
 ) -> Path:
-    """A log of ``gpus`` GPUs sampled about every second; ``odd`` adds what real logs have
-    now and then: pauses, N/A cells, a GPU missing, the clock going back, a header
-    repeated, a row cut short, power and thermal capping."""
+    """A log of ``gpus`` GPUs sampled about every ``every`` seconds; ``odd`` adds what real
+    logs have now and then: pauses, N/A cells, a GPU missing, the clock going back, a header
+    repeated, a row cut short, power and thermal capping. ``untimed``: a query whose first
+    row's stamp is no time; ``gone``: the last GPU gone from that second on;
+    ``headers_every``: the header again before every so many queries."""
     chance = random.Random(seed)
     lines = [header]
     moment = START
     for second in range(seconds):
-        moment += timedelta(milliseconds=chance.choice((999, 1000, 1000, 1001)))
+        jitter = timedelta(milliseconds=chance.choice((-1, 0, 0, 1)))
+        moment += timedelta(seconds=every) + jitter
+        if headers_every and second and second % headers_every == 0:
+            lines.append(header)
         if odd and second % 400 == 399:
             moment += timedelta(seconds=4)  # the pauses seen in real logs
         if odd and second == 700:
@@ -68,6 +79,8 @@ def _log(
         for index in range(gpus):
             if odd and second == 500 and index == 2:
                 continue  # a GPU missing from one query
+            if gone is not None and second >= gone and index == gpus - 1:
+                continue
             busy = (second // 120 + index) % 3
             util = chance.randint(60, 100) if busy == 0 else chance.randint(0, 9)
             used = 60000 + index if busy < 2 else 3
@@ -80,7 +93,7 @@ def _log(
                 used_cell = "[N/A]"
             reasons = chance.choice(("0x0000000000000000", "0x0000000000000001", "0x04", "0x20"))
             cells = [
-                _stamp(moment),
+                "[Unknown Error]" if untimed and second == 1100 and index == 0 else _stamp(moment),
                 str(index),
                 "NVIDIA A100-SXM4-80GB",
                 f"GPU-{index:08d}-0000-0000-0000-000000000000",
@@ -270,3 +283,215 @@ def test_apps_rows_written_with_the_gpu_query_are_read_row_by_row(tmp_path: Path
         assert report == rows
     gpus = json.loads(json.dumps(rows["json"]))["gpus"]
     assert gpus[1]["waiting_s"] >= 99.0 and gpus[0]["waiting_s"] == 0.0
+
+
+# -- one pass over a plain file (`CsvRecording.stream`) ---------------------------------
+
+QUERIES = {
+    "gpu-log-noheader-plato.csv": (
+        "timestamp,utilization.gpu,utilization.memory,memory.used,memory.free,"
+        "temperature.gpu,power.draw"
+    ),
+    "gpu-log-noheader-4gpu-llamacpp.csv": "timestamp,utilization.gpu,memory.used",
+}
+"""The fields of the real `noheader` logs (snapshots/README.md)."""
+
+EVERY_REAL_LOG = sorted(
+    {*REAL_LOGS, *SNAPSHOTS.glob("gpu-log-*.csv"), *SNAPSHOTS.glob("query-gpu-*.csv")}
+)
+
+
+@pytest.fixture(params=[None, 8192, 1500], ids=["1MiB", "8KiB", "1500B"])
+def stretch_bytes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The stream taken in stretches of this many bytes, and the scan in chunks of 8 KiB
+    (the default 1 MiB holds most test logs whole): stretches cut anywhere, some shorter
+    than a snapshot (those are left to the scan)."""
+    if request.param is not None:
+        monkeypatch.setattr(recording_module, "_RUN_BYTES", request.param)
+        monkeypatch.setattr(recording_module, "_CHUNK", 8192)
+    return int(request.param or recording_module._RUN_BYTES)
+
+
+def _streamed_and_indexed(
+    path: Path, monkeypatch: pytest.MonkeyPatch, query: str | None = None
+) -> tuple[dict[str, object], list[dict[str, object]]]:
+    """The report row by row; and read in one pass (with and without charts), and indexed
+    first (one process, and two)."""
+    rows = _report(path, columns=False, query_gpu=query)
+    streams = Counter[str]()
+    real = CsvRecording.stream
+
+    def counted(self: CsvRecording, run_bytes: int | None = None) -> object:
+        streams["stream"] += 1
+        return real(self, run_bytes)
+
+    monkeypatch.setattr(CsvRecording, "stream", counted)
+    reports = [
+        _report(path, jobs=1, charts=False, query_gpu=query),
+        _report(path, jobs=1, charts=True, query_gpu=query),
+    ]
+    assert streams["stream"] == 2
+    monkeypatch.setattr(report_cli, "STREAM_BYTES", 0)
+    reports.append(_report(path, jobs=2, charts=False, query_gpu=query))
+    monkeypatch.setattr(report_cli, "_cpus", lambda: 2)
+    reports.append(_report(path, charts=False, query_gpu=query))
+    assert streams["stream"] == 2  # several processes: indexed first
+    return rows, reports
+
+
+@pytest.mark.parametrize("path", EVERY_REAL_LOG, ids=lambda p: p.name)
+def test_a_real_log_reports_the_same_read_in_one_pass(
+    path: Path, stretch_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows, reports = _streamed_and_indexed(path, monkeypatch, QUERIES.get(path.name))
+    # (Some hold no time: no figures over time, but as many snapshots read either way.)
+    assert json.loads(json.dumps(rows["json"]))["snapshots"]
+    for report in reports:
+        assert report == rows
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"gpus": 8, "odd": False, "seconds": 600},
+        {"gpus": 1, "seed": 3},
+        {"newline": "\r\n", "seed": 11},
+        {"untimed": True, "gone": 1300, "seed": 5},
+        {"headers_every": 1, "seconds": 400, "seed": 9},
+        {"headers_every": 250, "gone": 900, "odd": False, "gpus": 3},
+        # Sampled every 2.5 s: past the floor of the gap threshold, every interval waits
+        # for it (3 x the median: they are counted, the 6.5 s pauses are gaps).
+        {"every": 2.5, "seed": 13},
+        {"every": 0.5, "seconds": 2000, "gpus": 2},
+    ],
+)
+def test_a_hostile_log_reports_the_same_read_in_one_pass(
+    tmp_path: Path,
+    options: dict[str, object],
+    stretch_bytes: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pauses, N/A, a GPU missing once and one gone for good, the clock going back, headers
+    repeated (once, and before every query), a row cut short, CR LF, a query without a
+    time: the same figures as row by row, however the file is cut into stretches."""
+    path = _log(tmp_path / "gpu-log.csv", **options)  # type: ignore[arg-type]
+    rows, reports = _streamed_and_indexed(path, monkeypatch)
+    for report in reports:
+        assert report == rows
+
+
+def test_a_report_of_a_plain_file_builds_no_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan (the index replay seeks with) reads only what `open` reads to check the
+    log, the first chunk: every snapshot after it is found in the cells the report splits
+    anyway."""
+    path = _log(tmp_path / "gpu-log.csv", odd=False, seconds=3000, gpus=8)
+    assert path.stat().st_size > 3 * recording_module._CHUNK
+    steps = Counter[str]()
+    real = CsvRecording._scan_step
+
+    def counted(self: CsvRecording) -> bool:
+        steps["scan"] += 1
+        return real(self)
+
+    monkeypatch.setattr(CsvRecording, "_scan_step", counted)
+    builder, _ = build_report(path, jobs=1, charts=False)
+    assert builder.summary().snapshots == 3000
+    assert steps["scan"] == 1
+
+
+def test_an_odd_stretch_is_indexed_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the chunks around odd snapshots (a GPU missing, a header, a cut row) go
+    through the index: about ten snapshots each in chunks of 16 KiB."""
+    monkeypatch.setattr(recording_module, "_CHUNK", 16384)
+    path = _log(tmp_path / "gpu-log.csv", seconds=3000, gpus=8)
+    with CsvRecording.open(path) as recording:
+        parts = list(recording.stream(run_bytes=16384))
+        indexed = len(recording._starts)
+    assert sum(len(p) if isinstance(p, SnapshotColumns) else 1 for p in parts) == 3000
+    assert indexed < 100
+
+
+def test_too_many_intervals_held_back_read_the_log_again_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log whose intervals all wait for the gap threshold (sampled every 3 s): past
+    ``MAX_PENDING`` of them the one pass gives up and the log is indexed first (bounded
+    memory), with the same figures."""
+    path = _log(tmp_path / "gpu-log.csv", every=3.0, seconds=900)
+    rows = _report(path, columns=False)
+    reopened = Counter[str]()
+    real = CsvRecording.reopened
+
+    def counted(self: CsvRecording) -> CsvRecording:
+        reopened["reopened"] += 1
+        return real(self)
+
+    monkeypatch.setattr(CsvRecording, "reopened", counted)
+    assert _report(path, jobs=1, charts=False) == rows
+    assert reopened["reopened"] == 0
+    monkeypatch.setattr(report_cli, "MAX_PENDING", 10)
+    assert _report(path, jobs=1, charts=False) == rows
+    assert reopened["reopened"] == 1
+
+
+_STEPS = st.lists(
+    st.one_of(
+        st.sampled_from([0.999, 1.0, 1.001, 2.0, 2.5, 3.0, 4.0, 7.5, -30.0]),
+        st.floats(0.001, 20.0),
+    ),
+    min_size=1,
+    max_size=120,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    steps=_STEPS,
+    power=st.lists(st.one_of(st.floats(0, 700), st.just(math.nan)), min_size=121, max_size=121),
+    utilization=st.lists(st.sampled_from([0.0, 3.0, 50.0, 99.0, math.nan]), min_size=121),
+    cuts=st.lists(st.integers(1, 120), max_size=6),
+)
+def test_a_threshold_settled_at_the_end_gives_the_figures_of_one_known_first(
+    steps: list[float], power: list[float], utilization: list[float], cuts: list[int]
+) -> None:
+    """Intervals past the floor wait (with the state they start in and their energy) until
+    the summary knows the threshold: the very figures (exact sums) of a report given it
+    first, however the samples come in runs."""
+    offsets = list(itertools.accumulate(steps, initial=0.0))
+    count = len(offsets)
+    utilization = (utilization * count)[:count]
+    threshold = gap_threshold(offsets, 2.0)
+    known = ReportBuilder(max_gap_s=threshold, keep_samples=False)
+    settled = ReportBuilder(min_auto_gap_s=2.0, keep_samples=False)
+    edges = sorted({0, count, *(cut for cut in cuts if cut < count)})
+    # Parts of the log each in a builder of its own, joined (as worker processes' are).
+    parts = [ReportBuilder(min_auto_gap_s=2.0, keep_samples=False, origin=START) for _ in edges]
+    for part, start, stop in zip(parts, edges, edges[1:], strict=False):
+        run = _run(offsets[start:stop], power[start:stop], utilization[start:stop])
+        known.add_columns(run)
+        settled.add_columns(run)
+        part.add_columns(run)
+    assert settled.max_gap_s == threshold
+    assert settled.summary() == known.summary()
+    assert ReportBuilder.merged(parts).summary() == known.summary()
+
+
+def _run(offsets: list[float], power: list[float], utilization: list[float]) -> SnapshotColumns:
+    gpu = GpuColumns(
+        index=0,
+        name="GPU",
+        uuid="GPU-0",
+        utilization=utilization,
+        power=power,
+        memory_used=[(2 << 30) if u == 50.0 else 0 for u in utilization],
+        memory_total=80 << 30,
+        throttle_reasons=None,
+    )
+    first = START + timedelta(seconds=offsets[0])
+    last = START + timedelta(seconds=offsets[-1])
+    return SnapshotColumns(
+        origin=START, offsets=offsets, first=first, last=last, host=None, gpus=(gpu,)
+    )

@@ -49,6 +49,15 @@ CSV_SNAPSHOTS_PER_DOCUMENT = 100
 """A CSV snapshot is read in about a hundredth of an XML document's time: what counts
 towards splitting a log among workers."""
 
+STREAM_BYTES = 64 << 20
+"""A plain CSV file smaller than this is read in one pass by one process even when there
+are several CPUs (about as quick as indexing it first and splitting it among them)."""
+
+MAX_PENDING = 1_000_000
+"""Intervals a CSV report read in one pass may hold back until the gap threshold is known
+(about 25 bytes each: those longer than the threshold's floor, all of them in a log
+sampled less often); past it the log is read again, indexed first."""
+
 _GZIP_MAGIC = b"\x1f\x8b"
 _PIPE_WAIT_S = 0.5
 
@@ -120,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="parse with N processes (default: one per CPU for XML recordings of "
         f"{PARALLEL_MIN_DOCUMENTS} documents or more, in a plain, uncompressed file, and for "
-        f"CSV logs of {PARALLEL_MIN_DOCUMENTS * CSV_SNAPSHOTS_PER_DOCUMENT} snapshots or more)",
+        f"CSV logs of {PARALLEL_MIN_DOCUMENTS * CSV_SNAPSHOTS_PER_DOCUMENT} snapshots or more, "
+        f"but a plain CSV file under {STREAM_BYTES >> 20} MiB is read in one pass by one process)",
     )
     return parser
 
@@ -221,11 +231,47 @@ def _build_csv_range(start: int, stop: int, max_gap: float, keep_samples: bool) 
 
 def _csv_report(
     recording: CsvRecording, max_gap: float | None, jobs: int | None, charts: bool
+) -> tuple[ReportBuilder, list[str]]:
+    """A CSV log's report, read column by column: the same figures as snapshot by
+    snapshot; also the reader's warnings.
+
+    A plain file read by one process is read in one pass (``CsvRecording.stream``), the
+    gap threshold settled at the end. Else the log is indexed first (a pipe, a .gz: as it
+    comes), the gap threshold worked out from the index, so that the figures add up as
+    runs come, and a long log is read by one process per CPU (a part each)."""
+    one_process = charts or jobs == 1 or _cpus() == 1
+    if recording.streamable and (one_process or recording.path.stat().st_size < STREAM_BYTES):
+        builder = _streamed_csv(recording, max_gap, charts)
+        if builder is not None:
+            return builder, list(recording.warnings)
+        # Too many intervals held back for the threshold: the log is read again, indexed.
+        with recording.reopened() as fresh:
+            return _indexed_csv(fresh, max_gap, jobs, charts), list(fresh.warnings)
+    return _indexed_csv(recording, max_gap, jobs, charts), list(recording.warnings)
+
+
+def _streamed_csv(
+    recording: CsvRecording, max_gap: float | None, charts: bool
+) -> ReportBuilder | None:
+    """The report of a plain CSV file read in one pass; None when it held back more than
+    ``MAX_PENDING`` intervals for the gap threshold."""
+    builder = ReportBuilder(max_gap_s=max_gap, min_auto_gap_s=STEADY_MIN_GAP_S, keep_samples=charts)
+    with _collector_paused():
+        for part in recording.stream():
+            if isinstance(part, Snapshot):
+                builder.add(part)
+            else:
+                builder.add_columns(part)
+                if builder.pending > MAX_PENDING:
+                    return None
+    return builder
+
+
+def _indexed_csv(
+    recording: CsvRecording, max_gap: float | None, jobs: int | None, charts: bool
 ) -> ReportBuilder:
-    """A CSV log's report, read column by column (``CsvRecording.runs``): the same figures
-    as snapshot by snapshot. The gap threshold is worked out first, from the log's index,
-    so that the figures add up as runs come and nothing is kept per sample unless the
-    charts need it; a long log is read by one process per CPU (a part each)."""
+    """The report of a CSV log indexed first (``CsvRecording.runs``), by worker processes
+    reading parts of the index when the log is long and there are several CPUs."""
     global _SHARED_CSV
     count = len(recording)
     if max_gap is None:
@@ -278,8 +324,7 @@ def build_report(
         while recording.following:
             recording.wait_for(len(recording), timeout=_PIPE_WAIT_S)
         if columns and isinstance(recording, CsvRecording):
-            builder = _csv_report(recording, max_gap, jobs, charts)
-            return builder, list(recording.warnings)
+            return _csv_report(recording, max_gap, jobs, charts)
         count = len(recording)
         # Workers read ranges of XML documents; other formats are read in one pass.
         splittable = isinstance(recording, Recording) and _splittable(path)

@@ -195,7 +195,8 @@ class KeptGpu:
 
 class RunningGpu:
     """One GPU's figures added up as its samples come, none kept: the gap threshold is
-    known from the start."""
+    known from the start, or (``deferred``) only its floor, ``max_gap_s``: then the
+    intervals longer than that are kept aside until the summary settles them."""
 
     __slots__ = (
         "end",
@@ -214,7 +215,9 @@ class RunningGpu:
         "uuid",
     )
 
-    def __init__(self, gpu: GpuSample | GpuColumns, max_gap_s: float) -> None:
+    def __init__(
+        self, gpu: GpuSample | GpuColumns, max_gap_s: float, *, deferred: bool = False
+    ) -> None:
         self.index = gpu.index
         self.name = gpu.name
         self.uuid = gpu.uuid
@@ -225,7 +228,7 @@ class RunningGpu:
         self.start: datetime | None = None
         self.end: datetime | None = None
         self.samples = 0
-        self.sums = StepSums(len(STATES))
+        self.sums = StepSums(len(STATES), deferred=deferred)
         self.utilization: Counter[float] = Counter()
         """How many samples had each utilization (NaN: not reported)."""
         self.first: tuple[float, float, int] | None = None
@@ -297,7 +300,13 @@ class RunningGpu:
         self.peak_power = _peak(self.peak_power, later.peak_power)
 
     def summary(self, max_gap_s: float) -> GpuSummary:
-        return _summary(self, self.samples, self.sums, count_stats(self.utilization))
+        sums = self.sums.settled(max_gap_s)
+        return _summary(self, self.samples, sums, count_stats(self.utilization))
+
+    @property
+    def pending(self) -> int:
+        """How many intervals wait for the gap threshold (0: none deferred)."""
+        return 0 if self.sums.pending is None else len(self.sums.pending)
 
 
 def _top(values: Sequence[_N | None] | None) -> _N | None:
@@ -369,6 +378,7 @@ class StateCache(dict[_StateKey, int]):
         super().__init__()
         self._thresholds = thresholds
         self._by_utilization = _ByUtilization(self)
+        self._by_held = [_OneCase(self, held) for held in range(_MEMORY_MISSING + 1)]
 
     def __missing__(self, key: _StateKey) -> int:
         utilization, held, reasons = key
@@ -387,19 +397,41 @@ class StateCache(dict[_StateKey, int]):
         """The state number of each of ``gpu``'s samples."""
         threshold = self._thresholds.held_memory_bytes
         used = gpu.memory_used
-        held: Iterable[int]
+        held: int | Iterable[int]
         if used is None:
-            held = repeat(_NO_MEMORY_COLUMN)
-        elif None in used:
-            held = [_MEMORY_MISSING if u is None else int(u >= threshold) for u in used]
+            held = _NO_MEMORY_COLUMN
         else:
-            held = map(le, repeat(threshold), cast("Sequence[int]", used))
+            known = cast("Sequence[int]", used)
+            try:
+                # Memory held all along, or never (the common case): one case for all.
+                same = 1 if min(known) >= threshold else 0 if max(known) < threshold else None
+            except TypeError:  # None among them: not reported there
+                held = [_MEMORY_MISSING if u is None else int(u >= threshold) for u in used]
+            else:
+                held = map(le, repeat(threshold), known) if same is None else same
         if gpu.throttle_reasons is None:
+            if isinstance(held, int):
+                # Without reasons and one memory case: one lookup a sample.
+                return bytes(map(self._by_held[held].__getitem__, gpu.utilization))
             # Without reasons: a utilization's states by the memory case, one lookup each.
             codes = map(self._by_utilization.__getitem__, gpu.utilization)
             return bytes(map(getitem, codes, held))
         reasons = gpu.throttle_reasons
-        return bytes(map(self.__getitem__, zip(gpu.utilization, held, reasons, strict=False)))
+        cases = repeat(held) if isinstance(held, int) else held
+        return bytes(map(self.__getitem__, zip(gpu.utilization, cases, reasons, strict=False)))
+
+
+class _OneCase(dict[float, int]):
+    """A utilization -> its state number in one memory case (no clock-event reasons)."""
+
+    def __init__(self, states: StateCache, held: int) -> None:
+        super().__init__()
+        self._states = states
+        self._held = held
+
+    def __missing__(self, utilization: float) -> int:
+        code = self[utilization] = self._states[(utilization, self._held, None)]
+        return code
 
 
 class _ByUtilization(dict[float, tuple[int, ...]]):

@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import compress, islice
+from itertools import compress, islice, repeat
 from operator import eq, lt, sub
 
 from gputop.insight.diagnosis import DEFAULT_THRESHOLDS, DiagnosisThresholds, gpu_state
@@ -42,7 +42,7 @@ from gputop.insight.gpu_figures import STATES as STATES
 from gputop.insight.gpu_figures import GpuSummary as GpuSummary
 from gputop.insight.gpu_figures import GpuTrace as GpuTrace
 from gputop.insight.gpu_figures import KeptGpu, RunningGpu, StateCache
-from gputop.insight.steps import Intervals, ranked
+from gputop.insight.steps import Intervals, extend_floats, ranked
 from gputop.insight.textfmt import fmt_duration
 from gputop.model import GpuSample, Snapshot
 from gputop.model.columns import GpuColumns, SnapshotColumns
@@ -89,7 +89,9 @@ class ReportBuilder:
             them.
         keep_samples: keep every sample of every GPU (for :meth:`traces` and
             :meth:`merged`). False adds the figures up as samples come, in memory that does
-            not grow with the recording; it needs ``max_gap_s`` (see :func:`gap_threshold`).
+            not grow with the recording; without ``max_gap_s`` the intervals longer than
+            ``min_auto_gap_s`` are kept aside (:attr:`pending`) and settled by the
+            summary, once the threshold is known.
     """
 
     def __init__(
@@ -103,8 +105,6 @@ class ReportBuilder:
     ) -> None:
         if max_gap_s is not None and max_gap_s <= 0:
             raise ValueError("max_gap_s must be positive")
-        if not keep_samples and max_gap_s is None:
-            raise ValueError("a report that keeps no samples needs max_gap_s")
         self._max_gap_s = max_gap_s
         self._min_auto_gap_s = min_auto_gap_s
         self._thresholds = thresholds
@@ -147,8 +147,9 @@ class ReportBuilder:
         if accumulator is None:
             if self._keep:
                 accumulator = KeptGpu(gpu)
+            elif self._max_gap_s is None:
+                accumulator = RunningGpu(gpu, self._min_auto_gap_s, deferred=True)
             else:
-                assert self._max_gap_s is not None
                 accumulator = RunningGpu(gpu, self._max_gap_s)
             self._gpus[key] = accumulator
         return accumulator
@@ -176,9 +177,11 @@ class ReportBuilder:
             self._backward += 1
         self._backward += sum(map(lt, islice(offsets, 1, None), offsets))
         self._last = run.last
-        self._offsets.extend(offsets)
+        extend_floats(self._offsets, offsets)
         # Worked out once for all GPUs; only a report that keeps no samples adds them up now.
-        intervals = None if self._keep else Intervals(offsets, self.max_gap_s)
+        # (Without a threshold yet, its floor: the longer intervals wait in ``pending``.)
+        counting = self._min_auto_gap_s if self._max_gap_s is None else self._max_gap_s
+        intervals = None if self._keep else Intervals(offsets, counting)
         for key, gpu in zip(_keys(run.gpus), run.gpus, strict=True):
             accumulator = self._accumulator(key, gpu)
             states = self._states.of(gpu)
@@ -276,6 +279,12 @@ class ReportBuilder:
         return tuple(gpu.trace() for gpu in self._in_order() if isinstance(gpu, KeptGpu))
 
     @property
+    def pending(self) -> int:
+        """How many intervals wait for the gap threshold, over every GPU: what a
+        report that keeps no samples and has no threshold yet holds beyond its sums."""
+        return sum(gpu.pending for gpu in self._gpus.values() if isinstance(gpu, RunningGpu))
+
+    @property
     def backward_steps(self) -> int:
         """Times a snapshot was older than the one before it."""
         return self._backward
@@ -289,7 +298,7 @@ class ReportBuilder:
 
 def _forward(times: Sequence[float]) -> float:
     """The sum of the steps of ``times`` that go forward: last - first when all do."""
-    return math.fsum(max(b - a, 0.0) for a, b in itertools.pairwise(times))
+    return math.fsum(map(max, map(sub, islice(times, 1, None), times), repeat(0.0)))
 
 
 def gap_threshold(offsets: Sequence[float], floor: float = MIN_AUTO_GAP_S) -> float:

@@ -31,6 +31,7 @@ from gputop.sources.csvlog.parse import (
 
 _SEPARATOR = b", "
 _ROW_END = b"\n, "
+_NEWLINE_CELL = b", \n, "
 _LOWER_START = re.compile(rb"\n[a-z]")
 """A line starting with a lower-case letter (after the newline before it)."""
 _MAX_CACHED = 1 << 16
@@ -43,10 +44,13 @@ _BYTES = frozenset({"memory.used", "memory.total"})
 class _Converted(dict[bytes, Any]):
     """Cell text -> the row parser's value for it (NaN or None where it holds none)."""
 
-    def __init__(self, convert: Callable[[str], Any], missing: object) -> None:
+    def __init__(
+        self, convert: Callable[[str], Any], missing: object, *, whole: bool = False
+    ) -> None:
         super().__init__()
         self._convert = convert
         self._missing = missing
+        self._whole = whole
 
     def __missing__(self, cell: bytes) -> Any:
         if len(self) >= _MAX_CACHED:
@@ -54,6 +58,8 @@ class _Converted(dict[bytes, Any]):
         value = self._convert(cell.decode("utf-8", "replace").strip())
         if value.__class__ is Reason:
             value = self._missing
+        elif self._whole and value.__class__ is float and value.is_integer():
+            value = int(value)
         self[cell] = value
         return value
 
@@ -87,6 +93,11 @@ class RunReader:
         self._reasons = _Reasons(reason_columns) if reason_columns else None
         self._caches: dict[int, _Converted] = {}
 
+    @property
+    def schema(self) -> Schema:
+        """The header whose rows this reads."""
+        return self._schema
+
     def _column(self, path: str) -> Column | None:
         """The one column of ``path``; None when the log has none. A path fed by several
         columns (``power.draw`` and ``power.draw.instant``) is read from its first, which
@@ -99,7 +110,11 @@ class RunReader:
         cache = self._caches.get(at)
         if cache is None:
             missing = NAN if path in _NUMBERS else None
-            cache = self._caches[at] = _Converted(convert, missing)
+            # A whole utilization as an int, equal to the float the row parser gives: the
+            # report looks each one up twice (its state, its count), and an int's hash is
+            # a few times quicker than a float's.
+            whole = path == "utilization.gpu"
+            cache = self._caches[at] = _Converted(convert, missing, whole=whole)
         return list(map(cache.__getitem__, cells))
 
     def read(
@@ -139,17 +154,43 @@ class RunReader:
             per = rows // count
             if rows % count or not _snapshots_of(data, starts, per):
                 return None
-        # Split at every separator, a newline ending the cell before it: the rows are
-        # ``width`` cells each exactly when every newline is in a row's last cell.
-        cells = (data + b"\n").replace(b"\n", _ROW_END).split(_SEPARATOR)
-        cells.pop()  # the nothing after the last newline
-        if len(cells) != rows * width or (b"".join(cells[width - 1 :: width]).count(b"\n") != rows):
+        cells = _split(data + b"\n", rows, width)
+        if cells is None:
             return None
-        return self._columns(cells, per, offsets, origin)
+        return self.columns(cells, per, offsets, origin)
 
-    def _columns(
+    def cells(self, data: bytes) -> list[bytes] | None:
+        """The whole lines of ``data`` (up to its last newline) split into cells, the
+        header's number a row (a CR ending a line stays in its last cell); None when a line
+        is not such a row, or holds a tab, or not every line ends in CR LF where one does:
+        such lines are the row parser's. (A header may be split as a row: its cells are
+        field names, never a GPU's identity, so the caller's check of those must refuse it.)"""
+        end = data.rfind(b"\n") + 1
+        if not end or b"\t" in data:
+            return None
+        # Each newline a cell of its own: one-byte bytes are shared objects, so they cost
+        # no memory and are checked by identity, never touched.
+        joined = data.replace(b"\n", _NEWLINE_CELL)
+        lines = (len(joined) - len(data)) // 4  # counted by the replace
+        if b"\r" in data:
+            whole = data[:end]
+            if not whole.count(b"\r\n") == whole.count(b"\r") == lines:
+                return None
+        width = self._schema.width + 1
+        cells = joined.split(_SEPARATOR)
+        # The lines are ``width`` cells each exactly when the newlines, one a line, are
+        # where each line's would be.
+        if cells[width - 1 : lines * width : width].count(b"\n") != lines:
+            return None
+        del cells[lines * width :]  # the line cut after the last newline (or the nothing)
+        del cells[width - 1 :: width]
+        return cells
+
+    def columns(
         self, cells: list[bytes], per: int, offsets: Sequence[float], origin: datetime
     ) -> SnapshotColumns | None:
+        """The snapshots of ``per`` rows each whose ``cells`` (as ``cells`` splits them)
+        were taken ``offsets`` seconds after ``origin``; None when they are not plain."""
         stride = self._schema.width * per
         stamp = self._column("timestamp")
         if stamp is None:
@@ -249,6 +290,17 @@ class RunReader:
 
 
 _IRREGULAR = object()
+
+
+def _split(data: bytes, rows: int, width: int) -> list[bytes] | None:
+    """``data``, ``rows`` lines each ending in a newline, split at every separator, each
+    newline ending the cell before it: the rows are ``width`` cells each exactly when
+    every newline is in a row's last cell (one split, one join and one count)."""
+    cells = data.replace(b"\n", _ROW_END).split(_SEPARATOR)
+    cells.pop()  # the nothing after the last newline
+    if len(cells) != rows * width or (b"".join(cells[width - 1 :: width]).count(b"\n") != rows):
+        return None
+    return cells
 
 
 def _counted(data: bytes, starts: Sequence[int], per: int, lines: Sequence[int]) -> bool:

@@ -66,8 +66,14 @@ _LOWER = re.compile(rb"[a-z]")
 """A line that starts with a lower-case letter (after the newline before it)."""
 _CELL = rb"[^,\n]*+, "
 """A cell and the separator after it (possessive: a cell never gives back)."""
-_RUN_BYTES = 1 << 20
-"""How much of the log `runs` reads at once."""
+_NAME_CELL = re.compile(rb"\s*[a-z_]").match
+"""A cell that may be a header's field name (never a GPU's index, UUID or bus id)."""
+_RUN_BYTES = 1 << 18
+"""How much of the log `runs` and `stream` read at once. The cells of 256 KiB (about
+1.3 MB of objects, each touched four or five times: split, checked, converted, freed) stay
+in the processor's cache, and their memory is reused by the next run; those of 1 MiB made
+the allocator hand memory back and fault it in again each time (0.6 page faults a KB)
+and were 10-20% slower over all. Smaller runs cost more in steps per run."""
 _SMALLEST_RUN = 16
 _SETTLE = 0.5
 _QUERY_STEP = 0.05
@@ -341,6 +347,8 @@ class CsvRecording(IndexedLog):
         self._any_apps = False
         """A `--query-compute-apps` header has been read (its rows lie inside snapshots)."""
         self._scan_line_end = 0
+        self._reader: RunReader | None = None
+        """What ``stream`` reads plain stretches with (for the schema it was made for)."""
 
     @classmethod
     def open(
@@ -365,6 +373,25 @@ class CsvRecording(IndexedLog):
         recording._schema = recording._given = schema
         try:
             recording._check_first(waiting)
+        except BadCapture:
+            recording.close()
+            raise
+        return recording
+
+    def reopened(self) -> CsvRecording:
+        """The same file opened afresh, as ``open`` opened it: nothing read past the first
+        snapshot yet.
+
+        Raises:
+            BadCapture: the file can no longer be read.
+        """
+        warnings: list[str] = []
+        recording = type(self)(
+            self.path, _open_data(self.path, self._follow, warnings), warnings, follow=self._follow
+        )
+        recording._schema = recording._given = self._given
+        try:
+            recording._check_first(None)
         except BadCapture:
             recording.close()
             raise
@@ -717,22 +744,13 @@ class CsvRecording(IndexedLog):
         ``_close_block`` gives them; None when one of them is not a time (or the log has
         none yet): those are read one by one."""
         find = self._stamp_cell
-        base = self._base
-        if find is None or base is None:
+        if find is None or self._base is None:
             return None
         found = list(map(find, repeat(body), starts))
         if None in found:
             return None
         cells = map(re.Match.group, cast("list[re.Match[bytes]]", found), repeat(1))
-        texts = list(map(bytes.strip, cells))
-        try:
-            joined = b"\0".join(texts).decode("ascii").replace("/", "-").split("\0")
-            if len(joined) != len(texts):
-                return None
-            moments = list(map(datetime.fromisoformat, joined))
-            return list(map(timedelta.total_seconds, map(sub, moments, repeat(base))))
-        except (ValueError, TypeError):
-            return None
+        return self._seconds_of(list(map(bytes.strip, cells)))
 
     def _learn(self, rows: int) -> None:
         """Read the following snapshots fast: each starts with the first GPU of this one."""
@@ -838,19 +856,27 @@ class CsvRecording(IndexedLog):
         ``snapshot`` gives them, but runs of plain snapshots of up to ``run_bytes`` handed
         over as columns (``bulk``): what `report` reads."""
         self._scan_all()
+        count = len(self._starts) if stop is None else min(stop, len(self._starts))
+        yield from self._indexed_runs(max(start, 0), count, {}, run_bytes)
+
+    def _indexed_runs(
+        self, index: int, count: int, readers: dict[int, RunReader], run_bytes: int
+    ) -> Iterator[SnapshotColumns | Snapshot]:
+        """``runs`` of the indexed snapshots ``index`` to ``count``."""
         starts, ends, firsts = self._starts, self._ends, self._schema_firsts
-        count = len(starts) if stop is None else min(stop, len(starts))
         # Where runs must end: a new header, or anything between two snapshots.
-        breaks = [*firsts[1:], count]
+        breaks = [spot for spot in firsts[1:] if index < spot < count]
         breaks.extend(
             itertools.compress(
-                range(1, count),
-                map(ne, islice(starts, 1, None), map(add, ends, itertools.repeat(1))),
+                range(index + 1, count),
+                map(
+                    ne,
+                    islice(starts, index + 1, count),
+                    map(add, islice(ends, index, count - 1), itertools.repeat(1)),
+                ),
             )
         )
-        breaks = [*sorted({spot for spot in breaks if spot < count}), count]
-        readers: dict[int, RunReader] = {}
-        index = max(start, 0)
+        breaks = [*sorted(set(breaks)), count]
         while index < count:
             layout = bisect.bisect_right(firsts, index) - 1
             limit = breaks[bisect.bisect_right(breaks, index)]
@@ -861,6 +887,135 @@ class CsvRecording(IndexedLog):
                 reader = readers[layout] = RunReader(self._schemas[layout])
             yield from self._run(reader, index, end)
             index = end
+
+    @property
+    def streamable(self) -> bool:
+        """Whether ``stream`` reads this log in one pass (a plain file, not followed)."""
+        return isinstance(self._data, _FileData) and not self._follow
+
+    def stream(self, run_bytes: int | None = None) -> Iterator[SnapshotColumns | Snapshot]:
+        """Every snapshot in order, as ``runs`` gives them, but read in one pass over the
+        file without indexing the log first: what `report` reads of a plain file.
+
+        Rows are taken ``run_bytes`` at a time from where the scan would start its next
+        snapshot. A stretch of whole rows whose identity cells are one snapshot's GPUs
+        over and over (so that the scan would cut it into those very snapshots; a header
+        would show a field name there), each snapshot timed, is split into cells once and
+        handed over as columns; its last snapshot is read again with the next stretch,
+        which tells whether more rows belong to it. Anything else is left to the scan,
+        a chunk at a time, and its snapshots read as ``runs`` reads them: the index holds
+        only those (afterwards, open the log again to seek in it). Needs a plain file
+        (``streamable``)."""
+        if not self.streamable:
+            raise ValueError("stream reads a plain file that is not followed")
+        run_bytes = run_bytes or _RUN_BYTES
+        readers: dict[int, RunReader] = {}
+        done = 0  # index entries handed over
+        wait = backoff = 0  # scan steps before the next stretch is tried, and the next wait
+        while True:
+            if done < len(self._starts):
+                yield from self._indexed_runs(done, len(self._starts), readers, run_bytes)
+                done = len(self._starts)
+            if self._complete:
+                return
+            if wait == 0 and self._plain_schema():
+                taken = self._plain_stretch(run_bytes)
+                if taken is not None:
+                    backoff = 0
+                    yield taken
+                    continue
+                # An odd stretch: the scan reads it; the next tries wait longer each time
+                # one fails (a log odd all along costs little more than the scan's reading).
+                backoff = min(2 * backoff or 1, 64)
+                wait = backoff
+            wait = max(wait - 1, 0)
+            self._scan_step()
+
+    def _plain_schema(self) -> bool:
+        schema = self._schema
+        return (
+            schema is not None
+            and schema.identity_at is not None
+            and schema.timestamp_at is not None
+            and not self._any_apps
+        )
+
+    def _plain_stretch(self, run_bytes: int) -> SnapshotColumns | None:
+        """The snapshots from where the scan would start the next one, up to ``run_bytes``
+        of them, as columns (the scan moved on past them); None when they are not plain."""
+        schema = self._schema
+        assert schema is not None and schema.identity_at is not None
+        stamp_at = schema.timestamp_at
+        assert stamp_at is not None
+        at = self._open_start if self._open_start >= 0 else self._scan_at
+        available = self._data.available()
+        data = self._data.read(at, min(run_bytes, available - at))
+        whole = at + len(data) >= available and data.endswith(b"\n")
+        reader = self._reader
+        if reader is None or reader.schema is not schema:
+            reader = self._reader = RunReader(schema)
+        cells = reader.cells(data)
+        if cells is None:
+            return None
+        width = schema.width
+        ids = cells[schema.identity_at :: width]
+        rows = len(ids)
+        # The scan cuts a snapshot where a GPU's identity comes round again.
+        try:
+            per = ids.index(ids[0], 1)
+        except ValueError:
+            if not whole:
+                return None  # whether more rows belong to this snapshot is not known
+            per = rows
+        pattern = ids[:per]
+        expected = pattern * (rows // per + 1)
+        del expected[rows:]
+        if len(set(pattern)) != per or expected != ids or any(map(_NAME_CELL, pattern)):
+            # (A header line as wide as the rows would have a field name for identity.)
+            return None
+        # The last whole snapshot is taken only when a row comes after it, or the file ends.
+        count = rows // per if whole or rows % per else rows // per - 1
+        if not count:
+            return None
+        stride = width * per
+        stamps = list(map(bytes.strip, cells[stamp_at : count * stride : stride]))
+        seconds = self._seconds_of(stamps)
+        if seconds is None:
+            return None
+        del cells[count * stride :]
+        assert self._base is not None
+        run = reader.columns(cells, per, seconds, self._base)
+        if run is None:
+            return None
+        # Past the rows taken: the rows left over are read again from their start.
+        taken = data.rfind(b"\n") + 1
+        for _ in range(rows - count * per):
+            taken = data.rfind(b"\n", 0, taken - 1) + 1
+        self._open_start = -1
+        self._open_keys = set()
+        self._open_stamp = None
+        self._advance(at + taken, available, True)
+        return run
+
+    def _seconds_of(self, stamps: list[bytes]) -> list[float] | None:
+        """The seconds after the log's first time of the stamp cells ``stamps`` (stripped),
+        as ``_close_block`` gives them, the first of them the log's first time when it has
+        none yet; None when one is not a time."""
+        base = self._base
+        if base is None:
+            base = parse_timestamp(stamps[0].decode("ascii", "replace"))
+            if base is None:
+                return None
+        try:
+            joined = b"\0".join(stamps).decode("ascii").replace("/", "-").split("\0")
+            if len(joined) != len(stamps):
+                return None
+            moments = list(map(datetime.fromisoformat, joined))
+            seconds = list(map(timedelta.total_seconds, map(sub, moments, repeat(base))))
+        except (ValueError, TypeError):
+            return None
+        self._base = base
+        return seconds
 
     def _run(
         self, reader: RunReader, index: int, stop: int
