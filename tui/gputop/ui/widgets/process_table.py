@@ -407,12 +407,17 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
 
     def show(self, snapshot: Snapshot) -> None:
         """Display the processes of ``snapshot``."""
+        before = self._rows
         self._rows = build_rows(snapshot, self._clock(), self._row_cache)
         container = container_line(snapshot)
         if container != self._container:
             self._container = container
             if self.is_mounted:
                 self._show_container()
+        if len(before) == len(self._rows) and all(map(operator.is_, before, self._rows)):
+            # Every row is last tick's (``build_rows`` keeps a row while its process and
+            # its TIME text hold): the table already shows them, as filtered and sorted.
+            return
         owners = owner_columns(self._rows)
         if owners != self._owners:
             # Rare (the first pod arrives, the last leaves): the columns are built again.
