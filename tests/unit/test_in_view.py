@@ -3,6 +3,8 @@ tick, the others every ``HIDDEN_REFRESH`` seconds, so a tick costs what is on sc
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from gputop.cli import live
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.in_view import InView
+from gputop.sources.host import procinfo
 from gputop.sources.host.procinfo import (
     HIDDEN_IDENTITY_REFRESH,
     HIDDEN_REFRESH,
@@ -164,3 +167,29 @@ def _empty() -> Any:
     from gputop.model import Snapshot
 
     return Snapshot(timestamp=None)
+
+
+def test_a_known_process_costs_no_directory_look_up_and_is_foreign_once_gone(
+    proc_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looked: list[str] = []
+    isdir = os.path.isdir
+
+    def counted(path: str) -> bool:
+        looked.append(path)
+        return isdir(path)
+
+    monkeypatch.setattr(procinfo.os.path, "isdir", counted)
+    in_view = InView()
+    enricher, factory, clock = _enricher(proc_root, in_view)
+    for _ in range(3):
+        enricher.host_fields([100])
+        clock.now += 1.0
+    assert len(looked) == 1  # placed once; then its stat line says it is still there
+
+    factory.processes[100].running = False  # the process exits
+    factory.gone.add(100)
+    shutil.rmtree(proc_root / "100")
+    facts = enricher.host_fields([100])
+
+    assert facts[100].foreign

@@ -418,12 +418,20 @@ class ProcessEnricher:
                     keep.add(held[0])
                     out[pid] = held[1]
                     continue
-            local = self._place(pid, now)
+            if self._host_root is None and pid in self._known:
+                # Known here: the stat read below tells whether it still is.
+                local: int | None = pid
+            else:
+                local = self._place(pid, now)
             if local is None:
                 out[pid] = self._foreign(pid)
                 continue
+            fields = self._fields(pid, local, now, visible)
+            if fields is None:
+                out[pid] = self._foreign(pid)
+                continue
             keep.add(local)
-            out[pid] = self._fields(pid, local, now, visible)
+            out[pid] = fields
         known = self._known
         if not known.keys() <= keep:
             for pid in [pid for pid in known if pid not in keep]:
@@ -513,9 +521,11 @@ class ProcessEnricher:
             return None  # same depth but another namespace: a sibling container
         return local
 
-    def _fields(self, pid: int, local: int, now: float, visible: bool = True) -> HostFields:
+    def _fields(self, pid: int, local: int, now: float, visible: bool = True) -> HostFields | None:
         """Host fields of the process that is ``local`` here (driver PID ``pid``); ``visible``:
-        a view shows it (its identity is re-read at the shorter cadence)."""
+        a view shows it (its identity is re-read at the shorter cadence). None when a known
+        process has left this PID namespace's ``/proc`` (looked for as a new PID would be,
+        and not found: foreign)."""
         shown = local if local != pid else None
         known = self._known.get(local)
         try:
@@ -536,7 +546,10 @@ class ProcessEnricher:
             with known.process.oneshot():
                 self._read(known, now, visible)
         except psutil.Error:
-            self._known.pop(local, None)
+            known_until_now = self._known.pop(local, None) is not None
+            # Known until now, so not placed this tick: placed as any new PID is.
+            if known_until_now and self._host_root is None and self._place(pid, now) is None:
+                return None
             return HostFields(pid=pid, local_pid=shown)
         return known.fields
 
