@@ -14,7 +14,6 @@ from gputop.cli import live
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.in_view import InView
-from gputop.sources.host import procinfo
 from gputop.sources.host.procinfo import (
     HIDDEN_IDENTITY_REFRESH,
     HIDDEN_REFRESH,
@@ -179,7 +178,7 @@ def test_a_known_process_costs_no_directory_look_up_and_is_foreign_once_gone(
         looked.append(path)
         return isdir(path)
 
-    monkeypatch.setattr(procinfo.os.path, "isdir", counted)
+    monkeypatch.setattr(os.path, "isdir", counted)  # what procinfo places new PIDs with
     in_view = InView()
     enricher, factory, clock = _enricher(proc_root, in_view)
     for _ in range(3):
