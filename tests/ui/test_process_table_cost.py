@@ -252,3 +252,35 @@ async def test_a_tick_that_changes_no_row_measures_no_column(
         widget.show(replace(changed, gpus=(replace(gpu, processes=processes),)))
         await pilot.pause()
         assert measured
+
+
+async def test_a_tick_with_every_row_unchanged_sorts_and_diffs_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gputop.ui.render.process_rows import sort_rows
+
+    app = BigApp()
+    async with app.run_test(size=(120, 33)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        shown = box()
+        widget.show(shown)
+        await pilot.pause()
+        sorts: list[int] = []
+
+        def counted(rows: Any, column: int, reverse: bool) -> Any:
+            sorts.append(len(rows))
+            return sort_rows(rows, column, reverse)
+
+        monkeypatch.setattr("gputop.ui.widgets.process_table.sort_rows", counted)
+        # The same processes half a second later: no TIME cell reads differently, so no
+        # row is rebuilt and the table has nothing to do.
+        app.clock.now = NOW + 0.5
+        widget.show(shown)
+        assert sorts == []
+        # A process that changed: the table sorts and diffs again.
+        gpu = shown.gpus[0]
+        moved = (replace(gpu.processes[0], memory_used=1), *gpu.processes[1:])
+        widget.show(replace(shown, gpus=(replace(gpu, processes=moved),)))
+        assert sorts == [PROCESSES]

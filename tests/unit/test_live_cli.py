@@ -22,6 +22,7 @@ from gputop.cli.options import Options
 from gputop.errors import BadArguments, NoDriver
 from gputop.model import ProcessSample, Snapshot
 from gputop.pipeline.feed import Feed, LiveFeed
+from gputop.pipeline.in_view import InView
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sinks.json import snapshot_dict
 from gputop.sinks.summary import format_summary
@@ -216,10 +217,13 @@ def test_without_a_headless_flag_the_tui_gets_the_source_and_a_recorder(
     shown: list[Snapshot] = []
 
     def run_tui(
-        options: Options, source: Feed | None = None, recorder: SnapshotSinks | None = None
+        options: Options,
+        source: Feed | None = None,
+        recorder: SnapshotSinks | None = None,
+        in_view: InView | None = None,
     ) -> int:
         # What the real run_tui does with a live source, minus the Textual app.
-        assert source is not None and options.gpu is not None
+        assert source is not None and options.gpu is not None and in_view is not None
         pipeline = Pipeline(source, selection=GpuSelection.parse(options.gpu), recorder=recorder)
         shown.append(pipeline.start().snapshot)
         shown.append(pipeline.advance().snapshot)
@@ -247,7 +251,7 @@ def test_the_tui_path_opens_the_driver_on_a_thread_while_the_ui_loads(
     import threading
 
     module = types.ModuleType("gputop.cli.tui")
-    module.run_tui = lambda options, source=None, recorder=None: 0  # type: ignore[attr-defined]
+    module.run_tui = lambda options, source=None, recorder=None, in_view=None: 0  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "gputop.cli.tui", module)
     monkeypatch.delitem(sys.modules, "gputop.ui.app", raising=False)
     opened_on: list[str] = []
@@ -297,7 +301,8 @@ def test_live_feed_hands_out_the_first_snapshot_and_closes_once() -> None:
 @pytest.fixture
 def stand_in(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
     source = StandIn()
-    monkeypatch.setattr(live, "open_live_source", lambda: source)
+    # Handed the InView the process table fills (see test_in_view.py).
+    monkeypatch.setattr(live, "open_live_source", lambda in_view: source)
     yield source
 
 
@@ -311,13 +316,13 @@ def test_cli_main_dispatches_live_options(
 def test_cli_main_turns_errors_into_one_line_and_an_exit_code(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def no_driver() -> StandIn:
+    def no_driver(in_view: object) -> StandIn:
         raise NoDriver("NVIDIA driver not loaded; --replay works anywhere")
 
     monkeypatch.setattr(live, "open_live_source", no_driver)
     assert cli.main(["--once"]) == 1
     assert capsys.readouterr().err == "gputop: NVIDIA driver not loaded; --replay works anywhere\n"
-    monkeypatch.setattr(live, "open_live_source", StandIn)
+    monkeypatch.setattr(live, "open_live_source", lambda in_view: StandIn())
     assert cli.main(["--json", "--gpu", "GPU-ffff"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nothing matches 'GPU-ffff'" in err

@@ -226,7 +226,9 @@ def test_the_tui_ends_with_1_and_the_failure_on_stderr(monkeypatch: pytest.Monke
         "gputop.cli.live.open_sinks", lambda options, machine=None: SnapshotSinks([log])
     )
 
-    def run_tui(options: Options, source: Any = None, recorder: Any = None) -> int:
+    def run_tui(
+        options: Options, source: Any = None, recorder: Any = None, in_view: Any = None
+    ) -> int:
         Pipeline(source, recorder=recorder).start()
         return 0
 

@@ -22,6 +22,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, TextIO
 
 from gputop.cli.driver_start import DriverStart, WaitingFeed
@@ -30,6 +31,7 @@ from gputop.cli.sinks import check_machine, open_sinks
 from gputop.model import Snapshot
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import LiveFeed
+from gputop.pipeline.in_view import InView
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.attribution import AttributedSource
 from gputop.sources.base import Source
@@ -47,8 +49,9 @@ if TYPE_CHECKING:
     from gputop.sources.gpu_select import GpuSelection
 
 
-def open_live_source() -> Source:
-    """The NVML source with process enrichment.
+def open_live_source(in_view: InView | None = None) -> Source:
+    """The NVML source with process enrichment; ``in_view``: where a view says which
+    processes it shows, so that only those have their ``/proc`` facts read every tick.
 
     Raises:
         NoDriver, NoPermission: NVML cannot be used here (one line naming the case).
@@ -57,7 +60,11 @@ def open_live_source() -> Source:
 
     env = os.environ
     host_proc = find_host_proc_root(host_proc_candidates(env))
-    enricher = ProcessEnricher(host_proc_root=host_proc, owners=open_owner_lookup(env, host_proc))
+    enricher = ProcessEnricher(
+        host_proc_root=host_proc,
+        owners=open_owner_lookup(env, host_proc),
+        in_view=None if in_view is None else in_view.pids,
+    )
     nvml = open_nvml_source(enrich=enricher)
     return AttributedSource(
         nvml,
@@ -108,13 +115,15 @@ def run_live(
         from gputop.sources.gpu_select import GpuSelection
 
         selection = GpuSelection.parse(options.gpu)
-    starting = DriverStart(open_source or open_live_source)
+    # The process table says which processes are on screen; the rest are read less often.
+    in_view = InView()
+    starting = DriverStart(open_source or partial(open_live_source, in_view))
     if options.headless:
         source = starting.wait_saying_so(err)
     else:
         opened = _open_while_the_ui_loads(starting)
         if opened is None:
-            return _run_tui_while_the_driver_starts(options, starting, selection, err)
+            return _run_tui_while_the_driver_starts(options, starting, selection, err, in_view)
         source = opened
     feed = LiveFeed(source)  # whichever feed is current closes the source, once
     recorder: SnapshotSinks | None = None
@@ -128,7 +137,7 @@ def run_live(
 
             # The TUI builds its pipeline over this feed, with --gpu and the sinks.
             feed = LiveFeed(source, first=first)
-            code = run_tui(options, source=feed, recorder=recorder)
+            code = run_tui(options, source=feed, recorder=recorder, in_view=in_view)
             return _after_the_tui(code, recorder, err)
         from gputop.cli.headless import collect, print_pick, print_snapshots, with_sinks
         from gputop.cli.pick import DEFAULT_SAMPLES
@@ -203,7 +212,11 @@ def _open_while_the_ui_loads(starting: DriverStart) -> Source | None:
 
 
 def _run_tui_while_the_driver_starts(
-    options: Options, starting: DriverStart, selection: GpuSelection | None, err: TextIO
+    options: Options,
+    starting: DriverStart,
+    selection: GpuSelection | None,
+    err: TextIO,
+    in_view: InView,
 ) -> int:
     """The TUI at once, over a driver that is still starting (``WaitingFeed``).
 
@@ -224,7 +237,7 @@ def _run_tui_while_the_driver_starts(
         # Opened now (an unwritable path is refused before the TUI starts); whether
         # --record continues a recording of this machine waits for the driver (``check``).
         recorder = open_sinks(options)
-        code = run_tui(options, source=feed, recorder=recorder)
+        code = run_tui(options, source=feed, recorder=recorder, in_view=in_view)
         return _after_the_tui(code, recorder, err)
     finally:
         try:

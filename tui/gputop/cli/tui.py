@@ -11,6 +11,7 @@ from gputop.errors import BadArguments
 from gputop.insight.diagnosis import diagnose
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed, ReplayFeed
+from gputop.pipeline.in_view import InView
 from gputop.pipeline.loop import PollLoop
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.ui.render.panel_lines import PANEL_VIEW
@@ -28,9 +29,10 @@ def tui_pipeline(
     interval: float = 1.0,
     selection: GpuSelection | None = None,
     recorder: SnapshotSinks | None = None,
+    in_view: InView | None = None,
 ) -> Pipeline:
     """The pipeline the TUI runs over ``feed``: the panels' series (``PANEL_VIEW``) and the
-    diagnosis in every tick."""
+    diagnosis in every tick, and ``in_view`` for the process table to say what it shows."""
     return Pipeline(
         feed,
         interval=interval,
@@ -38,6 +40,7 @@ def tui_pipeline(
         recorder=recorder,
         view=PANEL_VIEW,
         diagnose=diagnose,
+        in_view=in_view,
     )
 
 
@@ -70,13 +73,17 @@ def _say(message: str) -> None:
 
 
 def run_tui(
-    options: Options, source: Feed | None = None, recorder: SnapshotSinks | None = None
+    options: Options,
+    source: Feed | None = None,
+    recorder: SnapshotSinks | None = None,
+    in_view: InView | None = None,
 ) -> int:
     """Run the TUI until the user quits; returns the process exit status.
 
     With ``options.replay`` the recording is opened here (and closed on exit); otherwise
     ``source`` (a live feed) is polled (its owner closes it) and each snapshot is also
-    handed to ``recorder`` when one is given.
+    handed to ``recorder`` when one is given; ``in_view`` is where the process table says
+    which processes it shows (to the live source's host lookup).
 
     Raises:
         BadCapture: the recording cannot be read.
@@ -120,7 +127,11 @@ def run_tui(
         owned = True
     elif source is not None:
         pipeline = tui_pipeline(
-            source, interval=options.interval, selection=selection, recorder=recorder
+            source,
+            interval=options.interval,
+            selection=selection,
+            recorder=recorder,
+            in_view=in_view,
         )
         label = "live"
         owned = False

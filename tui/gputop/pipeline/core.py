@@ -19,6 +19,7 @@ from gputop.insight.diagnosis import Finding, limiting_reasons
 from gputop.model import GpuSample, Snapshot
 from gputop.model.machine import same_machine
 from gputop.pipeline.feed import Arrival, Feed, Move
+from gputop.pipeline.in_view import InView
 from gputop.pipeline.interval import clamp_interval, step_interval
 from gputop.pipeline.tick import (
     Command,
@@ -124,6 +125,7 @@ class Pipeline:
         record_selected: bool = False,
         view: ViewSpec = NO_VIEW,
         diagnose: Diagnose | None = None,
+        in_view: InView | None = None,
     ) -> None:
         """Wrap a feed.
 
@@ -142,6 +144,8 @@ class Pipeline:
                 (live ``--record`` keeps every GPU: replay numbers GPUs by document order).
             view: the series copied into each tick.
             diagnose: the diagnosis each tick carries for every GPU (none without it).
+            in_view: carried in every tick, for a view to say which processes it shows
+                (read by the live source's host lookup, ``gputop.pipeline.in_view``).
         """
         self._feed = feed
         self._interval = clamp_interval(interval)
@@ -154,6 +158,7 @@ class Pipeline:
         self._record_selected = record_selected
         self._view = view
         self._diagnose = diagnose
+        self._in_view = in_view
         self._seq = 0
         self._arrived = 0
         self._current = Snapshot(timestamp=None)
@@ -231,6 +236,7 @@ class Pipeline:
             findings=self._diagnosis(window),
             sinks=self._sinks,
             waiting=feed.waiting,
+            in_view=self._in_view,
         )
 
     def _diagnosis(

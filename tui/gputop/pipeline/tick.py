@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from gputop.history import EMPTY_READER, EMPTY_VIEW, HistoryReader, HistoryView, Metric
 from gputop.insight.diagnosis import Finding
 from gputop.model import Snapshot
+from gputop.pipeline.in_view import InView
 
 if TYPE_CHECKING:
     # Only a replay's ticks carry one: a live start does not load the replay module.
@@ -65,6 +66,9 @@ class Tick:
     """Where live snapshots are being written, and which of those writes failed."""
     waiting: str | None = None
     """The source is not ready yet (a slow driver start): what it is waiting for."""
+    in_view: InView | None = None
+    """Where a view says which processes it shows (live, with a host lookup that reads only
+    those every tick); the same object in every tick of a run. None: nobody listens."""
 
     def findings_for(self, gpu_index: int) -> tuple[Finding, ...]:
         """What the diagnosis says of GPU ``gpu_index`` (empty when all is well)."""

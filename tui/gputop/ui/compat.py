@@ -393,16 +393,29 @@ def _changed_renders(
     """(band drawn, strips) of each visible widget a changed region covers,
     front to back: the band is the widget's visible part from its first to its last
     changed line."""
-    changed = list(regions)
+    # The changed regions by screen line: a tick changes a few dozen spans one line high,
+    # and each of the screen's widgets looks only at the lines it covers (testing every
+    # widget against every region was most of this function).
+    by_line: dict[int, list[Region]] = {}
+    for changed in regions:
+        if changed.width > 0:
+            for y in range(changed.y, changed.bottom):
+                by_line.setdefault(y, []).append(changed)
     for widget, (region, clip) in self.visible_widgets.items():
         visible = region.intersection(clip)
         if not visible:
             continue
-        touched = [visible.intersection(r) for r in changed if visible.overlaps(r)]
-        if not touched:
+        left, right = visible.x, visible.right
+        top = bottom = -1
+        for y in range(visible.y, visible.bottom):
+            for changed in by_line.get(y, ()):
+                if changed.x < right and changed.right > left:
+                    if top < 0:
+                        top = y
+                    bottom = y + 1
+                    break
+        if top < 0:
             continue
-        top = min(part.y for part in touched)
-        bottom = max(part.bottom for part in touched)
         band = Region(visible.x, top, visible.width, bottom - top)
         lines = widget.render_lines(
             Region(band.x - region.x, band.y - region.y, band.width, band.height)

@@ -18,6 +18,9 @@ Resolved processes are enriched with psutil for who they are (name, user, comman
 time: re-read every ``IDENTITY_REFRESH`` seconds) and from one read of ``/proc/<pid>/stat`` per
 tick for what moves (CPU %, resident memory, and the start time that tells a reused PID from
 the process we knew). The per-PID objects are cached so that CPU % measures between ticks.
+A view may say which processes it shows (``in_view``): then only those are read every tick,
+and the others every ``HIDDEN_REFRESH`` seconds (their name, user and command line every
+``HIDDEN_IDENTITY_REFRESH``), so a tick costs what is on screen, not what runs on the GPUs.
 Where a PID was placed is remembered too: a foreign PID is looked at again every
 ``FOREIGN_RECHECK`` seconds, and with a host procfs a placement holds while the host's start
 time for that PID stays the same. The cost per tick is one or two small file reads per GPU
@@ -30,7 +33,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol, TypeVar
@@ -65,6 +68,15 @@ CPU_MIN_GAP = 0.1
 IDENTITY_REFRESH = 10.0
 """Seconds between re-reads of name, user and command line, which rarely change (a
 ``setproctitle`` call, a ``setuid``); CPU and memory are read every tick."""
+
+HIDDEN_REFRESH = 5.0
+"""Seconds between reads of a process no view shows (see ``ProcessEnricher``'s ``in_view``):
+its CPU % and memory are at most this old when it is sorted by, filtered or scrolled to
+(then it is read on the next tick), and a PID reused meanwhile by another GPU process is told
+from the one we knew at most this late. The reads are spread over the ticks by PID."""
+
+HIDDEN_IDENTITY_REFRESH = 60.0
+"""Seconds between re-reads of name, user and command line of a process no view shows."""
 
 FOREIGN_RECHECK = IDENTITY_REFRESH
 """Seconds a PID found foreign (no host procfs to check a start time against) stays foreign
@@ -301,6 +313,10 @@ class _Known:
     """When name, user and command line were last read."""
     owner: Owner | None = None
     """Its container, pod or job: read once, when the process is first seen."""
+    hidden_due: float = 0.0
+    """When it is read next while no view shows it (``HIDDEN_REFRESH``)."""
+    spread: bool = False
+    """Its hidden reads were given their point in the period."""
 
 
 def with_host_fields(process: ProcessSample, host: HostFields) -> ProcessSample:
@@ -328,6 +344,7 @@ class ProcessEnricher:
         process_factory: ProcessFactory | None = None,
         clock: Callable[[], float] = time.monotonic,
         owners: OwnerSource | None = None,
+        in_view: Callable[[], Collection[int] | None] | None = None,
     ) -> None:
         """Set up an enricher.
 
@@ -341,8 +358,12 @@ class ProcessEnricher:
             owners: finds each process's container, pod or Slurm job (``owner``), by the
                 driver's PID: over the host procfs when there is one (``host_proc_root``),
                 which also names the owners of other containers' (foreign) processes.
+            in_view: the driver PIDs a view shows now, asked once per tick (None from it,
+                or no ``in_view``: every process is shown). The others are read every
+                ``HIDDEN_REFRESH`` seconds, their last facts handed out in between.
         """
         self._owners = owners
+        self._in_view = in_view
         self._foreign_rows: dict[int, ProcessSample] = {}
         """Host PID -> last answer for a foreign PID: the same object while it holds."""
         self._proc_root = proc_root
@@ -386,15 +407,31 @@ class ProcessEnricher:
         now = self._clock()
         out: dict[int, HostFields] = {}
         keep: set[int] = set()
+        shown = None if self._in_view is None else self._in_view()
         for pid in pids:
             if pid in out:
                 continue
-            local = self._place(pid, now)
+            visible = shown is None or pid in shown
+            if not visible:
+                held = self._held(pid, now)
+                if held is not None:
+                    keep.add(held[0])
+                    out[pid] = held[1]
+                    continue
+            if self._host_root is None and pid in self._known:
+                # Known here: the stat read below tells whether it still is.
+                local: int | None = pid
+            else:
+                local = self._place(pid, now)
             if local is None:
                 out[pid] = self._foreign(pid)
                 continue
+            fields = self._fields(pid, local, now, visible)
+            if fields is None:
+                out[pid] = self._foreign(pid)
+                continue
             keep.add(local)
-            out[pid] = self._fields(pid, local, now)
+            out[pid] = fields
         known = self._known
         if not known.keys() <= keep:
             for pid in [pid for pid in known if pid not in keep]:
@@ -406,6 +443,21 @@ class ProcessEnricher:
         if self._owners is not None:
             self._owners.keep_only(out)
         return out
+
+    def _held(self, pid: int, now: float) -> tuple[int, HostFields] | None:
+        """(PID here, last facts) of a known process no view shows and not yet due for its
+        next read: handed out again without touching ``/proc``. None: read it now."""
+        if self._host_root is None:
+            local = pid
+        else:
+            placed = self._placed.get(pid)
+            if placed is None or placed[1] is None:
+                return None
+            local = placed[1]
+        known = self._known.get(local)
+        if known is None or known.read_at is None or now >= known.hidden_due:
+            return None
+        return local, known.fields
 
     def _foreign(self, pid: int) -> HostFields:
         """The answer for a PID of another PID namespace: with its owner when a host procfs
@@ -469,8 +521,11 @@ class ProcessEnricher:
             return None  # same depth but another namespace: a sibling container
         return local
 
-    def _fields(self, pid: int, local: int, now: float) -> HostFields:
-        """Host fields of the process that is ``local`` here (driver PID ``pid``)."""
+    def _fields(self, pid: int, local: int, now: float, visible: bool = True) -> HostFields | None:
+        """Host fields of the process that is ``local`` here (driver PID ``pid``); ``visible``:
+        a view shows it (its identity is re-read at the shorter cadence). None when a known
+        process has left this PID namespace's ``/proc`` (looked for as a new PID would be,
+        and not found: foreign)."""
         shown = local if local != pid else None
         known = self._known.get(local)
         try:
@@ -481,7 +536,7 @@ class ProcessEnricher:
                 with process.oneshot():
                     if process.is_running():
                         if due:
-                            self._read(known, now)
+                            self._read(known, now, visible)
                         return known.fields
                 # The PID now names another process.
             known = self._known[local] = _Known(
@@ -489,18 +544,22 @@ class ProcessEnricher:
             )
             known.owner = self._owner(pid)
             with known.process.oneshot():
-                self._read(known, now)
+                self._read(known, now, visible)
         except psutil.Error:
-            self._known.pop(local, None)
+            known_until_now = self._known.pop(local, None) is not None
+            # Known until now, so not placed this tick: placed as any new PID is.
+            if known_until_now and self._host_root is None and self._place(pid, now) is None:
+                return None
             return HostFields(pid=pid, local_pid=shown)
         return known.fields
 
-    def _read(self, known: _Known, now: float) -> None:
+    def _read(self, known: _Known, now: float, visible: bool = True) -> None:
         process = known.process
         old = known.fields
         name, user, command, start = old.name, old.user, old.command, old.start_time
         cpu = rss = None
-        fresh = known.identity_at is None or now - known.identity_at >= IDENTITY_REFRESH
+        every = IDENTITY_REFRESH if visible else HIDDEN_IDENTITY_REFRESH
+        fresh = known.identity_at is None or now - known.identity_at >= every
         # A process that exits mid-read keeps what was read before it went.
         with contextlib.suppress(psutil.NoSuchProcess):
             if fresh:
@@ -515,7 +574,7 @@ class ProcessEnricher:
             measured = _attempt(lambda: process.cpu_percent(None))
             # psutil's first call only sets the baseline and returns a meaningless 0.0.
             cpu = measured if known.read_at is not None else None
-        known.fields = HostFields(
+        fields = HostFields(
             pid=old.pid,
             name=name,
             user=user,
@@ -526,6 +585,19 @@ class ProcessEnricher:
             local_pid=old.local_pid,
             owner=known.owner,
         )
+        # Unchanged facts stay the same object: the merge then keeps every row it built.
+        if fields != old:
+            known.fields = fields
+        if known.read_at is None:
+            # The first read is CPU's baseline: the next tick reads its first CPU %.
+            known.hidden_due = now
+        elif not known.spread:
+            # Then a point of the period its PID picks (Knuth's multiplicative hash), so
+            # that 200 processes that appeared together are not all read on one tick.
+            known.spread = True
+            known.hidden_due = now + HIDDEN_REFRESH * ((old.pid * 2654435761) % 2**32) / 2**32
+        else:
+            known.hidden_due = now + HIDDEN_REFRESH
         known.read_at = now
 
 

@@ -313,8 +313,10 @@ def build_row(gpu_index: int, process: ProcessSample, now: float) -> ProcessRow:
 
 _TIME = COLUMN_INDEX["time"]
 
-RowCache = dict[tuple[int, ProcessSample], ProcessRow]
-"""The last tick's rows by (GPU index, process sample), for :func:`build_rows` to reuse."""
+RowCache = dict[RowKey, ProcessRow]
+"""The last tick's rows by (GPU index, PID), for :func:`build_rows` to reuse while the
+process sample is the same (the very object, or an equal one): keyed by PID, not by the
+sample, since hashing a sample hashes every field of it, for every row of every tick."""
 
 
 def _rerun(row: ProcessRow, now: float) -> ProcessRow:
@@ -351,9 +353,12 @@ def build_rows(
             if key in seen:
                 continue
             seen.add(key)
-            found = None if cache is None else cache.get((gpu.index, process))
-            row = build_row(gpu.index, process, now) if found is None else _rerun(found, now)
-            fresh[(gpu.index, process)] = row
+            found = None if cache is None else cache.get(key)
+            if found is None or (found.process is not process and found.process != process):
+                row = build_row(gpu.index, process, now)
+            else:
+                row = _rerun(found, now)
+            fresh[key] = row
             rows.append(row)
     if cache is not None:
         cache.clear()

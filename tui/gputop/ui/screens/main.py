@@ -185,6 +185,8 @@ class MainScreen(StyledOnceScreen):
         """Full panels list their MIG devices."""
         self._mig_dirty = True
         self._processes_shown: object = None
+        self._on_screen: frozenset[int] | None = None
+        """The PIDs the process table shows (``ProcessTable.OnScreen``)."""
         self._binding_state: tuple[bool, bool, bool] | None = None
         self._warned = False
 
@@ -427,6 +429,18 @@ class MainScreen(StyledOnceScreen):
         if self.has_class("-mig") and self.tick is not None:
             self._mig_tree().show(self.tick.snapshot)
             self._mig_dirty = False
+        self._say_in_view()
+
+    def on_process_table_on_screen(self, message: ProcessTable.OnScreen) -> None:
+        """Tell the sampler which processes are on screen (``Tick.in_view``)."""
+        self._on_screen = message.pids
+        self._say_in_view()
+
+    def _say_in_view(self) -> None:
+        # The MIG tree lists every process: then all are seen.
+        in_view = None if self.tick is None else self.tick.in_view
+        if in_view is not None:
+            in_view.show(None if self.has_class("-mig") else self._on_screen)
 
     async def action_filter(self) -> None:
         """Filter the process table (its own ``/``, reachable from anywhere)."""

@@ -157,6 +157,14 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
     readonly: reactive[bool] = reactive(False, bindings=True)
     """No signals: set in replay (always) and with ``--readonly``."""
 
+    class OnScreen(Message):
+        """The processes on screen are others now (a tick, scrolling, sorting, filtering):
+        their driver PIDs, a group's processes included."""
+
+        def __init__(self, pids: frozenset[int]) -> None:
+            super().__init__()
+            self.pids = pids
+
     class SignalResult(Message):
         """A signal was sent, or could not be; ``error`` says why not in plain words."""
 
@@ -239,6 +247,8 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         """One line per pod (job, container), its processes under it when expanded."""
         self.expanded: set[str] = set()
         """Key texts of the groups whose processes are shown."""
+        self._on_screen: frozenset[int] | None = None
+        """The PIDs last said to be on screen (``OnScreen``)."""
 
     def compose(self) -> ComposeResult:
         """A status line and the table; the filter input is added when first wanted. Inside
@@ -397,12 +407,17 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
 
     def show(self, snapshot: Snapshot) -> None:
         """Display the processes of ``snapshot``."""
+        before = self._rows
         self._rows = build_rows(snapshot, self._clock(), self._row_cache)
         container = container_line(snapshot)
         if container != self._container:
             self._container = container
             if self.is_mounted:
                 self._show_container()
+        if len(before) == len(self._rows) and all(map(operator.is_, before, self._rows)):
+            # Every row is last tick's (``build_rows`` keeps a row while its process and
+            # its TIME text hold): the table already shows them, as filtered and sorted.
+            return
         owners = owner_columns(self._rows)
         if owners != self._owners:
             # Rare (the first pod arrives, the last leaves): the columns are built again.
@@ -520,6 +535,7 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
                 if place != table.cursor_row:
                     table.move_cursor(row=place)
             self._draw_visible(touched)
+        self._say_on_screen()
 
     def _widen_columns_for(self, rows: list[TableRow]) -> None:
         """Make each column at least as wide as its widest cell among ``rows``."""
@@ -574,17 +590,39 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
                 self._stale.add(key)
             self._shown[key] = state
 
-    def _draw_visible(self, touched: RepaintBatch | None = None) -> None:
-        """Bring the DataTable cells of the rows on screen up to date."""
-        if not self._stale:
-            return
+    def _keys_on_screen(self) -> list[str]:
+        """The keys of the lines the table's height shows from its scroll position."""
         table = self._table
         header = table.header_height if table.show_header else 0
         height = table.size.height - header if table.size.height else self.app.size.height
         top = table.scroll_offset.y
-        for key in self._order[top : top + max(height, 0)]:
+        return self._order[top : top + max(height, 0)]
+
+    def _draw_visible(self, touched: RepaintBatch | None = None) -> None:
+        """Bring the DataTable cells of the rows on screen up to date."""
+        if not self._stale:
+            return
+        for key in self._keys_on_screen():
             if key in self._stale:
                 self._draw(key, touched)
+
+    def pids_on_screen(self) -> frozenset[int]:
+        """The driver PIDs of the processes on screen (all of a group's on its line)."""
+        pids: set[int] = set()
+        for key in self._keys_on_screen():
+            line = self._by_key.get(key)
+            if isinstance(line, GroupRow):
+                pids.update(member.process.pid for member in line.members)
+            elif line is not None:
+                pids.add(line.process.pid)
+        return frozenset(pids)
+
+    def _say_on_screen(self) -> None:
+        """Post ``OnScreen`` when the processes on screen are others than last said."""
+        pids = self.pids_on_screen()
+        if pids != self._on_screen:
+            self._on_screen = pids
+            self.post_message(self.OnScreen(pids))
 
     def _draw(self, key: str, touched: RepaintBatch | None, only: int | None = None) -> None:
         """Update the DataTable cells of row ``key`` that differ from its latest text (only
@@ -610,7 +648,10 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
 
     def _catch_up(self) -> None:
         """Draw the rows scrolled (or grown) into view; ``_apply`` does its own."""
-        if self._applying or not self._stale or not self.is_mounted:
+        if self._applying or not self.is_mounted:
+            return
+        self._say_on_screen()
+        if not self._stale:
             return
         with self._table.repaint_batch() as touched:
             self._draw_visible(touched)
