@@ -372,13 +372,27 @@ def _changed_renders(
     front to back: the band is the widget's visible part from its first to its last
     changed line."""
     changed = list(regions)
+    if not changed:
+        return
+    # The box around every change: most widgets (the footer's keys, the process table,
+    # scroll bars) lie outside it and are passed over with four comparisons.
+    left = min(r.x for r in changed)
+    top_all = min(r.y for r in changed)
+    right = max(r.x + r.width for r in changed)
+    bottom_all = max(r.y + r.height for r in changed)
     for widget, (region, clip) in self.visible_widgets.items():
+        x, y, width, height = region
+        if x >= right or y >= bottom_all or x + width <= left or y + height <= top_all:
+            continue
         visible = region.intersection(clip)
         if not visible:
             continue
         touched = [visible.intersection(r) for r in changed if visible.overlaps(r)]
         if not touched:
             continue
+        # A change inside this widget is drawn by it alone: what lies behind it (the
+        # containers, the screen) would be cut into pieces that the front one's win.
+        changed = [r for r in changed if not visible.contains_region(r)]
         top = min(part.y for part in touched)
         bottom = max(part.bottom for part in touched)
         band = Region(visible.x, top, visible.width, bottom - top)
@@ -386,3 +400,5 @@ def _changed_renders(
             Region(band.x - region.x, band.y - region.y, band.width, band.height)
         )
         yield band, lines
+        if not changed:
+            return
