@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from functools import lru_cache
 
 
 class ThrottleKind(enum.Enum):
@@ -108,8 +109,19 @@ def throttle_names(mask: int) -> tuple[str, ...]:
 
 def reasons_of_kind(names: Iterable[str] | None, *kinds: ThrottleKind) -> tuple[str, ...]:
     """The names among ``names`` whose reason is of one of ``kinds``, in their order."""
+    if not names:
+        return ()
+    if type(names) is tuple:
+        # A GPU reports the same few combinations sample after sample, and the diagnosis
+        # asks again for every sample of a long-running cap on every tick.
+        return _of_kinds(names, kinds)
+    return _of_kinds.__wrapped__(names, kinds)
+
+
+@lru_cache(maxsize=512)
+def _of_kinds(names: Iterable[str], kinds: tuple[ThrottleKind, ...]) -> tuple[str, ...]:
     found = []
-    for name in names or ():
+    for name in names:
         reason = ThrottleReason.parse(name)
         if reason is not None and reason.kind in kinds:
             found.append(name)
