@@ -34,7 +34,7 @@ from gputop.pipeline.tick import (
 from gputop.ui.render.panel_lines import mig_rows
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
-from gputop.ui.widgets.gpu_grid import GpuGrid, panel_entries, panel_keys
+from gputop.ui.widgets.gpu_grid import Entry, GpuGrid, panel_entries, panel_keys
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
@@ -260,8 +260,8 @@ class MainScreen(Screen[None]):
         if tick.replay is not None:
             self.query_one(ReplayBar).show(tick.replay)
         grid = self.query_one(GpuGrid)
-        count = len(grid.entries_for(tick))
-        self._apply_layout(self.size.width, self.size.height, count, tick)
+        entries = grid.entries_for(tick)
+        self._apply_layout(self.size.width, self.size.height, len(entries), tick, entries)
         self._show_grid(tick)
         if previous is None or previous.snapshot is not tick.snapshot:
             processes = process_key(tick.snapshot)
@@ -301,14 +301,22 @@ class MainScreen(Screen[None]):
         replay = tick.replay
         return (replay is not None, cls._paused(tick), replay is not None and replay.still)
 
-    def _apply_layout(self, width: int, height: int, gpus: int, tick: Tick | None = None) -> None:
+    def _apply_layout(
+        self,
+        width: int,
+        height: int,
+        gpus: int,
+        tick: Tick | None = None,
+        entries: list[Entry] | None = None,
+    ) -> None:
         tick = tick or self.tick or self._first_tick
         replaying = tick is not None and tick.replay is not None
         compact, wide = choose_layout(width, height, gpus, replaying)
         details = compact and details_fit(height, gpus, replaying)
         self.mig_rows = False
         if not compact and tick is not None:
-            extra = [0 if gone else mig_rows(gpu) for _, gpu, gone in panel_entries(tick)]
+            shown = panel_entries(tick) if entries is None else entries
+            extra = [0 if gone else mig_rows(gpu) for _, gpu, gone in shown]
             self.mig_rows = any(extra) and mig_rows_fit(height, extra, wide, replaying)
         if (compact, wide, details) != (self.compact, self.wide, self.details):
             self.compact, self.wide, self.details = compact, wide, details

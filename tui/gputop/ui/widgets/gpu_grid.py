@@ -46,10 +46,13 @@ def panel_entries(tick: Tick) -> list[Entry]:
     shown = {gpu.index for gpu in tick.snapshot.gpus}
     for snapshot in reversed(tick.window):
         for gpu in snapshot.gpus:
-            key = gpu_key(gpu)
+            # ``gpu_key`` inlined: this runs for every GPU of every snapshot of the window
+            # on every tick, and almost always finds a key already there.
+            uuid = gpu.uuid
+            key = uuid if uuid else f"index:{gpu.index}"
             # A sample known only by its index (no UUID yet: a first sample that did not
             # finish in time) is the GPU at that index now, not a second one that went.
-            if key not in entries and (gpu.uuid or gpu.index not in shown):
+            if key not in entries and (uuid or gpu.index not in shown):
                 entries[key] = (key, gpu, True)
     return sorted(entries.values(), key=lambda entry: (entry[1].index, entry[0]))
 
@@ -85,6 +88,7 @@ class GpuGrid(Widget):
         self._header_line: Line | None = None
         self._detail_line: Line | None = None
         self._selected: str | None = None
+        self._entries_memo: tuple[Tick, list[Entry]] | None = None
 
     def compose(self) -> ComposeResult:
         """Header, panel container, detail line."""
@@ -104,7 +108,13 @@ class GpuGrid(Widget):
 
     def entries_for(self, tick: Tick) -> list[Entry]:
         """What ``show(tick)`` would display (the screen sizes its layout from this)."""
-        return panel_entries(tick)
+        memo = self._entries_memo
+        if memo is not None and memo[0] is tick:
+            return memo[1]
+        entries = panel_entries(tick)
+        # The screen asks for the layout, then shows the same tick: worked out once.
+        self._entries_memo = (tick, entries)
+        return entries
 
     def show(self, tick: Tick, *, compact: bool, details: bool = False, mig: bool = False) -> None:
         """Bring the panels in line with ``tick``.
@@ -115,7 +125,7 @@ class GpuGrid(Widget):
         self._tick = tick
         self._details = details
         self._mig = mig
-        entries = panel_entries(tick)
+        entries = self.entries_for(tick)
         self._entries = entries
         keys = [key for key, _, _ in entries]
         container = self.query_one("#gpu-panels", Container)
