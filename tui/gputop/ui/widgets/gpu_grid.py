@@ -19,10 +19,10 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from gputop.history import gpu_key
+from gputop.history import Metric, gpu_key
 from gputop.model import GpuSample
 from gputop.pipeline.tick import Tick
-from gputop.ui.render.gauges import SPARK_TICKS, bucketed
+from gputop.ui.render.gauges import SPARK_TICKS, Buckets
 from gputop.ui.render.panel_lines import (
     GAUGE_METRICS,
     Line,
@@ -89,6 +89,8 @@ class GpuGrid(Widget):
         self._detail_line: Line | None = None
         self._selected: str | None = None
         self._entries_memo: tuple[Tick, list[Entry]] | None = None
+        self._buckets: dict[tuple[str, Metric], Buckets] = {}
+        """Each sparkline's means, kept from tick to tick (only the newest one moves)."""
 
     def compose(self) -> ComposeResult:
         """Header, panel container, detail line."""
@@ -134,17 +136,21 @@ class GpuGrid(Widget):
             container.remove_children()
             self._panels = [GpuPanel(key, self) for key in keys]
             container.mount_all(self._panels)
+            self._buckets = {}
         width = container.content_size.width
         self._compact = compact
         self._name_width = compact_name_width([gpu for _, gpu, _ in entries], width or 80)
         history = tick.history
         # No sparkline is wider than half the grid: the cells a panel can draw.
         cells = max(1, (width or 80) // 2)
+        buckets = self._buckets
         for panel, (key, gpu, gone) in zip(self._panels, entries, strict=True):
-            series = {
-                metric: bucketed(history.series(key, metric), SPARK_TICKS, history.end, cells)
-                for metric in GAUGE_METRICS
-            }
+            series = {}
+            for metric in GAUGE_METRICS:
+                means = buckets.get((key, metric))
+                if means is None:
+                    means = buckets[key, metric] = Buckets()
+                series[metric] = means(history.series(key, metric), SPARK_TICKS, history.end, cells)
             panel.show(
                 gpu,
                 series,
