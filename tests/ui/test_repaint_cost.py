@@ -80,3 +80,30 @@ async def test_the_gpus_shown_are_worked_out_once_a_tick(monkeypatch: pytest.Mon
     assert worked_out == [tick]
     assert [panel.gpu for panel in panels] == list(snapshot.gpus)
     assert all(isinstance(panel, GpuPanel) for panel in panels)
+
+
+async def test_a_tick_makes_no_dom_query_on_the_main_screen() -> None:
+    snapshot = load(CAPTURES / "rtx3090x4-procs-v12.xml")
+    app = live_app([snapshot])
+    queried: list[object] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.main_screen
+        screen.show_tick(Tick(seq=99, snapshot=snapshot, history=EMPTY_VIEW, window=(snapshot,)))
+        await pilot.pause()
+        query_one = screen.query_one
+
+        def spy(*args: object, **kwargs: object) -> object:
+            queried.append(args)
+            return query_one(*args, **kwargs)  # type: ignore[call-overload]
+
+        screen.query_one = spy  # type: ignore[method-assign, assignment]
+        gpu0 = dataclasses.replace(snapshot.gpus[0], fan_speed=12.0)
+        changed = dataclasses.replace(snapshot, gpus=(gpu0, *snapshot.gpus[1:]))
+        screen.show_tick(Tick(seq=100, snapshot=changed, window=(changed,)))
+        await pilot.pause()
+        del screen.query_one
+        shown = screen.query_one(GpuGrid).panels[0].gpu
+    # The header, the grid and the process table were found when first shown, not again.
+    assert queried == []
+    assert shown is gpu0

@@ -11,13 +11,14 @@ import math
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.events import Resize
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Input
 
 from gputop.model import Snapshot
@@ -41,6 +42,8 @@ from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
 
 if TYPE_CHECKING:
     from gputop.ui.widgets.mig_tree import MigTree
+
+PartType = TypeVar("PartType", bound=Widget)
 
 FULL_PANEL_ROWS = 5
 """A full panel: three lines and its border."""
@@ -187,6 +190,7 @@ class MainScreen(Screen[None]):
         self._processes_shown: object = None
         self._binding_state: tuple[bool, bool, bool] | None = None
         self._warned = False
+        self._parts: dict[type[Widget], Widget] = {}
 
     def compose(self) -> ComposeResult:
         """Header, panels, processes beside the (hidden) MIG tree, replay bar, footer."""
@@ -249,6 +253,14 @@ class MainScreen(Screen[None]):
             self.tick = tick
             self._first_tick = tick
 
+    def _part(self, kind: type[PartType]) -> PartType:
+        """The one ``kind`` widget of the screen (composed once, never replaced), found once
+        rather than by a DOM query on every tick."""
+        found = self._parts.get(kind)
+        if not isinstance(found, kind):
+            found = self._parts[kind] = self.query_one(kind)
+        return found
+
     def _show(self, tick: Tick, previous: Tick | None) -> None:
         self.tick = tick
         replaying = tick.replay is not None
@@ -256,17 +268,17 @@ class MainScreen(Screen[None]):
         if replaying and not self.query_one(ProcessTable).readonly:
             # Recorded PIDs name nothing on this machine: never offer to signal them.
             self.query_one(ProcessTable).readonly = True
-        self.query_one(StatusHeader).show(tick, self.settings.source_label)
+        self._part(StatusHeader).show(tick, self.settings.source_label)
         if tick.replay is not None:
             self.query_one(ReplayBar).show(tick.replay)
-        grid = self.query_one(GpuGrid)
+        grid = self._part(GpuGrid)
         entries = grid.entries_for(tick)
         self._apply_layout(self.size.width, self.size.height, len(entries), tick, entries)
         self._show_grid(tick)
         if previous is None or previous.snapshot is not tick.snapshot:
             processes = process_key(tick.snapshot)
             if processes is None or processes != self._processes_shown:
-                self.query_one(ProcessTable).show(tick.snapshot)
+                self._part(ProcessTable).show(tick.snapshot)
             self._processes_shown = processes
             self._mig_dirty = True
         if self.has_class("-mig") and self._mig_dirty:
@@ -325,7 +337,7 @@ class MainScreen(Screen[None]):
             self.set_class(details, "-details")
 
     def _show_grid(self, tick: Tick) -> None:
-        self.query_one(GpuGrid).show(
+        self._part(GpuGrid).show(
             tick, compact=self.compact, details=self.details, mig=self.mig_rows
         )
 
