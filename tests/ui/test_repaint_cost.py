@@ -31,10 +31,15 @@ async def test_a_changed_value_renders_its_panel_and_nothing_behind_it(
     app = live_app([snapshot])
     rendered: list[tuple[Widget, Region]] = []
     render_lines = Widget.render_lines
+    panel_lines = GpuPanel.render_lines
 
     def spy(self: Widget, crop: Region) -> list[Strip]:
         rendered.append((self, crop))
         return render_lines(self, crop)
+
+    def panel_spy(self: GpuPanel, crop: Region) -> list[Strip]:
+        rendered.append((self, crop))
+        return panel_lines(self, crop)
 
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
@@ -44,6 +49,7 @@ async def test_a_changed_value_renders_its_panel_and_nothing_behind_it(
         panel = screen.query_one(GpuGrid).panels[1]
         before = [strip.text for strip in panel.render_lines(Region(0, 0, *panel.size))]
         monkeypatch.setattr(Widget, "render_lines", spy)
+        monkeypatch.setattr(GpuPanel, "render_lines", panel_spy)
         temperature = snapshot.gpus[1].temperature
         assert temperature.gpu is not None
         warmer = Temperature(gpu=temperature.gpu + 7, slowdown=temperature.slowdown)
@@ -55,7 +61,7 @@ async def test_a_changed_value_renders_its_panel_and_nothing_behind_it(
         after = [strip.text for strip in panel.render_lines(Region(0, 0, *panel.size))]
     # The panel itself drew the line that changed, and nothing else drew anything.
     assert rendered and all(widget is panel for widget, _ in rendered)
-    assert [crop.height for _, crop in rendered] == [1]
+    assert {(crop.y, crop.height) for _, crop in rendered} == {(2, 1)}
     assert after != before and f"{warmer.gpu:.0f}C" in "".join(after)
 
 
@@ -107,3 +113,44 @@ async def test_a_tick_makes_no_dom_query_on_the_main_screen() -> None:
     # The header, the grid and the process table were found when first shown, not again.
     assert queried == []
     assert shown is gpu0
+
+
+def textual_lines(panel: GpuPanel) -> list[Strip]:
+    """The panel as Textual's own rendering draws it, whole, from nothing cached."""
+    panel.refresh()
+    outer = panel.outer_size
+    return Widget.render_lines(panel, Region(0, 0, outer.width, outer.height))
+
+
+async def test_panel_lines_framed_by_the_panel_are_the_lines_textual_draws() -> None:
+    snapshot = load(CAPTURES / "rtx3090x4-procs-v12.xml")
+    app = live_app([snapshot])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.main_screen
+        grid = screen.query_one(GpuGrid)
+        seq = 100
+        for step in range(6):
+            gpus = list(snapshot.gpus)
+            temperature = gpus[step % 4].temperature
+            assert temperature.gpu is not None
+            warmer = Temperature(gpu=temperature.gpu + step + 1, slowdown=temperature.slowdown)
+            gpus[step % 4] = dataclasses.replace(
+                gpus[step % 4], temperature=warmer, stale=step == 3
+            )
+            changed = dataclasses.replace(snapshot, gpus=tuple(gpus))
+            seq += 1
+            screen.show_tick(Tick(seq=seq, snapshot=changed, window=(changed,)))
+            if step == 2:
+                grid.panels[1].focus()  # a tinted panel: Textual draws all of it
+            if step == 4:
+                app.theme = "textual-light"
+            await pilot.pause()
+            for panel in grid.panels:
+                outer = panel.outer_size
+                rows = range(1, outer.height - 1)
+                framed = [panel.render_lines(Region(0, row, outer.width, 1))[0] for row in rows]
+                assert framed == textual_lines(panel)[1:-1], (step, panel.key)
+        framing = [panel for panel in grid.panels if panel._frame is not None]
+    # Unfocused panels frame their own lines (the focused, tinted one is left to Textual).
+    assert len(framing) >= 3
