@@ -22,7 +22,9 @@ STEP = st.tuples(
 
 
 def same(a: list[float], b: list[float]) -> bool:
-    return len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(
+        x == y or (x != x and y != y) for x, y in zip(a, b, strict=True)
+    )
 
 
 @settings(max_examples=300, deadline=None)

@@ -68,3 +68,12 @@ def test_reasons_of_a_kind_are_the_same_from_a_list_a_tuple_and_the_cache() -> N
     assert throttle_module.reasons_of_kind(list(names), *kinds) == first
     assert throttle_module.reasons_of_kind(iter(names), *kinds) == first
     assert throttle_module.reasons_of_kind(None, *kinds) == ()
+
+
+def test_a_mask_read_again_gives_the_same_names_once_worked_out() -> None:
+    mask = ThrottleReason.SW_POWER_CAP.bit | ThrottleReason.GPU_IDLE.bit | 0x10000
+    first = throttle_module.throttle_names(mask)
+    assert first == ("gpu_idle", "sw_power_cap")
+    # The same tuple, not a new one built from every reason's bit on every tick.
+    assert throttle_module.throttle_names(mask) is first
+    assert throttle_module.throttle_names(0) == ()

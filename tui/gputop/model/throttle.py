@@ -102,8 +102,13 @@ _KINDS: dict[ThrottleReason, ThrottleKind] = {
 _BY_NAME: dict[str, ThrottleReason] = {reason.value: reason for reason in ThrottleReason}
 
 
+@lru_cache(maxsize=256)
 def throttle_names(mask: int) -> tuple[str, ...]:
-    """The active reasons in an NVML mask, in nvidia-smi's order; unknown bits are ignored."""
+    """The active reasons in an NVML mask, in nvidia-smi's order; unknown bits are ignored.
+
+    Worked out once per mask: a GPU reports the same few masks tick after tick, and the
+    one tuple each gets is then what the diagnosis's classification of it is keyed by.
+    """
     return tuple(reason.value for reason in ThrottleReason if mask & reason.bit)
 
 
