@@ -24,6 +24,7 @@ that forwards to the same fake: ``fake_nvml_c``, ``nvml_c_adapter``) on the issu
 (1 GPU with 2 processes, 4 RTX 4090s with 3, 8 H100s x 7 MIG with 200, and 1,000 for gputop
 alone), with live processes that have run ``--age`` seconds; rotated order, ``--rounds``
 rounds, medians of CPU, bytes/s and RSS; then first frames in tmux beside a bare Textual app.
+``--floor`` adds gputop's own live path under a bare Textual app (``floor_app``): the floor.
 """
 
 from __future__ import annotations
