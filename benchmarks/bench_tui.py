@@ -24,6 +24,7 @@ that forwards to the same fake: ``fake_nvml_c``, ``nvml_c_adapter``) on the issu
 (1 GPU with 2 processes, 4 RTX 4090s with 3, 8 H100s x 7 MIG with 200, and 1,000 for gputop
 alone), with live processes that have run ``--age`` seconds; rotated order, ``--rounds``
 rounds, medians of CPU, bytes/s and RSS; then first frames in tmux beside a bare Textual app.
+``--floor`` adds gputop's own live path under a bare Textual app (``floor_app``): the floor.
 """
 
 from __future__ import annotations
@@ -72,6 +73,12 @@ def child(argv: Sequence[str]) -> int:
     from fakes.nvml_install import install
 
     tool = os.environ.get("GPUTOP_BENCH_TOOL", "gputop")
+    if tool == "floor":
+        # gputop's live path under the least a Textual app draws (floor_app).
+        import floor_app
+
+        floor_app.install()
+        tool = "gputop"
     if tool == "gputop":
         from gputop.cli.startup import hold_collection
 
@@ -185,6 +192,8 @@ def _marker(tool: str, box: str) -> tuple[str, int]:
     on the 8x7 box its process list is below the screen), but it draws its frame in one
     piece, so its title will do."""
     tool = tool.partition("@")[0]
+    if tool == "floor":
+        return MARKERS[box]
     if tool == "bare":
         return bare_app.MARKER, 1
     return ("NVITOP", 1) if tool == "nvitop" else MARKERS[box]
@@ -595,6 +604,11 @@ def main() -> int:
         help="seconds the live processes have run before the first measurement",
     )
     parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="--side-by-side: also gputop's sampling under a bare Textual app (floor_app)",
+    )
+    parser.add_argument(
         "--only",
         nargs="+",
         metavar="PEER",
@@ -832,7 +846,7 @@ def _tool_command(tool: str, options: argparse.Namespace) -> tuple[list[str], di
     name, _, code = tool.partition("@")
     # The fake imports gputop's model, so a peer's venv needs gputop's path too.
     env = {"GPUTOP_BENCH_TOOL": name, "PYTHONPATH": str(Path(code or REPO).resolve() / "tui")}
-    if name in ("gputop", "bare"):
+    if name in ("gputop", "bare", "floor"):
         return _fake_gputop([]), env
     if tool == "nvtop":
         # 1 s refresh (tenths of a second); a config file that does not exist: the defaults,
@@ -857,7 +871,14 @@ def fake_nvml_c_rss_mib(extra_env: dict[str, str]) -> float:
     return int(done.stdout.strip()) / 1024
 
 
-_QUIT = {"gputop": b"q", "nvitop": b"q", "gpustat": b"\x03", "nvtop": b"q", "bare": b"q"}
+_QUIT = {
+    "gputop": b"q",
+    "nvitop": b"q",
+    "gpustat": b"\x03",
+    "nvtop": b"q",
+    "bare": b"q",
+    "floor": b"q",
+}
 
 
 def side_by_side(options: argparse.Namespace) -> int:
@@ -921,7 +942,8 @@ def side_by_side_case(
     """One box: ``--rounds`` rounds of gputop and the peers, each round in another order."""
     box, count, with_peers = case
     # "bare": the bare Textual app in the same harness, for the RSS floor of a Textual app.
-    tools = [*_gputops(options), *(["bare", *peers] if with_peers else [])]
+    floor = ["floor"] if options.floor else []
+    tools = [*_gputops(options), *(["bare", *floor, *peers] if with_peers else [])]
     extra = {
         "GPUTOP_BENCH_BOX": box,
         "GPUTOP_BENCH_PROCESSES": str(count),

@@ -236,7 +236,13 @@ def _recent(snapshots: Sequence[Snapshot], gpu_index: int, window_s: float) -> l
         at = snapshot.timestamp
         if points and _before(at, latest_at, oldest, window_s):
             break
-        gpu = snapshot.gpu(gpu_index)
+        gpus = snapshot.gpus
+        # ``Snapshot.gpu`` inlined, as in ``_since``: this runs for every GPU and every
+        # snapshot of the window on every tick.
+        if gpu_index < len(gpus) and gpus[gpu_index].index == gpu_index:
+            gpu: GpuSample | None = gpus[gpu_index]
+        else:
+            gpu = snapshot.gpu(gpu_index)
         if gpu is None:
             if points:
                 break  # the GPU vanished: what came before is another run
@@ -252,11 +258,35 @@ def _since(
     """The timestamp of the first sample of the trailing run where ``holds`` is true."""
     since: datetime | None = None
     for position in range(len(snapshots) - 1, -1, -1):
-        gpu = snapshots[position].gpu(gpu_index)
+        snapshot = snapshots[position]
+        gpus = snapshot.gpus
+        # ``Snapshot.gpu`` inlined for a live source's layout (each GPU at its own index):
+        # a condition that lasts is walked back through the whole window on every tick.
+        if gpu_index < len(gpus) and gpus[gpu_index].index == gpu_index:
+            gpu: GpuSample | None = gpus[gpu_index]
+        else:
+            gpu = snapshot.gpu(gpu_index)
         if gpu is None or not holds(gpu):
             break
-        since = snapshots[position].timestamp or since
+        since = snapshot.timestamp or since
     return since
+
+
+def _reasons_test(
+    kinds: Callable[[Iterable[str] | None], tuple[str, ...]],
+) -> Callable[[GpuSample], bool]:
+    """Whether a sample reports any of the reasons ``kinds`` picks, each combination of
+    reasons classified once (a cap lasts, and every sample of it reports the same names)."""
+    seen: dict[tuple[str, ...] | None, bool] = {}
+
+    def holds(gpu: GpuSample) -> bool:
+        names = gpu.throttle_reasons
+        answer = seen.get(names)
+        if answer is None:
+            answer = seen[names] = bool(kinds(names))
+        return answer
+
+    return holds
 
 
 def _span(points: Sequence[_Point]) -> float | None:
@@ -419,7 +449,7 @@ def _throttling(
     findings: list[Finding] = []
     thermal = thermal_reasons(gpu.throttle_reasons)
     if thermal:
-        since = _since(snapshots, gpu_index, lambda g: bool(thermal_reasons(g.throttle_reasons)))
+        since = _since(snapshots, gpu_index, _reasons_test(thermal_reasons))
         temp = gpu.temperature
         evidence = ", ".join(thermal)
         if temp.gpu is not None:
@@ -436,7 +466,7 @@ def _throttling(
         )
     power = power_reasons(gpu.throttle_reasons)
     if power:
-        since = _since(snapshots, gpu_index, lambda g: bool(power_reasons(g.throttle_reasons)))
+        since = _since(snapshots, gpu_index, _reasons_test(power_reasons))
         brake = any(
             ThrottleReason.parse(r) is ThrottleReason.HW_POWER_BRAKE_SLOWDOWN for r in power
         )
@@ -455,7 +485,7 @@ def _throttling(
         findings.append(Finding(FindingKind.POWER, severity, text, since))
     slowdown = slowdown_reasons(gpu.throttle_reasons)
     if slowdown and not thermal and not power:
-        since = _since(snapshots, gpu_index, lambda g: bool(slowdown_reasons(g.throttle_reasons)))
+        since = _since(snapshots, gpu_index, _reasons_test(slowdown_reasons))
         findings.append(
             Finding(
                 FindingKind.SLOWDOWN,

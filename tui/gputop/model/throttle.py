@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from functools import lru_cache
 
 
 class ThrottleKind(enum.Enum):
@@ -101,15 +102,31 @@ _KINDS: dict[ThrottleReason, ThrottleKind] = {
 _BY_NAME: dict[str, ThrottleReason] = {reason.value: reason for reason in ThrottleReason}
 
 
+@lru_cache(maxsize=256)
 def throttle_names(mask: int) -> tuple[str, ...]:
-    """The active reasons in an NVML mask, in nvidia-smi's order; unknown bits are ignored."""
+    """The active reasons in an NVML mask, in nvidia-smi's order; unknown bits are ignored.
+
+    Worked out once per mask: a GPU reports the same few masks tick after tick, and the
+    one tuple each gets is then what the diagnosis's classification of it is keyed by.
+    """
     return tuple(reason.value for reason in ThrottleReason if mask & reason.bit)
 
 
 def reasons_of_kind(names: Iterable[str] | None, *kinds: ThrottleKind) -> tuple[str, ...]:
     """The names among ``names`` whose reason is of one of ``kinds``, in their order."""
+    if not names:
+        return ()
+    if type(names) is tuple:
+        # A GPU reports the same few combinations sample after sample, and the diagnosis
+        # asks again for every sample of a long-running cap on every tick.
+        return _of_kinds(names, kinds)
+    return _of_kinds.__wrapped__(names, kinds)
+
+
+@lru_cache(maxsize=512)
+def _of_kinds(names: Iterable[str], kinds: tuple[ThrottleKind, ...]) -> tuple[str, ...]:
     found = []
-    for name in names or ():
+    for name in names:
         reason = ThrottleReason.parse(name)
         if reason is not None and reason.kind in kinds:
             found.append(name)

@@ -402,6 +402,8 @@ def _changed_renders(
             for y in range(changed.y, changed.bottom):
                 by_line.setdefault(y, []).append(changed)
     for widget, (region, clip) in self.visible_widgets.items():
+        if not by_line:
+            return
         visible = region.intersection(clip)
         if not visible:
             continue
@@ -416,6 +418,16 @@ def _changed_renders(
                     break
         if top < 0:
             continue
+        # A change inside this widget is drawn by it alone: what lies behind it (the
+        # containers, the screen) would be cut into pieces that the front one's win.
+        for y in range(top, bottom):
+            line = by_line.get(y)
+            if line:
+                kept = [c for c in line if not visible.contains_region(c)]
+                if kept:
+                    by_line[y] = kept
+                else:
+                    del by_line[y]
         band = Region(visible.x, top, visible.width, bottom - top)
         lines = widget.render_lines(
             Region(band.x - region.x, band.y - region.y, band.width, band.height)

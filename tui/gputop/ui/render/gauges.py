@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -216,6 +217,28 @@ count in every panel and layout keeps every sparkline on one time scale: their r
 line up in time, whatever their widths."""
 
 
+def _group_starts(count: int, size: int, end: int, limit: int) -> range:
+    """Where, in ``count`` values of a history whose next tick is ``end``, each group of
+    ``bucketed`` starts (indices, ``size`` apart)."""
+    first = end - count  # the number of values[0]
+    start = 0
+    if first > 0 and first % size:
+        start = size - first % size
+    # Where the newest open group starts, then back by whole groups to ``limit`` of them.
+    newest = max(start, count - 1 - (end - 1) % size) if count else 0
+    start = max(start, newest - (limit - 1) * size)
+    return range(start, count, size)
+
+
+def _group_mean(values: Sequence[float], at: int, size: int) -> float:
+    chunk = values[at : at + size]
+    total = sum(chunk)
+    if total == total:
+        return total / len(chunk)
+    known = [value for value in chunk if value == value]
+    return sum(known) / len(known) if known else math.nan
+
+
 def bucketed(values: Sequence[float], size: int, end: int, limit: int) -> list[float]:
     """The mean of each group of ``size`` ticks in ``values``, oldest first, at most the
     newest ``limit`` groups.
@@ -230,23 +253,69 @@ def bucketed(values: Sequence[float], size: int, end: int, limit: int) -> list[f
     end = max(end, count)  # a view built by hand may not say
     if size <= 1:
         return list(values[-limit:]) if limit > 0 else []
-    first = end - count  # the number of values[0]
-    start = 0
-    if first > 0 and first % size:
-        start = size - first % size
-    # Where the newest open group starts, then back by whole groups to ``limit`` of them.
-    newest = max(start, count - 1 - (end - 1) % size) if count else 0
-    start = max(start, newest - (limit - 1) * size)
-    out: list[float] = []
-    for at in range(start, count, size):
-        chunk = values[at : at + size]
-        total = sum(chunk)
-        if total == total:
-            out.append(total / len(chunk))
-            continue
-        known = [value for value in chunk if value == value]
-        out.append(sum(known) / len(known) if known else math.nan)
-    return out
+    return [_group_mean(values, at, size) for at in _group_starts(count, size, end, limit)]
+
+
+class Buckets:
+    """``bucketed`` of one series, tick after tick, without working out again the groups
+    that were whole last time and whose samples are the same now: between two ticks only
+    the newest group changes, so a full sparkline's 60 means cost one.
+
+    Exact: a mean is reused only when every sample of its group is, byte for byte, what the
+    last call was handed under the same tick numbers (a history rebuilt under the same
+    numbers, as a replay's seek does, fails that test and is worked out afresh).
+    """
+
+    __slots__ = ("_end", "_first", "_means", "_raw", "_size", "_starts")
+
+    def __init__(self) -> None:
+        self._raw = b""
+        self._first = 0
+        self._end = 0
+        self._size = 0
+        self._starts = range(0)
+        """Tick numbers of the groups returned last."""
+        self._means: list[float] = []
+
+    def __call__(self, values: Sequence[float], size: int, end: int, limit: int) -> list[float]:
+        """``bucketed(values, size, end, limit)``."""
+        count = len(values)
+        end = max(end, count)
+        if size <= 1 or not isinstance(values, array):
+            return bucketed(values, size, end, limit)
+        first = end - count
+        indices = _group_starts(count, size, end, limit)
+        starts = range(first + indices.start, first + indices.stop, size)
+        raw = values.tobytes()
+        width = values.itemsize
+        lo, hi = max(first, self._first), min(end, self._end)
+        old = self._starts
+        same = (
+            size == self._size
+            and hi > lo
+            and raw[(lo - first) * width : (hi - first) * width]
+            == self._raw[(lo - self._first) * width : (hi - self._first) * width]
+        )
+        means: list[float] = []
+        reused = range(0)
+        if same and old and starts:
+            # Groups of both calls whose every tick lies in the samples both were handed
+            # (so whole in both). Both calls' groups start at multiples of ``size``.
+            low = max(starts.start, old.start, lo)
+            low += -(low - starts.start) % size
+            reused = range(low, min(starts.stop, old.stop, hi - size + 1), size)
+        if reused:
+            for tick in range(starts.start, reused.start, size):
+                means.append(_group_mean(values, tick - first, size))
+            at = (reused.start - old.start) // size
+            means += self._means[at : at + len(reused)]
+            for tick in range(reused.start + len(reused) * size, starts.stop, size):
+                means.append(_group_mean(values, tick - first, size))
+        else:
+            means = [_group_mean(values, tick - first, size) for tick in starts]
+        self._raw, self._first, self._end, self._size = raw, first, end, size
+        self._starts, self._means = starts, means
+        return means
 
 
 def sparkline(
@@ -270,6 +339,15 @@ def sparkline(
     # Spread over at most MAX_STRETCH cells a sample: a few seconds never pose as a minute.
     spread = min(width, count * MAX_STRETCH) if stretch and count else count
     cells = [" "] * (width - spread)
+    if spread == count:
+        # A cell a sample (every sparkline once its history is long enough): one pass,
+        # without the cell widths of a stretched line.
+        levels = len(BARS)
+        cells += [
+            GAP_CELL if value != value else BARS[min(max(int(value / scale * levels), 0), top)]
+            for value in recent
+        ]
+        return "".join(cells)
     for place, value in enumerate(recent):
         if math.isnan(value):
             cell = GAP_CELL

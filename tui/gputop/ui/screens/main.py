@@ -11,12 +11,13 @@ import math
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.events import Resize
+from textual.widget import Widget
 from textual.widgets import Footer, Input
 
 from gputop.model import Snapshot
@@ -34,13 +35,15 @@ from gputop.ui.compat import StyledOnceScreen
 from gputop.ui.render.panel_lines import mig_rows
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
-from gputop.ui.widgets.gpu_grid import GpuGrid, panel_entries, panel_keys
+from gputop.ui.widgets.gpu_grid import Entry, GpuGrid, panel_entries, panel_keys
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
 
 if TYPE_CHECKING:
     from gputop.ui.widgets.mig_tree import MigTree
+
+PartType = TypeVar("PartType", bound=Widget)
 
 FULL_PANEL_ROWS = 5
 """A full panel: three lines and its border."""
@@ -189,6 +192,7 @@ class MainScreen(StyledOnceScreen):
         """The PIDs the process table shows (``ProcessTable.OnScreen``)."""
         self._binding_state: tuple[bool, bool, bool] | None = None
         self._warned = False
+        self._parts: dict[type[Widget], Widget] = {}
 
     def compose(self) -> ComposeResult:
         """Header, panels, processes beside the (hidden) MIG tree, replay bar, footer."""
@@ -254,6 +258,14 @@ class MainScreen(StyledOnceScreen):
             self.tick = tick
             self._first_tick = tick
 
+    def _part(self, kind: type[PartType]) -> PartType:
+        """The one ``kind`` widget of the screen (composed once, never replaced), found once
+        rather than by a DOM query on every tick."""
+        found = self._parts.get(kind)
+        if not isinstance(found, kind):
+            found = self._parts[kind] = self.query_one(kind)
+        return found
+
     def _show(self, tick: Tick, previous: Tick | None) -> None:
         self.tick = tick
         replaying = tick.replay is not None
@@ -261,17 +273,17 @@ class MainScreen(StyledOnceScreen):
         if replaying and not self.query_one(ProcessTable).readonly:
             # Recorded PIDs name nothing on this machine: never offer to signal them.
             self.query_one(ProcessTable).readonly = True
-        self.query_one(StatusHeader).show(tick, self.settings.source_label)
+        self._part(StatusHeader).show(tick, self.settings.source_label)
         if tick.replay is not None:
             self.query_one(ReplayBar).show(tick.replay)
-        grid = self.query_one(GpuGrid)
-        count = len(grid.entries_for(tick))
-        self._apply_layout(self.size.width, self.size.height, count, tick)
+        grid = self._part(GpuGrid)
+        entries = grid.entries_for(tick)
+        self._apply_layout(self.size.width, self.size.height, len(entries), tick, entries)
         self._show_grid(tick)
         if previous is None or previous.snapshot is not tick.snapshot:
             processes = process_key(tick.snapshot)
             if processes is None or processes != self._processes_shown:
-                self.query_one(ProcessTable).show(tick.snapshot)
+                self._part(ProcessTable).show(tick.snapshot)
             self._processes_shown = processes
             self._mig_dirty = True
         if self.has_class("-mig") and self._mig_dirty:
@@ -306,14 +318,22 @@ class MainScreen(StyledOnceScreen):
         replay = tick.replay
         return (replay is not None, cls._paused(tick), replay is not None and replay.still)
 
-    def _apply_layout(self, width: int, height: int, gpus: int, tick: Tick | None = None) -> None:
+    def _apply_layout(
+        self,
+        width: int,
+        height: int,
+        gpus: int,
+        tick: Tick | None = None,
+        entries: list[Entry] | None = None,
+    ) -> None:
         tick = tick or self.tick or self._first_tick
         replaying = tick is not None and tick.replay is not None
         compact, wide = choose_layout(width, height, gpus, replaying)
         details = compact and details_fit(height, gpus, replaying)
         self.mig_rows = False
         if not compact and tick is not None:
-            extra = [0 if gone else mig_rows(gpu) for _, gpu, gone in panel_entries(tick)]
+            shown = panel_entries(tick) if entries is None else entries
+            extra = [0 if gone else mig_rows(gpu) for _, gpu, gone in shown]
             self.mig_rows = any(extra) and mig_rows_fit(height, extra, wide, replaying)
         if (compact, wide, details) != (self.compact, self.wide, self.details):
             self.compact, self.wide, self.details = compact, wide, details
@@ -322,7 +342,7 @@ class MainScreen(StyledOnceScreen):
             self.set_class(details, "-details")
 
     def _show_grid(self, tick: Tick) -> None:
-        self.query_one(GpuGrid).show(
+        self._part(GpuGrid).show(
             tick, compact=self.compact, details=self.details, mig=self.mig_rows
         )
 

@@ -19,10 +19,10 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from gputop.history import gpu_key
+from gputop.history import Metric, gpu_key
 from gputop.model import GpuSample
 from gputop.pipeline.tick import Tick
-from gputop.ui.render.gauges import SPARK_TICKS, bucketed
+from gputop.ui.render.gauges import SPARK_TICKS, Buckets
 from gputop.ui.render.panel_lines import (
     GAUGE_METRICS,
     Line,
@@ -46,10 +46,13 @@ def panel_entries(tick: Tick) -> list[Entry]:
     shown = {gpu.index for gpu in tick.snapshot.gpus}
     for snapshot in reversed(tick.window):
         for gpu in snapshot.gpus:
-            key = gpu_key(gpu)
+            # ``gpu_key`` inlined: this runs for every GPU of every snapshot of the window
+            # on every tick, and almost always finds a key already there.
+            uuid = gpu.uuid
+            key = uuid if uuid else f"index:{gpu.index}"
             # A sample known only by its index (no UUID yet: a first sample that did not
             # finish in time) is the GPU at that index now, not a second one that went.
-            if key not in entries and (gpu.uuid or gpu.index not in shown):
+            if key not in entries and (uuid or gpu.index not in shown):
                 entries[key] = (key, gpu, True)
     return sorted(entries.values(), key=lambda entry: (entry[1].index, entry[0]))
 
@@ -85,6 +88,9 @@ class GpuGrid(Widget):
         self._header_line: Line | None = None
         self._detail_line: Line | None = None
         self._selected: str | None = None
+        self._entries_memo: tuple[Tick, list[Entry]] | None = None
+        self._buckets: dict[tuple[str, Metric], Buckets] = {}
+        """Each sparkline's means, kept from tick to tick (only the newest one moves)."""
 
     def compose(self) -> ComposeResult:
         """Header, panel container, detail line."""
@@ -104,7 +110,13 @@ class GpuGrid(Widget):
 
     def entries_for(self, tick: Tick) -> list[Entry]:
         """What ``show(tick)`` would display (the screen sizes its layout from this)."""
-        return panel_entries(tick)
+        memo = self._entries_memo
+        if memo is not None and memo[0] is tick:
+            return memo[1]
+        entries = panel_entries(tick)
+        # The screen asks for the layout, then shows the same tick: worked out once.
+        self._entries_memo = (tick, entries)
+        return entries
 
     def show(self, tick: Tick, *, compact: bool, details: bool = False, mig: bool = False) -> None:
         """Bring the panels in line with ``tick``.
@@ -115,7 +127,7 @@ class GpuGrid(Widget):
         self._tick = tick
         self._details = details
         self._mig = mig
-        entries = panel_entries(tick)
+        entries = self.entries_for(tick)
         self._entries = entries
         keys = [key for key, _, _ in entries]
         container = self.query_one("#gpu-panels", Container)
@@ -124,17 +136,21 @@ class GpuGrid(Widget):
             container.remove_children()
             self._panels = [GpuPanel(key, self) for key in keys]
             container.mount_all(self._panels)
+            self._buckets = {}
         width = container.content_size.width
         self._compact = compact
         self._name_width = compact_name_width([gpu for _, gpu, _ in entries], width or 80)
         history = tick.history
         # No sparkline is wider than half the grid: the cells a panel can draw.
         cells = max(1, (width or 80) // 2)
+        buckets = self._buckets
         for panel, (key, gpu, gone) in zip(self._panels, entries, strict=True):
-            series = {
-                metric: bucketed(history.series(key, metric), SPARK_TICKS, history.end, cells)
-                for metric in GAUGE_METRICS
-            }
+            series = {}
+            for metric in GAUGE_METRICS:
+                means = buckets.get((key, metric))
+                if means is None:
+                    means = buckets[key, metric] = Buckets()
+                series[metric] = means(history.series(key, metric), SPARK_TICKS, history.end, cells)
             panel.show(
                 gpu,
                 series,

@@ -1,0 +1,86 @@
+"""The floor of a Textual GPU monitor in the side-by-side runs (``bench_tui.py --floor``):
+gputop's own live path (the same fake NVML, sampler, pipeline, history and diagnosis on the
+poller thread, one message a tick to the UI), drawn by about the least a Textual app can
+draw: one ``Static`` line per GPU (name, utilization, memory, power, temperature), updated
+every tick. What gputop costs above it is its screen; what it costs below nvitop is what no
+Textual app on this sampling can go under.
+
+``install()`` swaps the app class ``gputop.cli.tui`` starts; everything before it (options,
+the driver, the source, the first tick) is gputop's own start.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+def install() -> None:
+    """Make the TUI command start the floor app instead of gputop's screen."""
+    # Imported here, as gputop's own app is: the benchmark's parent never loads Textual.
+    from textual.app import App, ComposeResult
+    from textual.widgets import Static
+
+    import gputop.ui.app as app_module
+    from gputop.model import GpuSample
+    from gputop.pipeline.loop import TickLoop
+    from gputop.pipeline.tick import Tick
+    from gputop.ui.messages import TickArrived
+
+    def line(gpu: GpuSample) -> str:
+        util = gpu.utilization.gpu
+        used, total = gpu.memory.used, gpu.memory.total
+        memory = "n/a" if used is None or total is None else f"{used >> 20}/{total >> 20} MiB"
+        power = gpu.power.draw
+        temp = gpu.temperature.gpu
+        return (
+            f"{gpu.index} {gpu.name}  util {'n/a' if util is None else f'{util:.0f}%'}"
+            f"  mem {memory}  {'n/a' if power is None else f'{power:.0f} W'}"
+            f"  {'n/a' if temp is None else f'{temp:.0f} C'}"
+        )
+
+    class FloorApp(App[int]):
+        BINDINGS: ClassVar = [("q", "quit", "Quit")]
+
+        def __init__(
+            self,
+            loop: TickLoop,
+            settings: object = None,
+            *,
+            first_tick: Tick | None = None,
+            **_ignored: Any,
+        ) -> None:
+            super().__init__()
+            self.loop = loop
+            self.first_tick = first_tick
+            self.fatal = None
+
+        def get_driver_class(self) -> Any:
+            # gputop's driver: its input thread sleeps until a key comes (ui/compat.py),
+            # where Textual's wakes ten times a second.
+            driver = super().get_driver_class()
+            from textual.drivers.linux_driver import LinuxDriver
+
+            from gputop.ui.compat import QuietLinuxDriver
+
+            return QuietLinuxDriver if driver is LinuxDriver else driver
+
+        def compose(self) -> ComposeResult:
+            gpus = self.first_tick.snapshot.gpus if self.first_tick is not None else ()
+            for gpu in gpus:
+                yield Static(line(gpu))
+
+        def on_mount(self) -> None:
+            self.loop.start(self._deliver)
+
+        def _deliver(self, tick: Tick) -> None:
+            self.post_message(TickArrived(tick))
+
+        def on_tick_arrived(self, message: TickArrived) -> None:
+            for static, gpu in zip(self.query(Static), message.tick.snapshot.gpus, strict=False):
+                static.update(line(gpu))
+
+        async def action_quit(self) -> None:
+            self.loop.stop(0.5)
+            self.exit(0)
+
+    app_module.GputopApp = FloorApp  # type: ignore[misc, assignment]
