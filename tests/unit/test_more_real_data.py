@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from support.command import gputop
+from support.q_text import q_blocks, q_value, replay_json
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 SONAR_Q = SNAPSHOTS / "rtx2080tix4-procs-545-q.txt"
@@ -16,44 +16,26 @@ MORPHEUS_DMON = SNAPSHOTS / "morpheus-dmon.txt"
 MIB = 2**20
 
 
-def replay_json(path: Path, *args: str) -> dict[str, Any]:
-    result = gputop("--replay", path, "--json", *args)
-    assert result.returncode == 0, result.stderr
-    snapshot: dict[str, Any] = json.loads(result.stdout)
-    return snapshot
-
-
-def _blocks(text: str) -> list[str]:
-    """The GPU blocks of a `nvidia-smi -q` text, in the file's order."""
-    return re.split(r"^(?=GPU [0-9A-F]{8}:)", text, flags=re.MULTILINE)[1:]
-
-
-def _value(block: str, label: str) -> str:
-    found = re.search(rf"^\s*{re.escape(label)}\s+: (.*)$", block, re.MULTILINE)
-    assert found is not None, label
-    return found.group(1).strip()
-
-
 def test_a_4_gpu_q_text_with_processes_and_a_thermal_slowdown() -> None:
     """NordicHPC/sonar's `nvidia-smi -q` of a 4x RTX 2080 Ti node (driver 545): GPU 0 is
     hot (SW Thermal Slowdown Active) and holds two processes, one with a long Julia path."""
     text = SONAR_Q.read_text()
-    blocks = _blocks(text)
-    assert len(blocks) == int(_value(text, "Attached GPUs")) == 4
+    blocks = q_blocks(text)
+    assert len(blocks) == int(q_value(text, "Attached GPUs")) == 4
     snapshot = replay_json(SONAR_Q)
-    assert snapshot["driver_version"] == _value(text, "Driver Version")
-    assert snapshot["cuda_version"] == _value(text, "CUDA Version")
+    assert snapshot["driver_version"] == q_value(text, "Driver Version")
+    assert snapshot["cuda_version"] == q_value(text, "CUDA Version")
     gpus = snapshot["gpus"]
     assert len(gpus) == len(blocks)
     for gpu, block in zip(gpus, blocks, strict=True):
         assert gpu["pci_bus_id"] == block.split()[1]
-        assert gpu["name"] == _value(block, "Product Name")
-        assert gpu["utilization_gpu"] == float(_value(block, "Gpu").split()[0])
+        assert gpu["name"] == q_value(block, "Product Name")
+        assert gpu["utilization_gpu"] == float(q_value(block, "Gpu").split()[0])
         used = re.search(r"FB Memory Usage\n(?:.*\n)*?\s+Used\s+: (\d+) MiB", block)
         assert used is not None
         assert gpu["memory_used"] == int(used.group(1)) * MIB
         # "SW Thermal Slowdown : Active" is the one active reason the file gives.
-        hot = _value(block, "SW Thermal Slowdown") == "Active"
+        hot = q_value(block, "SW Thermal Slowdown") == "Active"
         assert ("sw_thermal_slowdown" in gpu["throttle_reasons"]) is hot
         pids = [int(pid) for pid in re.findall(r"Process ID\s+: (\d+)", block)]
         names = re.findall(r"^\s+Name\s+: (.*?)\s*$", block, re.MULTILINE)
@@ -127,9 +109,9 @@ def test_a_610_q_texts_versions_are_the_csv_logs_of_the_same_machine() -> None:
     14.0. Use KMD Version instead]` in `-q` text; its `--query-gpu` CSV of the same machine
     says `610.62`. The text reader gives the version, as the CSV (and XML) readers do."""
     text = WIN_610_Q.read_text()
-    kmd = _value(text, "KMD Version")
-    umd = _value(text, "CUDA UMD Version")
-    assert _value(text, "Driver Version").startswith(f"{kmd} [Deprecated")
+    kmd = q_value(text, "KMD Version")
+    umd = q_value(text, "CUDA UMD Version")
+    assert q_value(text, "Driver Version").startswith(f"{kmd} [Deprecated")
     header, row = WIN_610_CSV.read_text().splitlines()[:2]
     csv_driver = dict(zip(header.split(", "), row.split(", "), strict=True))["driver_version"]
     assert csv_driver == kmd

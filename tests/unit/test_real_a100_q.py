@@ -8,11 +8,11 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from support.command import gputop
+from support.q_text import q_blocks, q_value, replay_json
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 NODE = SNAPSHOTS / "a100x8-hang-525-q.txt"
@@ -20,28 +20,10 @@ SINGLE = [SNAPSHOTS / "a100x8-hang-525-q-i0.txt", SNAPSHOTS / "a100x8-hang-525-q
 MIB = 2**20
 
 
-def replay_json(path: Path) -> dict[str, Any]:
-    result = gputop("--replay", path, "--json")
-    assert result.returncode == 0, result.stderr
-    snapshot: dict[str, Any] = json.loads(result.stdout)
-    return snapshot
-
-
-def _blocks(text: str) -> list[str]:
-    """The GPU blocks of a `nvidia-smi -q` text, in the file's order."""
-    return re.split(r"^(?=GPU [0-9A-F]{8}:)", text, flags=re.MULTILINE)[1:]
-
-
-def _value(block: str, label: str) -> str:
-    found = re.search(rf"^\s*{re.escape(label)}\s+: (.*)$", block, re.MULTILINE)
-    assert found is not None, label
-    return found.group(1).strip()
-
-
 def _section(block: str, section: str, label: str) -> str:
     """A value under a section heading (`FB Memory Usage` / `Used`, ...)."""
     body = block.split(f"\n    {section}\n", 1)[1]
-    return _value(body, label)
+    return q_value(body, label)
 
 
 def _number(cell: str) -> float:
@@ -49,25 +31,25 @@ def _number(cell: str) -> float:
 
 
 def _stamp(text: str) -> str:
-    return datetime.strptime(_value(text, "Timestamp"), "%a %b %d %H:%M:%S %Y").isoformat()
+    return datetime.strptime(q_value(text, "Timestamp"), "%a %b %d %H:%M:%S %Y").isoformat()
 
 
 def test_an_8x_a100_q_text_replays_every_gpu_and_process() -> None:
     text = NODE.read_text()
-    blocks = _blocks(text)
-    assert len(blocks) == int(_value(text, "Attached GPUs")) == 8
+    blocks = q_blocks(text)
+    assert len(blocks) == int(q_value(text, "Attached GPUs")) == 8
     snapshot = replay_json(NODE)
     assert snapshot["timestamp"] == _stamp(text)
-    assert snapshot["driver_version"] == _value(text, "Driver Version") == "525.60.13"
-    assert snapshot["cuda_version"] == _value(text, "CUDA Version")
+    assert snapshot["driver_version"] == q_value(text, "Driver Version") == "525.60.13"
+    assert snapshot["cuda_version"] == q_value(text, "CUDA Version")
     gpus = snapshot["gpus"]
     assert [gpu["index"] for gpu in gpus] == list(range(len(blocks)))
     for gpu, block in zip(gpus, blocks, strict=True):
         assert gpu["pci_bus_id"] == block.split()[1]
-        assert gpu["name"] == _value(block, "Product Name") == "NVIDIA A100-SXM4-80GB"
-        assert gpu["uuid"] == _value(block, "GPU UUID")
-        assert gpu["serial"] == _value(block, "Serial Number")
-        assert gpu["performance_state"] == _value(block, "Performance State")
+        assert gpu["name"] == q_value(block, "Product Name") == "NVIDIA A100-SXM4-80GB"
+        assert gpu["uuid"] == q_value(block, "GPU UUID")
+        assert gpu["serial"] == q_value(block, "Serial Number")
+        assert gpu["performance_state"] == q_value(block, "Performance State")
         assert gpu["utilization_gpu"] == _number(_section(block, "Utilization", "Gpu"))
         assert gpu["utilization_memory"] == _number(_section(block, "Utilization", "Memory"))
         memory = [
@@ -77,9 +59,9 @@ def test_an_8x_a100_q_text_replays_every_gpu_and_process() -> None:
         ]
         for key, label in memory:
             assert gpu[key] == _number(_section(block, "FB Memory Usage", label)) * MIB
-        assert gpu["power_draw"] == _number(_value(block, "Power Draw"))
-        assert gpu["power_limit"] == _number(_value(block, "Enforced Power Limit"))
-        assert gpu["temperature"] == _number(_value(block, "GPU Current Temp"))
+        assert gpu["power_draw"] == _number(q_value(block, "Power Draw"))
+        assert gpu["power_limit"] == _number(q_value(block, "Enforced Power Limit"))
+        assert gpu["temperature"] == _number(q_value(block, "GPU Current Temp"))
         assert gpu["clocks_sm"] == _number(_section(block, "Clocks", "SM"))
         processes = block.split("\n    Processes\n", 1)[1]
         pids = [int(pid) for pid in re.findall(r"Process ID\s+: (\d+)", processes)]
@@ -89,7 +71,7 @@ def test_an_8x_a100_q_text_replays_every_gpu_and_process() -> None:
         got = [(p["pid"], p["type"], p["name"], p["memory_used"]) for p in gpu["processes"]]
         assert got == list(zip(pids, kinds, names, used, strict=True))
         # No fan on an SXM board: n/a, not 0.
-        assert _value(block, "Fan Speed") == "N/A" and gpu["fan_speed"] is None
+        assert q_value(block, "Fan Speed") == "N/A" and gpu["fan_speed"] is None
     # The hang: rank 0's GPU sits at 0 % holding its memory while the other seven spin at
     # 100 % (waiting in a collective), as the file says.
     idle = [gpu["index"] for gpu in gpus if gpu["utilization_gpu"] == 0]
@@ -119,14 +101,14 @@ def test_q_i_of_one_gpu_says_eight_attached_and_holds_one(path: Path) -> None:
     """`nvidia-smi -q -i N`: `Attached GPUs : 8`, one block. The block is the same GPU (by bus
     id and UUID) as in the whole node's text taken in the same minute."""
     text = path.read_text()
-    (block,) = _blocks(text)
+    (block,) = q_blocks(text)
     snapshot = replay_json(path)
-    assert snapshot["attached_gpus"] == int(_value(text, "Attached GPUs")) == 8
+    assert snapshot["attached_gpus"] == int(q_value(text, "Attached GPUs")) == 8
     assert snapshot["timestamp"] == _stamp(text)
     (gpu,) = snapshot["gpus"]
     bus_id = block.split()[1]
     assert gpu["pci_bus_id"] == bus_id
-    assert gpu["uuid"] == _value(block, "GPU UUID")
+    assert gpu["uuid"] == q_value(block, "GPU UUID")
     assert gpu["utilization_gpu"] == _number(_section(block, "Utilization", "Gpu"))
     assert gpu["memory_used"] == _number(_section(block, "FB Memory Usage", "Used")) * MIB
     assert [p["pid"] for p in gpu["processes"]] == [
