@@ -339,21 +339,16 @@ def sparkline(
     # Spread over at most MAX_STRETCH cells a sample: a few seconds never pose as a minute.
     spread = min(width, count * MAX_STRETCH) if stretch and count else count
     cells = [" "] * (width - spread)
+    levels = len(BARS)
+    bars = [
+        GAP_CELL if value != value else BARS[min(max(int(value / scale * levels), 0), top)]
+        for value in recent
+    ]
     if spread == count:
-        # A cell a sample (every sparkline once its history is long enough): one pass,
-        # without the cell widths of a stretched line.
-        levels = len(BARS)
-        cells += [
-            GAP_CELL if value != value else BARS[min(max(int(value / scale * levels), 0), top)]
-            for value in recent
-        ]
+        # A cell a sample (every sparkline once its history is long enough).
+        cells += bars
         return "".join(cells)
-    for place, value in enumerate(recent):
-        if math.isnan(value):
-            cell = GAP_CELL
-        else:
-            cell = BARS[min(max(int(value / scale * len(BARS)), 0), top)]
-        # Sample i takes the cells from i*spread/count to (i+1)*spread/count.
+    for place, cell in enumerate(bars):
         cells.append(cell * ((place + 1) * spread // count - place * spread // count))
     return "".join(cells)
 
