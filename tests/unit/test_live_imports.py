@@ -83,6 +83,10 @@ NOT_FOR_THE_LIVE_TUI = (
     "psutil",
     # The user's commands: made and handled from the first key press on.
     "gputop.pipeline.commands",
+    # Read only for a process in a container (its runtime's config).
+    "json",
+    # Only --record and --log write snapshots.
+    "gputop.sinks",
 )
 
 
@@ -129,6 +133,8 @@ NOT_DEFINED_AT_START = (
     "SetInterval",
     "StepInterval",
     "Refresh",
+    # What --record and --log write, as the header shows it.
+    "SinkState",
 )
 """Dataclasses the live TUI does not define before its first frame: each frozen dataclass
 costs the start 2.4-4.9 M instructions to define (issue 17)."""

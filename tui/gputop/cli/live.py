@@ -32,7 +32,6 @@ from gputop.model import Snapshot
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.in_view import InView
-from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.attribution import AttributedSource
 from gputop.sources.base import Source
 from gputop.sources.host.incontainer import read_container_view
@@ -46,6 +45,7 @@ from gputop.sources.host.procinfo import (
 from gputop.sources.k8s.podresources import open_watcher
 
 if TYPE_CHECKING:
+    from gputop.sinks.fanout import SnapshotSinks
     from gputop.sources.gpu_select import GpuSelection
 
 
