@@ -87,6 +87,8 @@ NOT_FOR_THE_LIVE_TUI = (
     "json",
     # Only --record and --log write snapshots.
     "gputop.sinks",
+    # The kubelet's client, on a machine that is no Kubernetes node.
+    "gputop.sources.k8s.podresources",
 )
 
 
@@ -135,6 +137,8 @@ NOT_DEFINED_AT_START = (
     "Refresh",
     # What --record and --log write, as the header shows it.
     "SinkState",
+    # Who the kubelet gave each GPU, where there is no kubelet.
+    "Assignments",
 )
 """Dataclasses the live TUI does not define before its first frame: each frozen dataclass
 costs the start 2.4-4.9 M instructions to define (issue 17)."""
