@@ -89,6 +89,8 @@ NOT_FOR_THE_LIVE_TUI = (
     "gputop.sinks",
     # The kubelet's client, on a machine that is no Kubernetes node.
     "gputop.sources.k8s.podresources",
+    # A GPU's history over a span of time: read by the history screen.
+    "gputop.history.window",
 )
 
 
@@ -139,6 +141,8 @@ NOT_DEFINED_AT_START = (
     "SinkState",
     # Who the kubelet gave each GPU, where there is no kubelet.
     "Assignments",
+    "HistoryWindow",
+    "Stats",
 )
 """Dataclasses the live TUI does not define before its first frame: each frozen dataclass
 costs the start 2.4-4.9 M instructions to define (issue 17)."""
