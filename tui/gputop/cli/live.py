@@ -42,7 +42,7 @@ from gputop.sources.host.procinfo import (
     foreign_hint,
     host_proc_candidates,
 )
-from gputop.sources.k8s.socket import kubelet_socket
+from gputop.sources.k8s.kubelet import kubelet_socket
 
 if TYPE_CHECKING:
     from gputop.sinks.fanout import SnapshotSinks

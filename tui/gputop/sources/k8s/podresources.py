@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputop.model import Owner
-from gputop.sources.k8s.socket import DEFAULT_SOCKET, SOCKET_VARIABLE, kubelet_socket, socket_path
+from gputop.sources.k8s.kubelet import DEFAULT_SOCKET, SOCKET_VARIABLE, kubelet_socket, socket_path
 
 if TYPE_CHECKING:
     from gputop.sources.k8s import api_pb2
 
 __all__ = ["DEFAULT_SOCKET", "SOCKET_VARIABLE", "socket_path"]
-"""Where the socket is (``k8s.socket``), also named from here."""
+"""Where the socket is (``k8s.kubelet``), also named from here."""
 
 REFRESH = 5.0
 """Seconds between two ``List`` calls: pods come and go in seconds, not every tick."""
