@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_reader
 from gputop.cli.tui import tui_pipeline
 from gputop.model import Snapshot
+from gputop.pipeline.commands import Seek, SeekTime, Step, TogglePause
 from gputop.pipeline.feed import ReplayFeed
-from gputop.pipeline.tick import Seek, SeekTime, Step, TogglePause
 from gputop.sources.replay import ReplayPlayer
 from gputop.sources.smi import recording as recording_module
 from gputop.sources.smi.recording import Recording

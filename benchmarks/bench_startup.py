@@ -29,8 +29,12 @@ three runs of the same code).
 Each app is also counted to just before ``App.run``: imports, options, opening the source
 and the first tick; the rest is Textual composing, styling and rendering the first frame.
 
-Usage: ``python benchmarks/bench_startup.py [--code CHECKOUT]`` (about three minutes; with
-``--code``, another checkout's ``tui`` is counted, e.g. main's). Needs valgrind.
+With ``--stages``, only the harnessed starts are counted, to each stage of the start (the
+harness, gputop's live path, the driver's start, the UI's import, the first poll, composing,
+rendering): what each stage adds to gputop's first frame and to the bare app's.
+
+Usage: ``python benchmarks/bench_startup.py [--code CHECKOUT] [--stages]`` (about three
+minutes; with ``--code``, another checkout's ``tui`` is counted, e.g. main's). Needs valgrind.
 """
 
 from __future__ import annotations
@@ -101,6 +105,53 @@ def _fake_box() -> Any:
     return fake
 
 
+def _stop_at_stage(stage: str) -> None:
+    """End the process at ``stage`` of a harnessed start (``--stages``): once the harness
+    has installed the fake NVML ("harness"); as gputop's live path is about to import the
+    UI beside the driver's start ("modules"); once the driver alone has started, the UI
+    not imported ("nvml"); once both are done ("opened"); as the first frame's rendering
+    begins, everything composed, styled and laid out ("render")."""
+    if stage == "harness":
+        # bench_tui puts these on the path itself: they are taken off again, so that its
+        # imports search the same path as in any other count.
+        sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
+        import fakes.nvml_install
+
+        del sys.path[:2]
+        install = fakes.nvml_install.install
+
+        def install_then_stop(fake: Any) -> None:
+            install(fake)
+            os._exit(0)
+
+        fakes.nvml_install.install = install_then_stop
+    elif stage in ("modules", "nvml", "opened"):
+        import gputop.cli.live
+
+        opening = gputop.cli.live._open_while_the_ui_loads
+
+        def open_then_stop(starting: Any) -> None:
+            if stage == "nvml":
+                starting.wait(TIME_LIMIT)
+                starting.result()
+            elif stage == "opened":
+                opening(starting)
+            os._exit(0)
+
+        gputop.cli.live._open_while_the_ui_loads = open_then_stop
+    elif stage == "render":
+        from textual._compositor import Compositor
+
+        def stop(_self: object, *_args: object, **_kwargs: object) -> None:
+            os._exit(0)
+
+        Compositor.render_full_update = stop  # type: ignore[method-assign,assignment]
+
+
+STAGES = ("harness", "modules", "nvml", "opened", "run", "render", "frame")
+"""Where ``--stages`` counts a harnessed start to, in order (see ``_stop_at_stage``)."""
+
+
 HARNESS_BOX = {"GPUTOP_BENCH_BOX": "4x4090", "GPUTOP_BENCH_PROCESSES": "3"}
 """The box of ``bench_tui``'s first frames (its processes foreign PIDs here)."""
 
@@ -115,6 +166,8 @@ def child(kind: str, stop: str) -> int:
         os.environ.update(HARNESS_BOX, GPUTOP_BENCH_TOOL=kind.removeprefix("harnessed-"))
         if stop == "run":
             _stop_before_run()
+        elif stop != "frame":
+            _stop_at_stage(stop)
         else:
             _stop_at_first_frame(MARKERS[kind])
         return bench_tui.child(INTERVAL)
@@ -207,13 +260,21 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--code", type=Path, default=REPO, help="the checkout to count")
-    code = parser.parse_args().code.resolve()
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="only the harnessed starts, counted to each stage of the start (issue 17)",
+    )
+    options = parser.parse_args()
+    code = options.code.resolve()
     if shutil.which("valgrind") is None:
         print("valgrind is required", file=sys.stderr)
         return 2
     for folder in (code / "tui" / "gputop", REPO / "tests" / "fakes", REPO / "benchmarks"):
         compileall.compile_dir(folder, quiet=1)
     me = [sys.executable, str(Path(__file__).resolve()), "child"]
+    if options.stages:
+        return print_stages(me, code)
     counts: dict[tuple[str, str], int] = {}
     for kind, stop in [
         ("bare", "run"),
@@ -265,6 +326,44 @@ def main() -> int:
             f"the bare app); before App.run {mega(before_run)}, "
             f"App.run to the frame {mega(frame - before_run)}"
         )
+    return 0
+
+
+def print_stages(me: list[str], code: Path) -> int:
+    """Count the harnessed gputop and bare app to each stage; print what each stage adds."""
+    gputop = {stage: count_instructions([*me, "harnessed-gputop", stage], code) for stage in STAGES}
+    bare = {
+        stage: count_instructions([*me, "harnessed-bare", stage], code)
+        for stage in ("harness", "run", "render", "frame")
+    }
+    rows = [
+        ("harness (fake NVML, pynvml, gputop's model, benchmark modules)", "harness", "harness"),
+        ("gputop.cli.main, options, the live path's modules", "modules", None),
+        ("the driver's start (the fake NVML's Python), on its thread", "nvml", None),
+        ("Textual and the UI's modules (the bare app: Textual, its widgets)", "opened", "run"),
+        ("first poll, pipeline, poll loop, app", "run", None),
+        ("App.run: compose, style, lay out", "render", "render"),
+        ("the first frame rendered and written", "frame", "frame"),
+    ]
+    print(f"instructions by stage, harnessed 4x RTX 4090 start, gputop of {code}")
+    print("  stage: gputop / bare app")
+    last_gputop, last_bare = 0, 0
+    for name, stage, bare_stage in rows:
+        # The UI's import follows the driver's start here, which ran beside it.
+        added = gputop[stage] - (gputop["nvml"] if stage == "opened" else last_gputop)
+        if stage == "nvml":
+            added = gputop["nvml"] - gputop["modules"]
+        text = f"  {name}: {added / 1e6:,.0f} M"
+        if bare_stage is not None:
+            text += f" / {(bare[bare_stage] - last_bare) / 1e6:,.0f} M"
+            last_bare = bare[bare_stage]
+        print(text)
+        if stage != "nvml":
+            last_gputop = gputop[stage]
+    print(
+        f"  total: {gputop['frame'] / 1e6:,.0f} M / {bare['frame'] / 1e6:,.0f} M "
+        f"({gputop['frame'] / bare['frame']:.2f}x)"
+    )
     return 0
 
 

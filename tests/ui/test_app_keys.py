@@ -9,8 +9,8 @@ from pathlib import Path
 from textual.widgets import Input, Static
 
 from gputop.model import Snapshot
+from gputop.pipeline.commands import ChangeSpeed, Seek, Step, StepInterval, TogglePause
 from gputop.pipeline.loop import ManualLoop
-from gputop.pipeline.tick import ChangeSpeed, Seek, Step, StepInterval, TogglePause
 from gputop.ui.app import GputopApp
 from gputop.ui.screens.goto import GotoDialog
 from gputop.ui.screens.help import HelpScreen, balanced_split

@@ -10,10 +10,10 @@ from textual.widgets import DataTable, Input
 
 from gputop.cli.tui import tui_pipeline
 from gputop.model import Snapshot
+from gputop.pipeline.commands import Command
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.loop import ManualLoop
-from gputop.pipeline.tick import Command
 from gputop.ui.app import GputopApp
 from gputop.ui.screens.help import HelpScreen
 from gputop.ui.screens.history import HistoryScreen

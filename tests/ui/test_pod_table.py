@@ -288,10 +288,11 @@ async def test_pod_lines_draw_at_every_width() -> None:
 async def test_inside_a_pod_a_line_says_which_and_what_the_others_hold() -> None:
     app = TableApp(k8s_node())
     async with app.run_test(size=(140, 20)) as pilot:
-        line = app.query_one("#process-container")
-        assert not line.display
+        # Not in a container: no line, not even a hidden one.
+        assert not app.query("#process-container")
         table(app).show(inside_pod())
         await pilot.pause()
+        line = app.query_one("#process-container")
         assert line.display
         text = str(line.render())
         assert text.startswith("Given GPU 0 · other containers: 3 processes, 32.5GiB · pod ")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from textual.css.stylesheet import Stylesheet
 from textual.dom import DOMNode
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 
 from gputop.cli.tui import tui_pipeline
 from gputop.pipeline.feed import LiveFeed, ReplayFeed
@@ -39,6 +39,27 @@ async def test_a_live_start_composes_no_replay_bar() -> None:
         await pilot.press("space")  # pausing and resuming live needs no replay bar either
         await pilot.pause()
         assert screen.tick is not None and screen.tick.paused
+
+
+async def test_lines_a_start_does_not_show_are_composed_only_when_first_shown() -> None:
+    """The compact layout's column titles and detail line, and the line about the container
+    gputop runs in, are not composed (hidden) for a tall terminal on a host; they appear
+    when the terminal gets short."""
+    snapshot = load(CAPTURE)
+    pipeline = tui_pipeline(LiveFeed(CyclingSource([snapshot])))
+    app = GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.main_screen
+        for name in ("#gpu-columns", "#gpu-detail", "#process-container"):
+            assert not screen.query(name), name
+        await pilot.resize_terminal(120, 16)
+        await pilot.pause()
+        assert screen.has_class("-compact")
+        titles = screen.query_one("#gpu-columns", Static)
+        assert titles.display and "MEMORY" in str(titles.render())
+        assert screen.query_one("#gpu-detail", Static).display
+        assert screen.query_one("#gpu-columns").region.y < screen.query(GpuPanel).first().region.y
 
 
 async def test_a_replay_start_composes_its_replay_bar() -> None:

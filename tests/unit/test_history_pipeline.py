@@ -12,20 +12,19 @@ from gputop.errors import GputopError
 from gputop.history import HistoryStore, Metric
 from gputop.insight.diagnosis import diagnose
 from gputop.model import GpuSample, Snapshot, Utilization
-from gputop.pipeline.core import Pipeline
-from gputop.pipeline.feed import LiveFeed, ReplayFeed
-from gputop.pipeline.loop import ManualLoop, PollLoop
-from gputop.pipeline.tick import (
+from gputop.pipeline.commands import (
     ChangeSpeed,
     Refresh,
     Seek,
     SeekTime,
     SetInterval,
     Step,
-    Tick,
     TogglePause,
-    ViewSpec,
 )
+from gputop.pipeline.core import Pipeline
+from gputop.pipeline.feed import LiveFeed, ReplayFeed
+from gputop.pipeline.loop import ManualLoop, PollLoop
+from gputop.pipeline.tick import Tick, ViewSpec
 from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.gpu_select import GpuSelection
 from gputop.sources.replay import ReplayPlayer

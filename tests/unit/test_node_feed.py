@@ -12,8 +12,9 @@ from datetime import timedelta
 from gputop.cli.fleet_tui import fleet_driver
 from gputop.model import Snapshot
 from gputop.model.fleet import FleetSnapshot
+from gputop.pipeline.commands import TogglePause
 from gputop.pipeline.fleet_loop import FleetPollLoop
-from gputop.pipeline.tick import Tick, TogglePause
+from gputop.pipeline.tick import Tick
 from support.fleet import POINTS, SCRAPE, TAKEN, MemoryFleet, demo_fleet, demo_histories
 
 

@@ -1,4 +1,5 @@
-"""Process enrichment: resolution across PID namespaces, psutil caching, CPU % between ticks."""
+"""Process enrichment: resolution across PID namespaces, reader caching, CPU % between ticks;
+the facts read from ``/proc`` held equal to psutil's (the reference) on real processes."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from gputop.sources.host.procinfo import (
     FOREIGN_HINT,
     FOREIGN_RECHECK,
     IDENTITY_REFRESH,
+    AccessDenied,
+    NoSuchProcess,
     ProcessEnricher,
     StatProcess,
     find_host_proc_root,
@@ -54,7 +57,7 @@ class FakeMemory:
 
 @dataclass
 class FakeProcess:
-    """Stands in for psutil.Process; counts the calls that matter."""
+    """Stands in for StatProcess (psutil.Process's methods); counts the calls that matter."""
 
     pid: int
     user: str = "alice"
@@ -76,7 +79,7 @@ class FakeProcess:
 
     def _check(self, what: str) -> None:
         if what in self.deny:
-            raise psutil.AccessDenied(self.pid)
+            raise AccessDenied(self.pid)
 
     def name(self) -> str:
         self._check("name")
@@ -113,7 +116,7 @@ class Factory:
 
     def __call__(self, pid: int) -> FakeProcess:
         if pid in self.gone:
-            raise psutil.NoSuchProcess(pid)
+            raise NoSuchProcess(pid)
         self.created.append(pid)
         process = self.overrides.pop(pid, None) or FakeProcess(pid)
         self.processes[pid] = process
@@ -337,7 +340,7 @@ def test_proc_file_parsing(tmp_path: Path) -> None:
     assert read_nspid(tmp_path / "nope" / "status") is None
 
 
-def test_with_the_real_psutil_on_this_process() -> None:
+def test_the_default_enricher_on_this_process_agrees_with_psutil() -> None:
     enrich = ProcessEnricher()
     me = os.getpid()
 
@@ -434,11 +437,11 @@ def test_stat_process_tells_a_reused_pid_and_an_exited_process(tmp_path: Path) -
     (folder / "stat").write_text(_stat_with(me, 778, utime=0, stime=0, rss_pages=1))
 
     assert not reader.is_running()
-    with pytest.raises(psutil.NoSuchProcess):
+    with pytest.raises(NoSuchProcess):
         reader.memory_info()
     (folder / "stat").unlink()
     assert not reader.is_running()
-    with pytest.raises(psutil.NoSuchProcess):
+    with pytest.raises(NoSuchProcess):
         StatProcess(me, tmp_path)
 
 
@@ -451,7 +454,7 @@ def test_stat_process_of_a_child_that_exits() -> None:
         child.kill()
         child.wait()
     assert not reader.is_running()
-    with pytest.raises(psutil.NoSuchProcess):
+    with pytest.raises(NoSuchProcess):
         StatProcess(child.pid)
 
 
@@ -594,3 +597,152 @@ def test_other_containers_processes_are_named_through_a_host_procfs(
         "cri-o",
     )
     assert again.owner is sibling.owner
+
+
+# ----- the facts from /proc against psutil's, on real processes ------------------------------
+
+
+RSS_SLACK = 2**20
+"""Bytes: ``/proc/<pid>/stat``'s resident set is the kernel's per-thread cached count, up to
+64 pages from ``statm``'s."""
+
+
+@contextlib.contextmanager
+def _sleeper(program: str = "sleep") -> Iterator[subprocess.Popen[bytes]]:
+    child = subprocess.Popen([program, "300"])
+    try:
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _wait_for_exec(pid: int, name: str) -> None:
+    """Until the forked child has become ``name`` and sleeps (its exec and loading done, so
+    that its memory holds still)."""
+    deadline = time.monotonic() + 10
+    process = psutil.Process(pid)
+    while process.name() != name or process.status() != psutil.STATUS_SLEEPING:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_a_real_sleep_process_reads_as_psutil_reads_it() -> None:
+    with _sleeper() as child:
+        _wait_for_exec(child.pid, "sleep")
+        reader = StatProcess(child.pid)
+        real = psutil.Process(child.pid)
+        with reader.oneshot():
+            assert reader.is_running()
+            # stat's resident count is the kernel's cached one (psutil reads statm's).
+            assert abs(reader.memory_info().rss - real.memory_info().rss) < RSS_SLACK
+        assert reader.name() == real.name() == "sleep"
+        assert reader.username() == real.username()
+        assert reader.cmdline() == real.cmdline() == ["sleep", "300"]
+        assert reader.create_time() == real.create_time()
+
+
+def test_a_name_cut_at_15_characters_is_the_command_lines_first_word_as_psutil(
+    tmp_path: Path,
+) -> None:
+    sleep = subprocess.run(["which", "sleep"], capture_output=True, text=True, check=True)
+    long_name = tmp_path / "a-sleeper-with-a-long-name"
+    long_name.symlink_to(sleep.stdout.strip())
+    with _sleeper(str(long_name)) as child:
+        _wait_for_exec(child.pid, long_name.name)
+        reader = StatProcess(child.pid)
+        assert reader.name() == psutil.Process(child.pid).name() == long_name.name
+
+
+def test_the_enricher_fills_real_sleep_processes_mapped_from_the_driver() -> None:
+    with _sleeper() as first, _sleeper() as second:
+        for child in (first, second):
+            _wait_for_exec(child.pid, "sleep")
+        clock = Clock()
+        enrich = ProcessEnricher(clock=clock)
+        rows = enrich((gpu_process(first.pid, name=None), gpu_process(second.pid)))
+        clock.now += 1.0
+        again = enrich((gpu_process(first.pid, name=None), gpu_process(second.pid)))
+        for row, child in zip(rows, (first, second), strict=True):
+            real = psutil.Process(child.pid)
+            assert row.foreign is False
+            assert row.user == real.username()
+            assert row.command == "sleep 300"
+            assert row.start_time == real.create_time()
+            assert row.host_memory is not None
+            assert abs(row.host_memory - real.memory_info().rss) < RSS_SLACK
+            assert row.cpu_percent is None  # the baseline
+        assert rows[0].name == "sleep"  # the driver had none
+        assert rows[1].name == "python3"  # the driver's wins
+        assert [row.cpu_percent for row in again] == [0.0, 0.0]  # asleep
+
+
+def test_a_zombie_keeps_its_name_and_user_and_has_no_command_as_with_psutil() -> None:
+    with _sleeper() as child:
+        _wait_for_exec(child.pid, "sleep")
+        enrich = ProcessEnricher()
+        (alive,) = enrich((gpu_process(child.pid, name=None),))
+        os.kill(child.pid, 9)
+        deadline = time.monotonic() + 10
+        while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        reader = StatProcess(child.pid)
+        with pytest.raises(NoSuchProcess):
+            reader.cmdline()
+        with pytest.raises(psutil.ZombieProcess):
+            psutil.Process(child.pid).cmdline()
+        assert reader.name() == psutil.Process(child.pid).name() == "sleep"
+
+        zombie = StatProcess(child.pid)
+        enrich = ProcessEnricher(process_factory=lambda pid: zombie)
+        (row,) = enrich((gpu_process(child.pid, name=None),))
+    assert alive.command == "sleep 300"
+    assert row.foreign is False
+    assert (row.name, row.user) == ("sleep", alive.user)
+    assert (row.command, row.start_time, row.host_memory) == (None, None, None)
+
+
+def test_a_kernel_thread_has_no_command_line(tmp_path: Path) -> None:
+    make_proc(tmp_path, 2, (2,))
+    (tmp_path / "2" / "stat").write_text(_stat_line(2, "kthreadd", 5))
+    (tmp_path / "2" / "cmdline").write_bytes(b"")
+
+    reader = StatProcess(2, tmp_path)
+
+    assert reader.cmdline() == []
+    assert reader.name() == "kthreadd"
+
+
+def test_a_process_gone_or_unreadable_is_told_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_proc(tmp_path, 7, (7,))
+    (tmp_path / "7" / "cmdline").write_bytes(b"python3\0train.py\0")
+    (tmp_path / "stat").write_text("cpu 1 2 3\nbtime 1700000000\n")
+    with (tmp_path / "7" / "status").open("a") as status:
+        status.write("Uid:\t54321\t0\t0\t0\n")  # the real uid, which no user has here
+    reader = StatProcess(7, tmp_path)
+    assert reader.cmdline() == ["python3", "train.py"]
+    assert reader.create_time() == 1000 / os.sysconf("SC_CLK_TCK") + 1_700_000_000
+    assert reader.username() == "54321"  # as psutil, for a uid without a name
+
+    # Running as root, no file is denied: hidepid or an LSM would deny it as this does.
+    real_open = os.open
+
+    def denied(path: str, flags: int, *args: int) -> int:
+        if path.endswith("/cmdline"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", denied)
+    with pytest.raises(AccessDenied):
+        reader.cmdline()
+    enrich = ProcessEnricher(proc_root=tmp_path, process_factory=lambda pid: reader)
+    (row,) = enrich((gpu_process(7),))
+    assert row.command is None and row.start_time is not None
+    monkeypatch.undo()
+
+    (tmp_path / "7" / "cmdline").unlink()
+    with pytest.raises(NoSuchProcess):
+        reader.cmdline()

@@ -26,9 +26,9 @@ from gputop.cli.serve_web import load_auth, patched_script
 from gputop.errors import BadArguments
 from gputop.model import Snapshot
 from gputop.model.sample import GpuSample, MigDeviceSample, ProcessSample
+from gputop.pipeline.commands import TogglePause
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.shared_feed import SharedFeed
-from gputop.pipeline.tick import TogglePause
 from gputop.sources.redact import without_commands
 from gputop.sources.shared import SnapshotPublisher, SnapshotSubscriber, private_socket_dir
 from gputop.ui.screens.help import help_sections

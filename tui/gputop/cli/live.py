@@ -32,7 +32,6 @@ from gputop.model import Snapshot
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.in_view import InView
-from gputop.sinks.fanout import SnapshotSinks
 from gputop.sources.attribution import AttributedSource
 from gputop.sources.base import Source
 from gputop.sources.host.incontainer import read_container_view
@@ -43,9 +42,10 @@ from gputop.sources.host.procinfo import (
     foreign_hint,
     host_proc_candidates,
 )
-from gputop.sources.k8s.podresources import open_watcher
+from gputop.sources.k8s.kubelet import kubelet_socket
 
 if TYPE_CHECKING:
+    from gputop.sinks.fanout import SnapshotSinks
     from gputop.sources.gpu_select import GpuSelection
 
 
@@ -66,9 +66,15 @@ def open_live_source(in_view: InView | None = None) -> Source:
         in_view=None if in_view is None else in_view.pids,
     )
     nvml = open_nvml_source(enrich=enricher)
+    watcher = None
+    if kubelet_socket(env) is not None:
+        # Only on a Kubernetes node: elsewhere the client is not even loaded.
+        from gputop.sources.k8s.podresources import open_watcher
+
+        watcher = open_watcher(env)
     return AttributedSource(
         nvml,
-        watcher=open_watcher(env),
+        watcher=watcher,
         container=lambda snapshot: read_container_view(snapshot, env),
     )
 

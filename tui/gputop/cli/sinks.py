@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gputop.cli.options import Options
 from gputop.model import Snapshot
-from gputop.sinks.fanout import Sink, SnapshotSinks
+
+if TYPE_CHECKING:
+    from gputop.sinks.fanout import Sink, SnapshotSinks
 
 
 def open_sinks(options: Options, machine: Snapshot | None = None) -> SnapshotSinks | None:
@@ -14,6 +18,10 @@ def open_sinks(options: Options, machine: Snapshot | None = None) -> SnapshotSin
     before the UI takes the terminal. ``machine`` (a first snapshot) lets `--record` refuse
     a file that records another machine.
     """
+    if options.record is None and options.log is None:
+        return None  # without importing the sinks: most starts write nothing
+    from gputop.sinks.fanout import SnapshotSinks
+
     sinks: list[Sink] = []
     try:
         if options.record is not None:

@@ -13,11 +13,11 @@ from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed, ReplayFeed
 from gputop.pipeline.in_view import InView
 from gputop.pipeline.loop import PollLoop
-from gputop.sinks.fanout import SnapshotSinks
 from gputop.ui.render.panel_lines import PANEL_VIEW
 from gputop.ui.settings import UiSettings
 
 if TYPE_CHECKING:
+    from gputop.sinks.fanout import SnapshotSinks
     from gputop.sources.formats import AnyRecording
     from gputop.sources.gpu_select import GpuSelection
     from gputop.sources.replay import Timeline

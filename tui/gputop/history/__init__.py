@@ -1,8 +1,12 @@
-"""Bounded history of GPU metrics: two tiers of rings per (GPU, metric), rebuilt on seeks."""
+"""Bounded history of GPU metrics: two tiers of rings per (GPU, metric), rebuilt on seeks.
+
+A window over a span of time (``history.window``: what the history screen charts) is loaded
+when the first is read, not by every start.
+"""
 
 from __future__ import annotations
 
-from gputop.history.metrics import Metric, gpu_key
+from gputop.history.metrics import Metric, Series, gpu_key
 from gputop.history.ring import Ring
 from gputop.history.store import (
     EMPTY_READER,
@@ -12,20 +16,16 @@ from gputop.history.store import (
     HistoryView,
     memory_bound,
 )
-from gputop.history.window import EMPTY_WINDOW, HistoryWindow, Series, Stats
 
 __all__ = [
     "EMPTY_READER",
     "EMPTY_VIEW",
-    "EMPTY_WINDOW",
     "HistoryReader",
     "HistoryStore",
     "HistoryView",
-    "HistoryWindow",
     "Metric",
     "Ring",
     "Series",
-    "Stats",
     "gpu_key",
     "memory_bound",
 ]

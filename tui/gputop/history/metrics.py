@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from gputop.model import GpuSample
 from gputop.model.fields import GPU_BY_PATH
+
+Series = Sequence[float]
+"""Oldest first; NaN marks a gap (GPU absent, lost, or value not reported).
+
+Windows and views hand out private ``array('f')`` copies: copying is a C-level slice, so a
+tick's view costs microseconds. Treat them as read-only."""
 
 Reader = Callable[[GpuSample], float | int | bool | None]
 """How one metric is read from a sample; None when the GPU does not report it."""

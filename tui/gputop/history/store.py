@@ -24,11 +24,14 @@ import threading
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from gputop.history.metrics import FIELD_READERS, Metric, Reader, gpu_key
+from gputop.history.metrics import FIELD_READERS, Metric, Reader, Series, gpu_key
 from gputop.history.ring import Ring
-from gputop.history.window import EMPTY_WINDOW, HistoryWindow, Series
 from gputop.model import Snapshot
+
+if TYPE_CHECKING:
+    from gputop.history.window import HistoryWindow
 
 DEFAULT_CAPACITY = 3660
 """Ticks kept whole per series: an hour and a minute at the default 1 s interval, so that the
@@ -312,6 +315,9 @@ class HistoryStore:
         Every tick while the fine rings reach back that far; beyond them, the buckets that
         begin inside the span, then the ticks after the last of them.
         """
+        # Here: only the history screen reads windows (see the package's docstring).
+        from gputop.history.window import EMPTY_WINDOW
+
         with self._lock:
             rings = self._rings.get(key)
             if rings is None or not len(self._times):
@@ -335,6 +341,8 @@ class HistoryStore:
     def _copy(
         self, rings: _Rings, times: array[float], first: int, buckets: range
     ) -> HistoryWindow:
+        from gputop.history.window import HistoryWindow
+
         fine = len(times) - first
         mean = {metric: ring.latest(fine) for metric, ring in rings.fine.items()}
         if not buckets:
@@ -370,6 +378,8 @@ def _timed(window: HistoryWindow) -> HistoryWindow:
         return {metric: pick(values) for metric, values in tier.items()}
 
     buckets = sum(1 for i in keep if i < window.buckets)
+    from gputop.history.window import HistoryWindow
+
     return HistoryWindow(
         pick(times),
         pick(window.weights),

@@ -10,16 +10,10 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gputop.history.metrics import Metric
-
-Series = Sequence[float]
-"""Oldest first; NaN marks a gap (GPU absent, lost, or value not reported).
-
-Windows and views hand out private ``array('f')`` copies: copying is a C-level slice, so a
-tick's view costs microseconds. Treat them as read-only."""
+from gputop.history.metrics import Metric, Series
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,17 +21,10 @@ from gputop.model.machine import same_machine
 from gputop.pipeline.feed import Arrival, Feed, Move
 from gputop.pipeline.in_view import InView
 from gputop.pipeline.interval import clamp_interval, step_interval
-from gputop.pipeline.tick import (
-    Command,
-    Refresh,
-    SetInterval,
-    SinkStatus,
-    StepInterval,
-    Tick,
-    ViewSpec,
-)
+from gputop.pipeline.tick import SinkStatus, Tick, ViewSpec
 
 if TYPE_CHECKING:
+    from gputop.pipeline.commands import Command
     from gputop.sources.gpu_select import GpuSelection
 
 
@@ -208,6 +201,9 @@ class Pipeline:
 
     def apply(self, command: Command) -> None:
         """Carry out a user command; call ``tick()`` afterwards for the new state."""
+        # Here: no command exists before the first key press (see ``pipeline.commands``).
+        from gputop.pipeline.commands import Refresh, SetInterval, StepInterval
+
         if isinstance(command, SetInterval):
             self._interval = clamp_interval(command.seconds)
         elif isinstance(command, StepInterval):

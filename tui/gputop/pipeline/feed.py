@@ -21,17 +21,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from gputop.errors import BadCapture, Fatal, GputopError, Waiting
 from gputop.model import Snapshot
-from gputop.pipeline.tick import (
-    ChangeSpeed,
-    Command,
-    Seek,
-    SeekTime,
-    Step,
-    TogglePause,
-)
 from gputop.sources.base import Source
 
 if TYPE_CHECKING:
+    from gputop.pipeline.commands import Command
+
     # Only a replay makes these: a live start does not load the replay module.
     from gputop.sources.replay import ReplayPlayer, ReplayStatus
 
@@ -170,6 +164,8 @@ class LiveFeed:
 
     def apply(self, command: Command) -> Arrival:
         """Pause or resume polling; nothing else concerns a live source."""
+        from gputop.pipeline.commands import TogglePause
+
         if isinstance(command, TogglePause):
             self._paused = not self._paused
         return NOTHING
@@ -234,6 +230,8 @@ class ReplayFeed:
 
     def apply(self, command: Command) -> Arrival:
         """Pause, step, seek or change speed."""
+        from gputop.pipeline.commands import ChangeSpeed, Seek, SeekTime, Step, TogglePause
+
         player = self._player
         if isinstance(command, TogglePause):
             return REBUILD if player.toggle_pause() else NOTHING

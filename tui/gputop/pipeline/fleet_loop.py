@@ -18,11 +18,12 @@ from typing import Protocol
 
 from gputop.model.fleet import FleetSnapshot
 from gputop.pipeline.clock import Clock
+from gputop.pipeline.commands import Command
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed
 from gputop.pipeline.loop_thread import LoopThread
 from gputop.pipeline.node_feed import NodeFeed
-from gputop.pipeline.tick import Command, Tick
+from gputop.pipeline.tick import Tick
 from gputop.sources.fleet import FleetSource
 
 DEFAULT_REFRESH = 5.0

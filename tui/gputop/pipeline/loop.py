@@ -10,12 +10,15 @@ from __future__ import annotations
 import queue
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gputop.pipeline.clock import Clock
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.loop_thread import LoopThread
-from gputop.pipeline.tick import Command, Tick
+from gputop.pipeline.tick import Tick
+
+if TYPE_CHECKING:
+    from gputop.pipeline.commands import Command
 
 
 class TickLoop(Protocol):

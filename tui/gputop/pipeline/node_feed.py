@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from gputop.model import Snapshot
 from gputop.model.age import age_seconds, fmt_age
 from gputop.model.fleet import FleetSnapshot, NodeView
+from gputop.pipeline.commands import Command, TogglePause
 from gputop.pipeline.feed import NOTHING, Arrival
-from gputop.pipeline.tick import Command, TogglePause
 from gputop.sources.fleet import FleetSource
 
 

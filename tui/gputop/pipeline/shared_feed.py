@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from gputop.model import Snapshot
+from gputop.pipeline.commands import Command, TogglePause
 from gputop.pipeline.feed import NOTHING, Arrival
-from gputop.pipeline.tick import Command, TogglePause
 
 WAIT_STEP = 0.5
 """Seconds one step waits for the next snapshot: a pause key waits at most this long."""

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gputop.model import ContainerView, GpuSample, MigDeviceSample, Snapshot
 from gputop.sources.base import Source
-from gputop.sources.k8s.podresources import (
-    NO_ASSIGNMENTS,
-    TIMEOUT,
-    Assignments,
-    PodResourcesWatcher,
-)
+
+if TYPE_CHECKING:
+    # The client is loaded only with a watcher, on a Kubernetes node.
+    from gputop.sources.k8s.podresources import Assignments, PodResourcesWatcher
 
 ContainerReader = Callable[[Snapshot], "ContainerView | None"]
 """What this container was given, worked out once from the first snapshot's GPUs."""
@@ -45,7 +44,7 @@ class AttributedSource:
         self._reader = container
         self._view: ContainerView | None = None
         self._first = True
-        self._last: dict[int, tuple[GpuSample, Assignments, GpuSample]] = {}
+        self._last: dict[int, tuple[GpuSample, Assignments | None, GpuSample]] = {}
         """GPU index -> (last input, the assignments applied, last output)."""
 
     @property
@@ -57,6 +56,8 @@ class AttributedSource:
         """The inner source's snapshot, attributed."""
         snapshot = self._inner.poll()
         if self._first and self._watcher is not None:
+            from gputop.sources.k8s.podresources import TIMEOUT
+
             # The first snapshot (--once, --json) waits for the kubelet's first answer, at
             # most one call's timeout; later ones take whatever answer is there.
             self._watcher.wait_first(TIMEOUT)
@@ -64,14 +65,14 @@ class AttributedSource:
         if self._reader is not None and snapshot.gpus:
             self._view = self._reader(snapshot)
             self._reader = None  # a container's environment does not change
-        given = self._watcher.current if self._watcher is not None else NO_ASSIGNMENTS
+        given = self._watcher.current if self._watcher is not None else None
         gpus = tuple(self._attributed(gpu, given) for gpu in snapshot.gpus)
         changed = any(a is not b for a, b in zip(gpus, snapshot.gpus, strict=True))
         if not changed and self._view is None:
             return snapshot
         return dataclasses.replace(snapshot, gpus=gpus, container=self._view)
 
-    def _attributed(self, gpu: GpuSample, given: Assignments) -> GpuSample:
+    def _attributed(self, gpu: GpuSample, given: Assignments | None) -> GpuSample:
         last = self._last.get(gpu.index)
         if last is not None and last[0] is gpu and last[1] is given:
             return last[2]
@@ -88,11 +89,16 @@ class AttributedSource:
             self._inner.close()
 
 
-def with_holders(gpu: GpuSample, given: Assignments) -> GpuSample:
-    """``gpu`` with the pods the kubelet gave it and each of its MIG devices; ``gpu`` itself
-    when that changes nothing."""
-    if not given.holders and not gpu.holders and not any(d.holders for d in gpu.mig_devices):
+def with_holders(gpu: GpuSample, given: Assignments | None) -> GpuSample:
+    """``gpu`` with the pods the kubelet gave it and each of its MIG devices (None: no
+    kubelet to ask, so none); ``gpu`` itself when that changes nothing."""
+    nothing_given = given is None or not given.holders
+    if nothing_given and not gpu.holders and not any(d.holders for d in gpu.mig_devices):
         return gpu
+    if given is None:
+        from gputop.sources.k8s.podresources import NO_ASSIGNMENTS
+
+        given = NO_ASSIGNMENTS
     holders = given.of(gpu.uuid, str(gpu.index))
     devices = tuple(_device_holders(gpu, device, given) for device in gpu.mig_devices)
     same_devices = all(a is b for a, b in zip(devices, gpu.mig_devices, strict=True))

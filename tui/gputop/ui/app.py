@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path, PurePath
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -15,11 +15,14 @@ from textual.screen import Screen
 
 from gputop.errors import Fatal
 from gputop.pipeline.loop import TickLoop
-from gputop.pipeline.tick import Command, Tick
+from gputop.pipeline.tick import Tick
 from gputop.ui.messages import SourceFailed, TickArrived
 from gputop.ui.screens.main import MAIN_SCREEN_CSS, MainScreen
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
+
+if TYPE_CHECKING:
+    from gputop.pipeline.commands import Command
 
 
 class GputopApp(App[int]):

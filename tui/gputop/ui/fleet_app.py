@@ -19,8 +19,9 @@ from textual.driver import Driver
 from textual.screen import Screen
 
 from gputop.model.fleet import FleetSnapshot
+from gputop.pipeline.commands import Command
 from gputop.pipeline.fleet_loop import DEFAULT_REFRESH, FleetLoop
-from gputop.pipeline.tick import Command, Tick
+from gputop.pipeline.tick import Tick
 from gputop.ui.fleet_messages import FleetArrived, FleetFailed, NodeTickArrived
 from gputop.ui.screens.fleet import FLEET_SCREEN_CSS, FleetScreen
 from gputop.ui.screens.main import MAIN_SCREEN_CSS

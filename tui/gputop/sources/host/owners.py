@@ -22,7 +22,6 @@ Not thread-safe: one source calls it from its polling thread.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -110,6 +109,9 @@ def _load_json(path: str) -> Any:
     data = read_bytes(path, MAX_CONFIG)
     if data is None:
         return None
+    # Here: only a containerised process leads here, and most boxes start without one.
+    import json
+
     try:
         return json.loads(data)
     except ValueError:

@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputop.model import Owner
+from gputop.sources.k8s.kubelet import DEFAULT_SOCKET, SOCKET_VARIABLE, kubelet_socket, socket_path
 
 if TYPE_CHECKING:
     from gputop.sources.k8s import api_pb2
 
-DEFAULT_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
-SOCKET_VARIABLE = "GPUTOP_PODRESOURCES_SOCKET"
-"""Overrides where the kubelet's socket is (a DaemonSet may mount it elsewhere)."""
+__all__ = ["DEFAULT_SOCKET", "SOCKET_VARIABLE", "socket_path"]
+"""Where the socket is (``k8s.kubelet``), also named from here."""
+
 REFRESH = 5.0
 """Seconds between two ``List`` calls: pods come and go in seconds, not every tick."""
 TIMEOUT = 2.0
@@ -96,12 +97,6 @@ def assignments(response: api_pb2.ListPodResourcesResponse) -> Assignments:
                     if owner not in listed:  # two replicas of one GPU in one container
                         listed.append(owner)
     return Assignments({key: tuple(owners) for key, owners in holders.items()})
-
-
-def socket_path(environ: Mapping[str, str]) -> Path:
-    """``$GPUTOP_PODRESOURCES_SOCKET``, else the kubelet's default."""
-    given = environ.get(SOCKET_VARIABLE)
-    return Path(given) if given else DEFAULT_SOCKET
 
 
 Lister = Callable[[float], "api_pb2.ListPodResourcesResponse"]
@@ -216,13 +211,8 @@ def _describe(error: BaseException) -> str:
 def open_watcher(environ: Mapping[str, str]) -> PodResourcesWatcher | None:
     """A watcher when the kubelet's socket exists (quietly None otherwise: not a node, or
     not mounted in)."""
-    socket = socket_path(environ)
-    try:
-        if not socket.is_socket():
-            return None
-    except OSError:
-        return None
-    return PodResourcesWatcher(socket)
+    socket = kubelet_socket(environ)
+    return None if socket is None else PodResourcesWatcher(socket)
 
 
 def holder_keys(uuid: str | None, index: int | None) -> Iterable[str | None]:

@@ -28,7 +28,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
-from gputop.history import EMPTY_WINDOW, HistoryReader, HistoryWindow, Metric
+from gputop.history import HistoryReader, Metric
+from gputop.history.window import EMPTY_WINDOW, HistoryWindow
 from gputop.insight.diagnosis import (
     DEFAULT_THRESHOLDS,
     DiagnosisThresholds,

@@ -21,16 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input
 
 from gputop.model import Snapshot
-from gputop.pipeline.tick import (
-    ChangeSpeed,
-    Command,
-    Seek,
-    SeekTime,
-    Step,
-    StepInterval,
-    Tick,
-    TogglePause,
-)
+from gputop.pipeline.tick import Tick
 from gputop.ui.compat import StyledOnceScreen
 from gputop.ui.render.panel_lines import mig_rows
 from gputop.ui.settings import UiSettings
@@ -41,6 +32,7 @@ from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
 
 if TYPE_CHECKING:
+    from gputop.pipeline.commands import Command
     from gputop.ui.widgets.mig_tree import MigTree
 
 PartType = TypeVar("PartType", bound=Widget)
@@ -473,10 +465,14 @@ class MainScreen(StyledOnceScreen):
 
     def action_toggle_pause(self) -> None:
         """Pause (live polling or replay playback)."""
+        from gputop.pipeline.commands import TogglePause
+
         self._submit(TogglePause())
 
     def action_resume(self) -> None:
         """Resume after a pause."""
+        from gputop.pipeline.commands import TogglePause
+
         self._submit(TogglePause())
 
     def action_signal_refused(self, name: str) -> None:
@@ -491,18 +487,26 @@ class MainScreen(StyledOnceScreen):
 
     def action_step(self, delta: int) -> None:
         """Replay: pause and move ``delta`` documents."""
+        from gputop.pipeline.commands import Step
+
         self._submit(Step(delta))
 
     def action_speed(self, steps: int) -> None:
         """Replay: faster or slower."""
+        from gputop.pipeline.commands import ChangeSpeed
+
         self._submit(ChangeSpeed(steps))
 
     def action_seek(self, index: int) -> None:
         """Replay: go to a document (``-1`` is the last)."""
+        from gputop.pipeline.commands import Seek
+
         self._submit(Seek(index))
 
     def action_interval(self, steps: int) -> None:
         """Live: poll more or less often (the tick that answers says how often, in a toast)."""
+        from gputop.pipeline.commands import StepInterval
+
         self._submit(StepInterval(steps))
 
     def action_goto(self) -> None:
@@ -510,6 +514,7 @@ class MainScreen(StyledOnceScreen):
         tick = self.tick
         if tick is None or tick.replay is None:
             return
+        from gputop.pipeline.commands import Seek, SeekTime
         from gputop.ui.screens.goto import GotoDialog
 
         def answered(target: int | datetime | None) -> None:

@@ -93,10 +93,24 @@ class GpuGrid(Widget):
         """Each sparkline's means, kept from tick to tick (only the newest one moves)."""
 
     def compose(self) -> ComposeResult:
-        """Header, panel container, detail line."""
-        yield Static(id="gpu-columns")
+        """The panel container; the compact layout's column titles above it and detail line
+        below are added the first time the panels go compact (each node costs the first
+        frame its composing and styling, and most terminals are tall enough)."""
         yield Container(*self._panels, id="gpu-panels")
-        yield Static(id="gpu-detail")
+
+    def _compact_line(self, name: str) -> Static:
+        """The compact layout's line ``name`` (``gpu-columns``, ``gpu-detail``), mounted
+        around the panels the first time it is wanted."""
+        found = self.query(f"#{name}")
+        if found:
+            return found.first(Static)
+        line = Static(id=name)
+        container = self.query_one("#gpu-panels", Container)
+        if name == "gpu-columns":
+            self.mount(line, before=container)
+        else:
+            self.mount(line, after=container)
+        return line
 
     @property
     def panels(self) -> list[GpuPanel]:
@@ -166,7 +180,7 @@ class GpuGrid(Widget):
     def _update_compact_lines(self) -> None:
         if not self._compact:
             return
-        columns = self.query_one("#gpu-columns", Static)
+        columns = self._compact_line("gpu-columns")
         # The lines' own width, as the panels below get theirs: inside the padding. Built
         # for the grid's width, the titles drifted off their columns by a cell or two.
         width = self.content_size.width - columns.styles.padding.width
@@ -184,7 +198,7 @@ class GpuGrid(Widget):
             detail = ((f"{gpu.index:>2} ", "label"), *detail_line(state, max(0, width - 3)))
         if detail != self._detail_line:
             self._detail_line = detail
-            self.query_one("#gpu-detail", Static).update(self._text(detail), layout=False)
+            self._compact_line("gpu-detail").update(self._text(detail), layout=False)
 
     def _selected_entry(self) -> Entry | None:
         for entry in self._entries:

@@ -251,9 +251,8 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         """The PIDs last said to be on screen (``OnScreen``)."""
 
     def compose(self) -> ComposeResult:
-        """A status line and the table; the filter input is added when first wanted. Inside
-        a container, a line about it comes first."""
-        yield Static(id="process-container")
+        """A status line and the table; the filter input is added when first wanted, and
+        so is the line about the container gputop runs in (above the status line)."""
         yield Static(id="process-status")
         yield ProcessGrid(id="process-data", cursor_type="row", zebra_stripes=True, cell_padding=0)
 
@@ -431,7 +430,11 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
     def _show_container(self) -> None:
         line = self._container
         self.set_class(line is not None, "-in-container")
-        self.query_one("#process-container", Static).update(Text(line or ""))
+        found = self.query("#process-container")
+        if found:
+            found.first(Static).update(Text(line or ""))
+        elif line is not None:
+            self.mount(Static(Text(line), id="process-container"), before="#process-status")
 
     # Sorting, filtering and the diff.
 

@@ -1,0 +1,70 @@
+"""What views send back to the pipeline: the user's commands.
+
+Apart from ``gputop.pipeline.tick`` so that a start does not define them before the first
+frame (issue 17: eight frozen dataclasses, about 20 M instructions): the screen and the
+pipeline import them where a key press makes or handles one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TogglePause:
+    """Pause or resume polling / playback."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Replay: pause and move by ``delta`` documents."""
+
+    delta: int
+
+
+@dataclass(frozen=True, slots=True)
+class Seek:
+    """Replay: go to a document index (negative from the end)."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class SeekTime:
+    """Replay: go to the last document taken at or before ``moment``."""
+
+    moment: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSpeed:
+    """Replay: move along the speed ladder by ``steps``."""
+
+    steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetInterval:
+    """Live: poll every ``seconds`` (clamped to the allowed range)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class StepInterval:
+    """Live: move the interval ``steps`` rungs along the interval ladder (positive: slower).
+
+    Relative, so that presses sent faster than ticks answer them each count: the pipeline
+    steps from its own interval, not from the one the screen last showed.
+    """
+
+    steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    """Produce a tick of the current state now (no new poll)."""
+
+
+Command = TogglePause | Step | Seek | SeekTime | ChangeSpeed | SetInterval | StepInterval | Refresh
