@@ -7,7 +7,8 @@ a DataTable that forgets what it drew when it measures its columns again, a scre
 is not styled a second time as it is first shown (``StyledOnceScreen``), and partial
 repaints that write only the changed cells with colour changes only
 (``write_changed_spans_only``) and render only the lines a change covers
-(``render_dirty_lines_only``).
+(``render_dirty_lines_only``), and key names looked up without ``unicodedata``
+(``name_keys_without_unicodedata``).
 
 Textual's ``LinuxDriver`` waits for keys with a 0.1 s timeout, so its input thread wakes ten
 times a second for the whole life of the app, keys or not: about a sixth of gputop's CPU on
@@ -36,6 +37,7 @@ from rich.color import ColorSystem
 from rich.console import Console
 from rich.style import Style
 from textual import constants, events
+from textual import keys as textual_keys
 from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
@@ -48,6 +50,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
+from gputop.ui.key_names import KeyNames
 from gputop.ui.pen import Pen
 
 CellType = TypeVar("CellType")
@@ -359,6 +362,13 @@ def render_dirty_lines_only() -> None:
     written is the same (only the changed spans are written, and those are rendered).
     """
     Compositor.render_partial_update = _render_partial_update  # type: ignore[method-assign]
+
+
+def name_keys_without_unicodedata() -> None:
+    """Have Textual's key names (the footer's keys, the characters of the bound keys) looked
+    up in ``key_names`` first: the same answers, without reading ``unicodedata``'s name
+    tables into memory (0.75 MiB of RSS at start)."""
+    textual_keys.unicodedata = KeyNames()  # type: ignore[attr-defined, assignment]
 
 
 def _render_partial_update(self: Compositor) -> ChopsUpdate | None:
