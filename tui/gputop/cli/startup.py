@@ -5,11 +5,11 @@ Rich, the model's classes, the first snapshot). With the collector on, the young
 generations fill over and over while they are built and each full collection walks all of
 them again: tens of milliseconds of a first frame spent proving that nothing is garbage.
 So the console entry point holds collection until the first frame is on screen (or a
-headless run begins), then freezes what exists (``gc.freeze``: later full collections
-skip it) and collects again, with a larger young generation: each tick allocates a few
-thousand short-lived objects that reference counting frees anyway, and with Python's default
-of 700 the collector ran about once a tick for nothing (0.55 ms a tick on the 8x7 MIG box;
-0.13 ms with 20,000).
+headless run begins), then collects once, freezes what is left (``gc.freeze``: later
+full collections skip it) and collects again, with a larger young generation: each tick
+allocates a few thousand short-lived objects that reference counting frees anyway, and with
+Python's default of 700 the collector ran about once a tick for nothing (0.55 ms a tick on
+the 8x7 MIG box; 0.13 ms with 20,000).
 """
 
 from __future__ import annotations
@@ -31,10 +31,18 @@ def hold_collection() -> None:
 
 
 def release_collection() -> None:
-    """Freeze what start-up built and collect again; does nothing unless held."""
+    """Free start-up's garbage, freeze what start-up built and collect again; does nothing
+    unless held.
+
+    Collected before the freeze: start-up leaves garbage in reference cycles (about 35,000
+    objects of 116,000 on the 8x7 MIG box), and frozen it would never be freed. The
+    collection costs about 80 ms of CPU once, after the first frame; freed, that memory is
+    what the running app allocates into, 0.25 MiB less RSS on 1 GPU, 0.5 MiB on 8x7.
+    """
     global _held
     if _held:
         _held = False
+        gc.collect()
         gc.freeze()
         _, middle, old = gc.get_threshold()
         gc.set_threshold(YOUNG_GENERATION, middle, old)

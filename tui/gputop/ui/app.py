@@ -84,14 +84,20 @@ class GputopApp(App[int]):
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's choice, except that a Linux terminal gets the driver that does not poll;
-        and repaints render and write only the spans that changed (``compat``)."""
+        repaints render and write only the spans that changed, and key names are looked up
+        without ``unicodedata`` (``compat``)."""
         driver = super().get_driver_class()
         from textual.drivers.linux_driver import LinuxDriver
 
-        from gputop.ui.compat import render_dirty_lines_only, write_changed_spans_only
+        from gputop.ui.compat import (
+            name_keys_without_unicodedata,
+            render_dirty_lines_only,
+            write_changed_spans_only,
+        )
 
         write_changed_spans_only()
         render_dirty_lines_only()
+        name_keys_without_unicodedata()
 
         if driver is LinuxDriver:
             from gputop.ui.compat import QuietLinuxDriver

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from gputop.model.fleet import FleetSnapshot
+from gputop.ui.compat import Footer
 from gputop.ui.render.fleet_summary import freshness, summary
 from gputop.ui.widgets.fleet_table import FleetTable
 from gputop.ui.widgets.status_line import Bar, Segment

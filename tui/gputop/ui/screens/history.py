@@ -25,7 +25,7 @@ from textual.containers import Grid
 from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from gputop.history import HistoryReader, Metric
@@ -40,6 +40,7 @@ from gputop.insight.diagnosis import (
 from gputop.insight.series import downsample, downsample_flags, time_ticks
 from gputop.insight.textfmt import fmt_duration, seconds_between
 from gputop.model import Snapshot
+from gputop.ui.compat import Footer
 
 WINDOWS: dict[str, tuple[float | None, str]] = {
     "1": (60.0, "1 min"),

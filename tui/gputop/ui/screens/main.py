@@ -18,11 +18,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.events import Resize
 from textual.widget import Widget
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from gputop.model import Snapshot
 from gputop.pipeline.tick import Tick
-from gputop.ui.compat import StyledOnceScreen
+from gputop.ui.compat import Footer, StyledOnceScreen
 from gputop.ui.render.panel_lines import mig_rows
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
