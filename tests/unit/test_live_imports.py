@@ -21,10 +21,12 @@ from support.command import gputop_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Runs `gputop` (its `main`) with the app's `run` replaced by a dump of sys.modules.
+# Runs `gputop` (its `main`) with the app's `run` replaced by a dump of sys.modules. The app
+# is patched as gputop itself imports it (an import hook), not imported first here: what
+# gputop does before it imports the UI (asyncio without OpenSSL) must happen as in a real start.
 CHILD = """
+import builtins
 import sys
-from gputop.ui.app import GputopApp
 
 def dump(self, *args, **kwargs):
     import dataclasses
@@ -38,7 +40,16 @@ def dump(self, *args, **kwargs):
     with open(sys.argv[1], "w") as out:
         out.write("\\n".join(sorted(names)))
 
-GputopApp.run = dump
+_import = builtins.__import__
+
+def _patching_import(*args, **kwargs):
+    module = _import(*args, **kwargs)
+    app = getattr(sys.modules.get("gputop.ui.app"), "GputopApp", None)
+    if app is not None and app.run is not dump:
+        app.run = dump
+    return module
+
+builtins.__import__ = _patching_import
 from gputop.cli.main import main
 sys.exit(main([]))
 """
@@ -91,6 +102,9 @@ NOT_FOR_THE_LIVE_TUI = (
     "gputop.sources.k8s.podresources",
     # A GPU's history over a span of time: read by the history screen.
     "gputop.history.window",
+    # OpenSSL, for asyncio's TLS, which no TUI over NVML uses (about 4 MiB of RSS).
+    "ssl",
+    "_ssl",
 )
 
 

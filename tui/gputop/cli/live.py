@@ -26,6 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING, TextIO
 
 from gputop.cli.driver_start import DriverStart, WaitingFeed
+from gputop.cli.no_tls import import_asyncio_without_tls
 from gputop.cli.options import Options
 from gputop.cli.sinks import check_machine, open_sinks
 from gputop.model import Snapshot
@@ -205,6 +206,7 @@ def _open_while_the_ui_loads(starting: DriverStart) -> Source | None:
     driver, no permission) are raised here as ever. A driver that takes longer than the
     import and ``START_GRACE`` is left to start while the TUI runs and says it waits.
     """
+    import_asyncio_without_tls()
     try:
         import gputop.ui.app  # noqa: F401 -- only for its time: Textual loads meanwhile
     except Exception:

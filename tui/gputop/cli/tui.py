@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from gputop.cli.no_tls import import_asyncio_without_tls
 from gputop.cli.options import Options
 from gputop.cli.startup import release_collection
 from gputop.errors import BadArguments
@@ -60,6 +61,7 @@ def _open_recording(options: Options) -> AnyRecording | None:
         # the headless modes say it.
         return wait_for_opening(opening, _say, source.waiting_message())
     if not opening.wait(0.3):
+        import_asyncio_without_tls()
         from gputop.ui.waiting import WaitingApp
 
         theme = options.theme or "dark"
@@ -143,6 +145,7 @@ def run_tui(
         source_label=label,
         served=options.served,
     )
+    import_asyncio_without_tls()
     from gputop.ui.app import GputopApp
 
     # The first tick is taken here, before the app starts, so the first frame the
