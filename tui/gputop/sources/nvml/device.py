@@ -42,7 +42,12 @@ from gputop.sources.nvml.codes import (
     throttle_names,
 )
 from gputop.sources.nvml.memory import read_bar1, read_memory
-from gputop.sources.nvml.processes import ProcessLists, ProcessRows, sm_utilization
+from gputop.sources.nvml.processes import (
+    ProcessLists,
+    ProcessRows,
+    UtilizationReader,
+    sm_utilization,
+)
 
 if TYPE_CHECKING:
     from gputop.sources.nvml.mig import MigState
@@ -128,6 +133,7 @@ class GpuSampler:
         self._process_since = 0
         self._rows = ProcessRows()
         self._lists: ProcessLists | None = None
+        self._utilization_reader: UtilizationReader | None = None
         self._lost = False
         self._last = GpuSample(index=index)
         self.identity: GpuSample | None = None
@@ -542,7 +548,10 @@ class GpuSampler:
         if not found:
             self._rows = ProcessRows()
             return ()
-        usage, self._process_since = sm_utilization(c, self._nvml, h, self._process_since)
+        read = self._utilization_reader
+        if read is None:
+            read = self._utilization_reader = UtilizationReader(self._nvml)
+        usage, self._process_since = sm_utilization(c, self._nvml, h, self._process_since, read)
         return self._rows(found, self._names, usage)
 
 
