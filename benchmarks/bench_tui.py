@@ -615,6 +615,12 @@ def main() -> int:
         help="--side-by-side: these peers only (nvitop, gpustat, nvtop) beside gputop",
     )
     parser.add_argument(
+        "--boxes",
+        nargs="+",
+        choices=sorted({case[0] for case in CASES}),
+        help="--side-by-side: these boxes only (default: every box)",
+    )
+    parser.add_argument(
         "--peers-python",
         type=Path,
         default=PEERS_PYTHON,
@@ -891,7 +897,12 @@ def side_by_side(options: argparse.Namespace) -> int:
     print(f"peers installed: {', '.join(peers) or 'none'}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
     print("load average at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     results: dict[tuple[str, int, str], list[Run]] = {}
-    cases = [case for case in CASES if case[0] != "8x7" or case[1] in options.processes]
+    cases = [
+        case
+        for case in CASES
+        if (case[0] != "8x7" or case[1] in options.processes)
+        and (not options.boxes or case[0] in options.boxes)
+    ]
     with contextlib.ExitStack() as stack:
         started = {case: stack.enter_context(sleepers(case[1])) for case in cases}
         # GPU jobs run for minutes to days; a process in its first minute shows seconds in

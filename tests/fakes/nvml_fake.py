@@ -199,7 +199,9 @@ def _arg_key(arg: Any) -> Any:
     if isinstance(arg, _CARG_TYPE):
         return "ref"
     if isinstance(arg, ctypes.Array):
-        return "buf"
+        # A struct array by its size: a list read again into a bigger array, in the same
+        # tick, is another question (a string buffer is the same one).
+        return ("buf", len(arg)) if issubclass(arg._type_, ctypes.Structure) else "buf"
     if isinstance(arg, ctypes._SimpleCData):
         return arg.value
     if isinstance(arg, int):

@@ -305,8 +305,14 @@ async def test_unchanged_panels_are_not_repainted() -> None:
     assert changed[1:] == shown[1:]
 
 
-async def test_a_changed_temperature_repaints_only_its_cells() -> None:
+async def test_a_changed_temperature_repaints_only_its_cells(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from textual.geometry import Region
+    from textual.widget import Widget
+
+    import gputop.ui.widgets.gpu_panel as panel_module
+    from gputop.ui.compat import repaint_regions as repaint
 
     snapshot = load(CAPTURES / "rtx3090x4-procs-v12.xml")
     app = live_app([snapshot])
@@ -323,7 +329,13 @@ async def test_a_changed_temperature_repaints_only_its_cells() -> None:
             asked.append(regions)
             return refresh(*regions, **options)
 
+        def spy_regions(widget: Widget, regions: list[Region]) -> None:
+            if widget is panel:
+                asked.append(tuple(regions))
+            repaint(widget, regions)
+
         panel.refresh = spy  # type: ignore[method-assign]
+        monkeypatch.setattr(panel_module, "repaint_regions", spy_regions)
         temperature = snapshot.gpus[0].temperature
         assert temperature.gpu is not None
         warmer = dataclasses.replace(temperature, gpu=temperature.gpu + 1)

@@ -147,18 +147,20 @@ def test_the_live_source_reads_what_the_view_says(monkeypatch: pytest.MonkeyPatc
         made.update(kwargs)
         return "enricher"
 
-    def open_nvml_source(*, enrich: object) -> CyclingSource:
+    def open_nvml_source(*, enrich: object, seldom: frozenset[str]) -> CyclingSource:
         made["enrich"] = enrich
+        made["seldom"] = seldom
         return CyclingSource([_empty()])
 
     monkeypatch.setattr(live, "ProcessEnricher", enricher)
     monkeypatch.setattr("gputop.sources.nvml.source.open_nvml_source", open_nvml_source)
-    in_view = InView()
+    in_view = InView(unshown=frozenset({"power.energy"}))
 
     live.open_live_source(in_view)
     in_view.show({5, 6})
 
     assert made["enrich"] == "enricher"
+    assert made["seldom"] == frozenset({"power.energy"})
     assert made["in_view"]() == frozenset({5, 6})
 
 
@@ -192,3 +194,16 @@ def test_a_known_process_costs_no_directory_look_up_and_is_foreign_once_gone(
     facts = enricher.host_fields([100])
 
     assert facts[100].foreign
+
+
+def test_fields_nothing_shows_are_named_only_when_the_tui_is_all_the_run_has(
+    tmp_path: Path,
+) -> None:
+    from gputop.cli.options import Options
+
+    assert live.unshown_fields(Options()) == live.TUI_UNSHOWN
+    assert live.unshown_fields(Options(log=tmp_path / "log.csv")) == live.TUI_UNSHOWN
+    # A recording writes them, and so do the headless modes: read every tick.
+    assert live.unshown_fields(Options(record=tmp_path / "run.xml")) == frozenset()
+    assert live.unshown_fields(Options(once=True)) == frozenset()
+    assert live.unshown_fields(Options(json=True)) == frozenset()

@@ -149,7 +149,8 @@ def test_process_lists_fall_back_from_v3_to_v2() -> None:
     assert {p.pid: p.type for p in first.processes} == {4242: "C", 1717: "G", 1818: "C+G"}
     assert second.processes == first.processes
     counts = fake.counts_since(mark)
-    assert counts["nvmlDeviceGetComputeRunningProcesses_v2"] == 2  # size, then fill
+    # Into the array the first tick sized: one call a tick.
+    assert counts["nvmlDeviceGetComputeRunningProcesses_v2"] == 1
     assert "nvmlDeviceGetComputeRunningProcesses_v3" not in counts
 
 

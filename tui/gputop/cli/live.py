@@ -50,9 +50,24 @@ if TYPE_CHECKING:
     from gputop.sources.gpu_select import GpuSelection
 
 
+TUI_UNSHOWN = frozenset({"clocks.graphics", "clocks.video", "power.energy"})
+"""GPU fields the TUI neither shows (its panels show the SM and memory clocks, nothing shows
+the energy counter) nor writes with ``--log``: read on the source's slow cadence when the TUI
+is all a run has (``--record`` writes them, and the headless modes print them)."""
+
+
+def unshown_fields(options: Options) -> frozenset[str]:
+    """The GPU fields nothing of this run shows or writes: :data:`TUI_UNSHOWN` for the TUI
+    without ``--record``, none for a headless run or a recording TUI."""
+    if options.headless or options.record is not None:
+        return frozenset()
+    return TUI_UNSHOWN
+
+
 def open_live_source(in_view: InView | None = None) -> Source:
     """The NVML source with process enrichment; ``in_view``: where a view says which
-    processes it shows, so that only those have their ``/proc`` facts read every tick.
+    processes it shows, so that only those have their ``/proc`` facts read every tick, and
+    which GPU fields nothing shows, read every few seconds.
 
     Raises:
         NoDriver, NoPermission: NVML cannot be used here (one line naming the case).
@@ -66,7 +81,9 @@ def open_live_source(in_view: InView | None = None) -> Source:
         owners=open_owner_lookup(env, host_proc),
         in_view=None if in_view is None else in_view.pids,
     )
-    nvml = open_nvml_source(enrich=enricher)
+    nvml = open_nvml_source(
+        enrich=enricher, seldom=frozenset() if in_view is None else in_view.unshown
+    )
     watcher = None
     if kubelet_socket(env) is not None:
         # Only on a Kubernetes node: elsewhere the client is not even loaded.
@@ -122,8 +139,9 @@ def run_live(
         from gputop.sources.gpu_select import GpuSelection
 
         selection = GpuSelection.parse(options.gpu)
-    # The process table says which processes are on screen; the rest are read less often.
-    in_view = InView()
+    # The process table says which processes are on screen; the rest are read less often,
+    # as are the fields only a recording or a headless run writes, when the TUI is all.
+    in_view = InView(unshown=unshown_fields(options))
     starting = DriverStart(open_source or partial(open_live_source, in_view))
     if options.headless:
         source = starting.wait_saying_so(err)

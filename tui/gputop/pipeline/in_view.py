@@ -7,6 +7,9 @@ tick (``Tick.in_view``) for the UI thread to set, and the host lookup
 tick, to read ``/proc`` every tick only for what is seen and now and then for the rest.
 A hint, not a command: setting it starts no poll and what is read stays a complete
 snapshot (the rest of the processes carry their facts of a few seconds ago).
+
+The command line also says, once, which GPU fields no view of the run shows (``unshown``):
+the NVML source reads those on its slow cadence instead of every tick.
 """
 
 from __future__ import annotations
@@ -21,10 +24,13 @@ class InView:
     value, so a reader sees the old set or the new one, never half of either.
     """
 
-    __slots__ = ("_pids",)
+    __slots__ = ("_pids", "unshown")
 
-    def __init__(self) -> None:
+    def __init__(self, *, unshown: frozenset[str] = frozenset()) -> None:
         self._pids: frozenset[int] | None = None
+        self.unshown = unshown
+        """GPU field paths that nothing of this run shows or writes: read every few seconds,
+        not every tick (fixed for the run; empty for a headless run, which writes them)."""
 
     def show(self, pids: Iterable[int] | None) -> None:
         """The PIDs on screen now; None: every process may be seen (e.g. the MIG tree)."""

@@ -7,7 +7,8 @@ a DataTable that forgets what it drew when it measures its columns again, a scre
 is not styled a second time as it is first shown (``StyledOnceScreen``), and partial
 repaints that write only the changed cells with colour changes only
 (``write_changed_spans_only``) and render only the lines a change covers
-(``render_dirty_lines_only``), key names looked up without ``unicodedata``
+(``render_dirty_lines_only``), handed to the screen by the widget's owner at once
+(``repaint_regions``), key names looked up without ``unicodedata``
 (``name_keys_without_unicodedata``), and a footer that lets go of the keys it drew before
 (``Footer``).
 
@@ -48,6 +49,7 @@ from textual.geometry import Region
 from textual.notifications import Notification
 from textual.screen import Screen
 from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import DataTable
 from textual.widgets import Footer as TextualFooter
 from textual.widgets.data_table import RowKey
@@ -369,6 +371,27 @@ def _start_cell(strip: Strip, cells: int) -> int:
             return cells if width == len(segment.text) else done
         done += width
     return done
+
+
+def repaint_regions(widget: Widget, regions: Iterable[Region]) -> None:
+    """What ``widget.refresh(*regions)`` leads to, handed to the screen at once.
+
+    ``refresh`` only marks the widget: its own message pump then wakes (a ``Prompt``), finds
+    at idle that it needs a repaint and posts an ``Update`` to the screen, which wakes in
+    turn. For the GPU panels that was two messages and a task switch per panel per tick,
+    a tenth of a tick's work on the UI thread, for what the screen learns here directly: the
+    regions to repaint (the widget's own ``_set_dirty``) and that the widget is dirty (what
+    the screen's ``Update`` handler records). Only for a widget whose size and styles stay
+    as they are (what ``refresh`` also clears is for a widget laid out again).
+    """
+    if not widget.is_mounted or not widget.display:
+        widget.refresh(*regions)
+        return
+    widget._set_dirty(*regions)
+    screen = widget.screen
+    if screen in screen._compositor:
+        screen._dirty_widgets.add(widget)
+        screen.check_idle()
 
 
 def render_dirty_lines_only() -> None:

@@ -61,14 +61,6 @@ class FieldValue(Protocol):
     value: Any
 
 
-class ProcessUtilizationSample(Protocol):
-    """``c_nvmlProcessUtilizationSample_t``: ``timeStamp`` in microseconds."""
-
-    pid: int
-    timeStamp: int
-    smUtil: int
-
-
 class DeviceAttributes(Protocol):
     """``c_nvmlDeviceAttributes`` of a MIG device."""
 
@@ -171,6 +163,8 @@ class NvmlApi(Protocol):
     # What the _v2 and _v3 process lists fill (the same struct in every release so far).
     c_nvmlProcessInfo_v2_t: type[ctypes.Structure]
     c_nvmlProcessInfo_v3_t: type[ctypes.Structure]
+    # What nvmlDeviceGetProcessUtilization fills (pid, timeStamp in microseconds, smUtil...).
+    c_nvmlProcessUtilizationSample_t: type[ctypes.Structure]
 
     # Library.
     def nvmlInit(self) -> None: ...
@@ -226,11 +220,9 @@ class NvmlApi(Protocol):
     def nvmlDeviceGetCurrentClocksEventReasons(self, handle: Handle) -> int: ...
     def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: Handle) -> int: ...
 
-    # Processes. The lists (compute, graphics, MPS; _v3, _v2 and v1 entry points) are called
-    # through _nvmlGetFunctionPointer: see gputop.sources.nvml.processes.
-    def nvmlDeviceGetProcessUtilization(
-        self, handle: Handle, timeStamp: int
-    ) -> list[ProcessUtilizationSample]: ...
+    # Processes. The lists (compute, graphics, MPS; _v3, _v2 and v1 entry points) and
+    # nvmlDeviceGetProcessUtilization are called through _nvmlGetFunctionPointer: see
+    # gputop.sources.nvml.processes.
 
     # MIG.
     def nvmlDeviceGetMigMode(self, handle: Handle) -> list[int]: ...

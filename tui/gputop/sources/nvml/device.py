@@ -9,7 +9,8 @@ seconds (:data:`SLOW_REFRESH`), reused in between: persistence, compute and ECC 
 error counts, the enforced power limit, BAR1 and the MIG layout (instance handles, UUIDs).
 What moves every tick (load, memory, temperature, power draw, clocks, processes, MIG mode) is
 read every tick. A MIG layout that changes is noticed at once when a cached instance handle
-fails; see :mod:`gputop.sources.nvml.mig`.
+fails; see :mod:`gputop.sources.nvml.mig`. What moves but nothing shows (the graphics and
+video clocks and the energy counter under the TUI alone: ``seldom``) is slow too.
 """
 
 from __future__ import annotations
@@ -42,7 +43,12 @@ from gputop.sources.nvml.codes import (
     throttle_names,
 )
 from gputop.sources.nvml.memory import read_bar1, read_memory
-from gputop.sources.nvml.processes import ProcessLists, ProcessRows, sm_utilization
+from gputop.sources.nvml.processes import (
+    ProcessLists,
+    ProcessRows,
+    UtilizationReader,
+    sm_utilization,
+)
 
 if TYPE_CHECKING:
     from gputop.sources.nvml.mig import MigState
@@ -97,6 +103,8 @@ class GpuSampler:
     Args:
         slow_refresh: seconds between re-reads of slow values; 0 re-reads them every tick.
         clock: monotonic seconds, for the slow values' cadence.
+        seldom: field paths read as slow values although they move, since nothing shows
+            them (of ``clocks.graphics``, ``clocks.video``, ``power.energy``).
     """
 
     def __init__(
@@ -108,8 +116,11 @@ class GpuSampler:
         *,
         slow_refresh: float = SLOW_REFRESH,
         clock: Callable[[], float] = time.monotonic,
+        seldom: frozenset[str] = frozenset(),
     ) -> None:
         self.index = index
+        self._seldom = seldom
+        self._energy_seldom = "power.energy" in seldom
         self._slow_refresh = slow_refresh
         self._clock = clock
         self._refresh_at: float | None = None
@@ -128,6 +139,7 @@ class GpuSampler:
         self._process_since = 0
         self._rows = ProcessRows()
         self._lists: ProcessLists | None = None
+        self._utilization_reader: UtilizationReader | None = None
         self._lost = False
         self._last = GpuSample(index=index)
         self.identity: GpuSample | None = None
@@ -136,7 +148,7 @@ class GpuSampler:
         first tick. Written by the sampling thread, read by the polling one (one assignment
         of an immutable value)."""
         # Clock call keys and field paths, built once rather than formatted every tick.
-        self._clock_specs: dict[str, tuple[tuple[str, tuple[str, ...], int], ...]] = {}
+        self._clock_specs: dict[str, tuple[tuple[str, tuple[str, ...], int, bool], ...]] = {}
 
     @property
     def gpm_samples(self) -> list[Handle]:
@@ -228,7 +240,13 @@ class GpuSampler:
         memory = read_memory(c, nvml, h, "memory")
         temperature = self._temperature(c, h, slow)
         draw = c.call("power_usage", ("power.draw",), nvml.nvmlDeviceGetPowerUsage, h)
-        energy = c.call("energy", ("power.energy",), nvml.nvmlDeviceGetTotalEnergyConsumption, h)
+        energy = c.call(
+            "energy",
+            ("power.energy",),
+            nvml.nvmlDeviceGetTotalEnergyConsumption,
+            h,
+            slow=self._energy_seldom,
+        )
         fan = c.call("fan_speed", ("fan_speed",), nvml.nvmlDeviceGetFanSpeed, h)
         pstate = c.call(
             "performance_state", ("performance_state",), nvml.nvmlDeviceGetPerformanceState, h
@@ -483,10 +501,18 @@ class GpuSampler:
             nvml = self._nvml
             kinds = (nvml.NVML_CLOCK_GRAPHICS, nvml.NVML_CLOCK_SM, nvml.NVML_CLOCK_MEM)
             specs = self._clock_specs[prefix] = tuple(
-                (f"{prefix}:{kind}", (f"{prefix}.{name}",), kind)
+                (
+                    f"{prefix}:{kind}",
+                    (f"{prefix}.{name}",),
+                    kind,
+                    not static and f"{prefix}.{name}" in self._seldom,
+                )
                 for name, kind in zip(_CLOCK_NAMES, (*kinds, nvml.NVML_CLOCK_VIDEO), strict=True)
             )
-        values = [c.call(key, paths, fn, h, kind, static=static) for key, paths, kind in specs]
+        values = [
+            c.call(key, paths, fn, h, kind, static=static, slow=slow)
+            for key, paths, kind, slow in specs
+        ]
         return Clocks(*values)
 
     def _ecc_errors(self, c: DeviceCalls, h: Handle) -> EccErrors:
@@ -542,7 +568,10 @@ class GpuSampler:
         if not found:
             self._rows = ProcessRows()
             return ()
-        usage, self._process_since = sm_utilization(c, self._nvml, h, self._process_since)
+        read = self._utilization_reader
+        if read is None:
+            read = self._utilization_reader = UtilizationReader(self._nvml)
+        usage, self._process_since = sm_utilization(c, self._nvml, h, self._process_since, read)
         return self._rows(found, self._names, usage)
 
 

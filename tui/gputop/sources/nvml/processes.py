@@ -8,6 +8,11 @@ a list that holds the same bytes as last tick is simply last tick's entries. A P
 compute and graphics lists is one ``C+G`` process. Per-process SM utilization comes from
 ``nvmlDeviceGetProcessUtilization``, asked for samples newer than the last tick's.
 
+Each list and the utilization are read in one call a tick: into the array kept from the last
+tick, sized with headroom, where pynvml's wrappers ask for the count first and then fill a new
+array (two calls each, on every GPU that runs anything). Only a list that outgrew the array
+costs a second call, into a bigger one.
+
 A row that says exactly what it said last tick is the same :class:`ProcessSample` object as last
 tick (see :class:`ProcessRows`), and a device whose rows all stayed has last tick's tuple: most
 rows do not change from one second to the next, and what consumes them can then tell so by
@@ -83,6 +88,15 @@ def _memory(value: int) -> int | None:
     return None if value == _NOT_AVAILABLE_U64 else value
 
 
+_TRIES = 3
+"""Calls at most for one list in one tick: a list can grow between the count and the fill."""
+
+
+def _headroom(count: int) -> int:
+    """The size of a new array for a list of ``count``: room for processes starting soon."""
+    return count * 2 + 5
+
+
 class _ListReader:
     """One NVML process-list entry point on one device, called through ctypes.
 
@@ -90,40 +104,45 @@ class _ListReader:
     here the filled array is compared with last tick's bytes and, as the list of a device
     rarely changes from one second to the next, last tick's entries are usually reused as
     they are. The calls and structs are pynvml's (the v1 struct, which pynvml dropped, is
-    :class:`_ProcessInfoV1`): the count first, then an array with headroom for processes that
-    started in between.
+    :class:`_ProcessInfoV1`). The array is kept from tick to tick: the first call asks for the
+    count (no array yet), later ones fill the kept array at once, and a list that outgrew it
+    is read again into one with headroom for processes that start in between.
     """
 
-    __slots__ = ("_bytes", "_entries", "_nvml", "_struct", "_symbol")
+    __slots__ = ("_array", "_bytes", "_entries", "_nvml", "_struct", "_symbol")
 
     def __init__(self, nvml: NvmlApi, symbol: str, struct: type[ctypes.Structure]) -> None:
         self._nvml = nvml
         self._symbol = symbol
         self._struct = struct
+        self._array: ctypes.Array[ctypes.Structure] | None = None
         self._bytes = b""
         self._entries: list[RawProcess] = []
 
     def __call__(self, handle: Handle) -> list[RawProcess]:
         nvml = self._nvml
         fn = nvml._nvmlGetFunctionPointer(self._symbol)
-        count = ctypes.c_uint(0)
-        ret = fn(handle, ctypes.byref(count), None)
-        if ret == nvml.NVML_SUCCESS:
+        for _ in range(_TRIES):
+            array = self._array
+            count = ctypes.c_uint(0 if array is None else len(array))
+            ret = fn(handle, ctypes.byref(count), array)
+            if ret == nvml.NVML_SUCCESS:
+                return self._read(array, count.value)
+            if ret != nvml.NVML_ERROR_INSUFFICIENT_SIZE:
+                raise nvml.NVMLError(ret)
+            self._array = (self._struct * _headroom(count.value))()
+        raise nvml.NVMLError(nvml.NVML_ERROR_INSUFFICIENT_SIZE)
+
+    def _read(self, array: ctypes.Array[ctypes.Structure] | None, count: int) -> list[RawProcess]:
+        if array is None or count == 0:
             if self._bytes or self._entries:
                 self._bytes = b""
                 self._entries = []
             return self._entries
-        if ret != nvml.NVML_ERROR_INSUFFICIENT_SIZE:
-            raise nvml.NVMLError(ret)
-        count.value = count.value * 2 + 5
-        array = (self._struct * count.value)()
-        ret = fn(handle, ctypes.byref(count), array)
-        if ret != nvml.NVML_SUCCESS:
-            raise nvml.NVMLError(ret)
-        filled = ctypes.string_at(array, count.value * ctypes.sizeof(self._struct))
+        filled = ctypes.string_at(array, count * ctypes.sizeof(self._struct))
         if filled != self._bytes:
             self._bytes = filled
-            self._entries = self._parse(array, count.value)
+            self._entries = self._parse(array, count)
         return self._entries
 
     def _parse(self, array: ctypes.Array[ctypes.Structure], count: int) -> list[RawProcess]:
@@ -315,29 +334,70 @@ class ProcessRows:
         return self._out
 
 
+class UtilizationReader:
+    """``nvmlDeviceGetProcessUtilization`` on one device, in one call a tick.
+
+    pynvml's wrapper asks for the count, then fills a new array, and hands out one struct per
+    sample; here the array is kept from tick to tick (as the process lists' are) and only the
+    three numbers gputop uses are read from each sample.
+    """
+
+    __slots__ = ("_array", "_nvml")
+
+    def __init__(self, nvml: NvmlApi) -> None:
+        self._nvml = nvml
+        self._array: ctypes.Array[ctypes.Structure] | None = None
+
+    def __call__(self, handle: Handle, since: int) -> list[tuple[int, int, int]]:
+        """(pid, time stamp in microseconds, SM %) of each sample newer than ``since``.
+
+        Raises:
+            NVMLError: what NVML answered (NotFound: no process ran since ``since``).
+        """
+        nvml = self._nvml
+        fn = nvml._nvmlGetFunctionPointer("nvmlDeviceGetProcessUtilization")
+        stamp = ctypes.c_ulonglong(since)
+        for _ in range(_TRIES):
+            array = self._array
+            count = ctypes.c_uint(0 if array is None else len(array))
+            ret = fn(handle, array, ctypes.byref(count), stamp)
+            if ret == nvml.NVML_SUCCESS:
+                if array is None:
+                    return []
+                return [
+                    (
+                        read_number(sample, "pid"),
+                        read_number(sample, "timeStamp"),
+                        read_number(sample, "smUtil"),
+                    )
+                    for sample in array[: count.value]
+                ]
+            if ret != nvml.NVML_ERROR_INSUFFICIENT_SIZE:
+                raise nvml.NVMLError(ret)
+            self._array = (nvml.c_nvmlProcessUtilizationSample_t * _headroom(count.value))()
+        raise nvml.NVMLError(nvml.NVML_ERROR_INSUFFICIENT_SIZE)
+
+
 def sm_utilization(
-    calls: DeviceCalls, nvml: NvmlApi, handle: Handle, since: int
+    calls: DeviceCalls, nvml: NvmlApi, handle: Handle, since: int, read: UtilizationReader
 ) -> tuple[dict[int, float], int]:
     """Per-PID SM utilization from samples newer than ``since`` (microseconds).
 
     Returns the latest sample's SM percent per PID and the timestamp to ask from next tick.
     NVML answers NotFound when no process ran since ``since``: that is no samples, not an error.
     """
-    result = calls.attempt(
-        "process_utilization", nvml.nvmlDeviceGetProcessUtilization, handle, since
-    )
+    result = calls.attempt("process_utilization", read, handle, since)
     if isinstance(result, CallFailed):
         if result.code != nvml.NVML_ERROR_NOT_FOUND:
             calls.note(("processes.sm_utilization",), result.reason)
         return {}, since
     latest: dict[int, tuple[int, float]] = {}
     newest = since
-    for sample in result:
-        stamp = int(sample.timeStamp)
+    for pid, stamp, sm in result:
         newest = max(newest, stamp)
-        seen = latest.get(sample.pid)
+        seen = latest.get(pid)
         if seen is None or stamp >= seen[0]:
-            latest[sample.pid] = (stamp, float(sample.smUtil))
+            latest[pid] = (stamp, float(sm))
     return {pid: value for pid, (_, value) in latest.items()}, newest
 
 

@@ -115,6 +115,7 @@ def open_nvml_source(
     deadline: float | None = DEFAULT_DEADLINE,
     enrich: Enrich | HostLookup | None = None,
     nvml: NvmlApi | None = None,
+    seldom: frozenset[str] = frozenset(),
 ) -> NvmlSource:
     """Load and initialise NVML and return a source over every GPU it sees.
 
@@ -123,6 +124,7 @@ def open_nvml_source(
             the GPUs one after the other on the calling thread, with no bound.
         enrich: adds host process details; see :data:`Enrich`.
         nvml: the pynvml module to use (imported when None).
+        seldom: see :class:`NvmlSource`.
 
     Raises:
         NoDriver: no NVML library, driver not loaded, no GPU, or a version mismatch.
@@ -137,7 +139,9 @@ def open_nvml_source(
         count = api.nvmlDeviceGetCount()
         if count == 0:
             raise NoDriver(MESSAGE_NO_GPU)
-        return NvmlSource(api, deadline=deadline, enrich=enrich, shutdown_on_close=True)
+        return NvmlSource(
+            api, deadline=deadline, enrich=enrich, shutdown_on_close=True, seldom=seldom
+        )
     except (api.NVMLError, api.NVMLLibraryMismatchError) as error:
         _shutdown(api)
         raise describe_init_failure(api, error) from None
@@ -166,6 +170,8 @@ class NvmlSource:
         slow_refresh: seconds between re-reads of values that change rarely (modes, ECC
             counters, power limit, BAR1, MIG layout); 0 reads everything every tick.
         clock: monotonic seconds, for that cadence (tests pass a fake one).
+        seldom: GPU field paths that nothing shows (``clocks.graphics``, ``clocks.video``,
+            ``power.energy``): read with the slow values rather than every tick.
     """
 
     def __init__(
@@ -178,6 +184,7 @@ class NvmlSource:
         shutdown_on_close: bool = False,
         slow_refresh: float = SLOW_REFRESH,
         clock: Callable[[], float] = time.monotonic,
+        seldom: frozenset[str] = frozenset(),
     ) -> None:
         self._nvml = nvml
         self._deadline = deadline
@@ -192,7 +199,15 @@ class NvmlSource:
         self._names = ProcessNames(nvml, wait=None if deadline is None else min(0.1, deadline))
         codes = ErrorCodes(nvml)
         self._samplers = [
-            GpuSampler(nvml, codes, i, self._names, slow_refresh=slow_refresh, clock=clock)
+            GpuSampler(
+                nvml,
+                codes,
+                i,
+                self._names,
+                slow_refresh=slow_refresh,
+                clock=clock,
+                seldom=seldom,
+            )
             for i in range(self._count)
         ]
         self._pool = None if deadline is None else SamplerPool(self._samplers, deadline)

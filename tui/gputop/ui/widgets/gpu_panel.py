@@ -22,6 +22,7 @@ from textual.widget import Widget
 
 from gputop.history import Metric, Series
 from gputop.model import GpuSample
+from gputop.ui.compat import repaint_regions
 from gputop.ui.render.panel_lines import (
     FULL_HEIGHT,
     Line,
@@ -164,7 +165,7 @@ class GpuPanel(Widget, can_focus=True):
         if regions is None:
             self.refresh()
         elif regions:
-            self.refresh(*regions)
+            repaint_regions(self, regions)
 
     def _changed_regions(self, lines: tuple[Line, ...], width: int) -> list[Region] | None:
         """The runs of cells that differ from what is on screen; None to repaint everything.
