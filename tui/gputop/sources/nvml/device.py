@@ -139,7 +139,7 @@ class GpuSampler:
         self._process_since = 0
         self._rows = ProcessRows()
         self._lists: ProcessLists | None = None
-        self._utilization_reader: UtilizationReader | None = None
+        self._process_utilization = UtilizationReader(nvml)
         self._lost = False
         self._last = GpuSample(index=index)
         self.identity: GpuSample | None = None
@@ -568,10 +568,9 @@ class GpuSampler:
         if not found:
             self._rows = ProcessRows()
             return ()
-        read = self._utilization_reader
-        if read is None:
-            read = self._utilization_reader = UtilizationReader(self._nvml)
-        usage, self._process_since = sm_utilization(c, self._nvml, h, self._process_since, read)
+        usage, self._process_since = sm_utilization(
+            c, self._nvml, h, self._process_since, self._process_utilization
+        )
         return self._rows(found, self._names, usage)
 
 

@@ -97,6 +97,43 @@ def _headroom(count: int) -> int:
     return count * 2 + 5
 
 
+_Filler = Callable[["ctypes.Array[ctypes.Structure] | None", ctypes.c_uint], int]
+"""One NVML call that fills an array (None: only asks for the count) and sets the count;
+returns NVML's code."""
+
+
+class _KeptArray:
+    """The array an NVML list call fills, kept from tick to tick: the first call only asks
+    for the count (no array yet), later ones fill the kept array at once, and a list that
+    outgrew it is read again, the same tick, into one with headroom."""
+
+    __slots__ = ("_array", "_struct")
+
+    def __init__(self, struct: type[ctypes.Structure]) -> None:
+        self._struct = struct
+        self._array: ctypes.Array[ctypes.Structure] | None = None
+
+    def fill(
+        self, nvml: NvmlApi, call: _Filler
+    ) -> tuple[ctypes.Array[ctypes.Structure] | None, int]:
+        """(the array filled, how many entries) after ``call``; the array is None when NVML
+        answered the count call with success (nothing to list yet).
+
+        Raises:
+            NVMLError: what NVML answered, or InsufficientSize after ``_TRIES`` calls.
+        """
+        for _ in range(_TRIES):
+            array = self._array
+            count = ctypes.c_uint(0 if array is None else len(array))
+            ret = call(array, count)
+            if ret == nvml.NVML_SUCCESS:
+                return array, count.value
+            if ret != nvml.NVML_ERROR_INSUFFICIENT_SIZE:
+                raise nvml.NVMLError(ret)
+            self._array = (self._struct * _headroom(count.value))()
+        raise nvml.NVMLError(nvml.NVML_ERROR_INSUFFICIENT_SIZE)
+
+
 class _ListReader:
     """One NVML process-list entry point on one device, called through ctypes.
 
@@ -104,34 +141,26 @@ class _ListReader:
     here the filled array is compared with last tick's bytes and, as the list of a device
     rarely changes from one second to the next, last tick's entries are usually reused as
     they are. The calls and structs are pynvml's (the v1 struct, which pynvml dropped, is
-    :class:`_ProcessInfoV1`). The array is kept from tick to tick: the first call asks for the
-    count (no array yet), later ones fill the kept array at once, and a list that outgrew it
-    is read again into one with headroom for processes that start in between.
+    :class:`_ProcessInfoV1`). The array is kept from tick to tick (:class:`_KeptArray`).
     """
 
-    __slots__ = ("_array", "_bytes", "_entries", "_nvml", "_struct", "_symbol")
+    __slots__ = ("_bytes", "_entries", "_kept", "_nvml", "_struct", "_symbol")
 
     def __init__(self, nvml: NvmlApi, symbol: str, struct: type[ctypes.Structure]) -> None:
         self._nvml = nvml
         self._symbol = symbol
         self._struct = struct
-        self._array: ctypes.Array[ctypes.Structure] | None = None
+        self._kept = _KeptArray(struct)
         self._bytes = b""
         self._entries: list[RawProcess] = []
 
     def __call__(self, handle: Handle) -> list[RawProcess]:
         nvml = self._nvml
         fn = nvml._nvmlGetFunctionPointer(self._symbol)
-        for _ in range(_TRIES):
-            array = self._array
-            count = ctypes.c_uint(0 if array is None else len(array))
-            ret = fn(handle, ctypes.byref(count), array)
-            if ret == nvml.NVML_SUCCESS:
-                return self._read(array, count.value)
-            if ret != nvml.NVML_ERROR_INSUFFICIENT_SIZE:
-                raise nvml.NVMLError(ret)
-            self._array = (self._struct * _headroom(count.value))()
-        raise nvml.NVMLError(nvml.NVML_ERROR_INSUFFICIENT_SIZE)
+        array, count = self._kept.fill(
+            nvml, lambda out, count: fn(handle, ctypes.byref(count), out)
+        )
+        return self._read(array, count)
 
     def _read(self, array: ctypes.Array[ctypes.Structure] | None, count: int) -> list[RawProcess]:
         if array is None or count == 0:
@@ -342,11 +371,11 @@ class UtilizationReader:
     three numbers gputop uses are read from each sample.
     """
 
-    __slots__ = ("_array", "_nvml")
+    __slots__ = ("_kept", "_nvml")
 
     def __init__(self, nvml: NvmlApi) -> None:
         self._nvml = nvml
-        self._array: ctypes.Array[ctypes.Structure] | None = None
+        self._kept = _KeptArray(nvml.c_nvmlProcessUtilizationSample_t)
 
     def __call__(self, handle: Handle, since: int) -> list[tuple[int, int, int]]:
         """(pid, time stamp in microseconds, SM %) of each sample newer than ``since``.
@@ -357,25 +386,19 @@ class UtilizationReader:
         nvml = self._nvml
         fn = nvml._nvmlGetFunctionPointer("nvmlDeviceGetProcessUtilization")
         stamp = ctypes.c_ulonglong(since)
-        for _ in range(_TRIES):
-            array = self._array
-            count = ctypes.c_uint(0 if array is None else len(array))
-            ret = fn(handle, array, ctypes.byref(count), stamp)
-            if ret == nvml.NVML_SUCCESS:
-                if array is None:
-                    return []
-                return [
-                    (
-                        read_number(sample, "pid"),
-                        read_number(sample, "timeStamp"),
-                        read_number(sample, "smUtil"),
-                    )
-                    for sample in array[: count.value]
-                ]
-            if ret != nvml.NVML_ERROR_INSUFFICIENT_SIZE:
-                raise nvml.NVMLError(ret)
-            self._array = (nvml.c_nvmlProcessUtilizationSample_t * _headroom(count.value))()
-        raise nvml.NVMLError(nvml.NVML_ERROR_INSUFFICIENT_SIZE)
+        array, count = self._kept.fill(
+            nvml, lambda out, count: fn(handle, out, ctypes.byref(count), stamp)
+        )
+        if array is None:
+            return []
+        return [
+            (
+                read_number(sample, "pid"),
+                read_number(sample, "timeStamp"),
+                read_number(sample, "smUtil"),
+            )
+            for sample in array[:count]
+        ]
 
 
 def sm_utilization(
