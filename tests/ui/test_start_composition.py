@@ -13,7 +13,7 @@ from textual.dom import DOMNode
 from textual.widgets import Footer, Static
 
 from gputop.cli.tui import tui_pipeline
-from gputop.pipeline.feed import LiveFeed, ReplayFeed
+from gputop.pipeline.feed import Feed, LiveFeed, ReplayFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.sources.replay import ReplayPlayer
 from gputop.ui.app import GputopApp
@@ -25,12 +25,16 @@ from support.apps import FIXED_SETTINGS, CyclingSource, SnapshotTimeline, load
 CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
 
 
+def _started(feed: Feed) -> GputopApp:
+    """The app as ``gputop`` starts it: the first tick is taken before the app."""
+    pipeline = tui_pipeline(feed)
+    return GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
+
+
 async def test_a_live_start_composes_no_replay_bar() -> None:
     """As ``gputop`` starts live: the first tick is taken before the app, and it is live."""
     snapshot = load(CAPTURE)
-    pipeline = tui_pipeline(LiveFeed(CyclingSource([snapshot])))
-    first = pipeline.start()
-    app = GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=first)
+    app = _started(LiveFeed(CyclingSource([snapshot])))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = app.main_screen
@@ -46,8 +50,7 @@ async def test_lines_a_start_does_not_show_are_composed_only_when_first_shown() 
     gputop runs in, are not composed (hidden) for a tall terminal on a host; they appear
     when the terminal gets short."""
     snapshot = load(CAPTURE)
-    pipeline = tui_pipeline(LiveFeed(CyclingSource([snapshot])))
-    app = GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
+    app = _started(LiveFeed(CyclingSource([snapshot])))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = app.main_screen
@@ -65,9 +68,7 @@ async def test_lines_a_start_does_not_show_are_composed_only_when_first_shown() 
 async def test_a_replay_start_composes_its_replay_bar() -> None:
     snapshot = load(CAPTURE)
     player = ReplayPlayer(SnapshotTimeline([snapshot, snapshot]), paused=True)
-    pipeline = tui_pipeline(ReplayFeed(player))
-    first = pipeline.start()
-    app = GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=first)
+    app = _started(ReplayFeed(player))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         bar = app.main_screen.query_one(ReplayBar)
@@ -87,8 +88,7 @@ async def test_the_first_frame_styles_each_node_once(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(Stylesheet, "apply", counting)
     snapshot = load(CAPTURE)
-    pipeline = tui_pipeline(LiveFeed(CyclingSource([snapshot])))
-    app = GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
+    app = _started(LiveFeed(CyclingSource([snapshot])))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = app.main_screen
