@@ -42,6 +42,13 @@ async def test_the_rows_on_screen_are_what_the_sampler_reads_every_tick() -> Non
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         table = app.screen.query_one(ProcessTable)
+        # The table says what it shows after a refresh, and the first layouts may still
+        # change its height: wait until what it said is what it shows (a loaded machine
+        # takes more than one pause), rather than read the first answer.
+        for _ in range(50):
+            if in_view.pids() == table.pids_on_screen():
+                break
+            await pilot.pause(0.02)
         shown = in_view.pids()
         assert shown is not None
         lines = len(shown)
