@@ -141,7 +141,9 @@ class HostileServer:
     def _serve(self, sock: socket.socket) -> None:
         sock.settimeout(5.0)
         try:
-            request = _read_request(sock)
+            # A behaviour marked ``raw`` speaks first, before any request (a TLS server).
+            raw = getattr(self.behave, "raw", False)
+            request = Request("", "", {}, b"") if raw else _read_request(sock)
         except (OSError, ValueError):
             return
         if request is None:
