@@ -413,3 +413,21 @@ def test_a_reset_is_one_line() -> None:
         f"cannot reach Prometheus at {server.url}: Connection reset by peer",
         f"Prometheus at {server.url} closed the connection without an answer",
     )
+
+
+def test_the_environments_proxy_is_used_as_urllib_used_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakePrometheus()
+    with hostile(fake) as proxy:
+        monkeypatch.setenv("http_proxy", proxy.url)
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        names = PrometheusClient("http://prometheus.invalid:9090", timeout=3).label_values(
+            "__name__"
+        )
+        monkeypatch.setenv("no_proxy", "prometheus.invalid")
+        with pytest.raises(PrometheusError, match="cannot reach Prometheus"):
+            PrometheusClient("http://prometheus.invalid:9090", timeout=3).label_values("__name__")
+    assert names == ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"]
+    assert [r.target for r in proxy.requests] == [
+        "http://prometheus.invalid:9090/api/v1/label/__name__/values"
+    ]

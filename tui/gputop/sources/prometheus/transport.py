@@ -8,10 +8,13 @@ doing then (connecting, sending, reading headers or body); :meth:`Transport.clos
 same to every request in flight, so quitting the fleet screen never waits on the network.
 A redirect to another origin is refused when the request carries credentials (curl and Go
 drop them there instead; a refusal says so, and the user can point gputop at that server).
+A proxy named by the environment (``http_proxy``, ``https_proxy``, ``no_proxy``) is used as
+urllib used it: an http one, CONNECT for https.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
 import socket
@@ -19,6 +22,7 @@ import ssl
 import threading
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -177,7 +181,8 @@ class Transport:
         if left <= 0:
             raise Expired
         flight = _InFlight()
-        connection = self._connection(parts, left, flight)
+        proxy = _proxy_for(parts)
+        connection = self._connection(parts, left, flight, proxy)
         with self._lock:
             if self._closed:
                 raise Closed
@@ -187,7 +192,12 @@ class Transport:
         timer.start()
         try:
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            connection.request(method, path, body=body, headers=dict(headers))
+            sent = dict(headers)
+            if proxy is not None and parts.scheme == "http":
+                # Through a plain HTTP proxy the request names the whole address.
+                path = urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+                sent.update(_proxy_auth(proxy))
+            connection.request(method, path, body=body, headers=sent)
             response = connection.getresponse()
             location = response.getheader("Location") if response.status in _REDIRECTS else None
             raw = response.read(self._max_body)
@@ -211,17 +221,23 @@ class Transport:
         return answer, location
 
     def _connection(
-        self, parts: urllib.parse.SplitResult, timeout: float, flight: _InFlight
+        self,
+        parts: urllib.parse.SplitResult,
+        timeout: float,
+        flight: _InFlight,
+        proxy: urllib.parse.SplitResult | None,
     ) -> http.client.HTTPConnection:
-        host = parts.hostname or ""
+        host, port = parts.hostname or "", parts.port
+        if proxy is not None:
+            host, port = proxy.hostname or "", proxy.port or _DEFAULT_PORTS.get(proxy.scheme)
         connection: http.client.HTTPConnection
         if parts.scheme == "https":
             context = self._context or ssl.create_default_context()
-            connection = http.client.HTTPSConnection(
-                host, parts.port, timeout=timeout, context=context
-            )
+            connection = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
+            if proxy is not None:  # a CONNECT tunnel to the server, TLS inside it
+                connection.set_tunnel(parts.hostname or "", parts.port, _proxy_auth(proxy))
         else:
-            connection = http.client.HTTPConnection(host, parts.port, timeout=timeout)
+            connection = http.client.HTTPConnection(host, port, timeout=timeout)
 
         def create(
             address: tuple[str, int], timeout: float, source: tuple[str, int] | None = None
@@ -235,6 +251,25 @@ class Transport:
         # http.client's documented-by-use hook for how it opens its socket.
         connection._create_connection = create  # type: ignore[attr-defined]
         return connection
+
+
+def _proxy_for(parts: urllib.parse.SplitResult) -> urllib.parse.SplitResult | None:
+    """The proxy the environment names for this address (``http_proxy``, ``https_proxy``,
+    ``no_proxy``, as urllib and curl read them), or None."""
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    found = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    return found if found.scheme == "http" and found.hostname else None
+
+
+def _proxy_auth(proxy: urllib.parse.SplitResult) -> dict[str, str]:
+    if proxy.username is None:
+        return {}
+    user = urllib.parse.unquote(proxy.username)
+    password = urllib.parse.unquote(proxy.password or "")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    return {"Proxy-Authorization": f"Basic {token}"}
 
 
 def _shown(url: str) -> str:
