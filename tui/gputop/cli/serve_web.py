@@ -260,15 +260,23 @@ class _Viewer(AppService):
             self._kill()
             with contextlib.suppress(Exception):
                 await self.stop()
-                if self._process is not None:
-                    await self._process.wait()
         except asyncio.CancelledError:
             self._kill()
             raise
         except Exception as error:
             self._kill()
             log.warning("a viewer's app ended badly (%s)", type(error).__name__)
+        await self._reap()
         self.ended = True
+
+    async def _reap(self) -> None:
+        """Close the app's stdin and wait for its exit, so that its pipes are closed now and
+        not by the collector after the loop has gone."""
+        if self._stdin is not None:
+            self._stdin.close()
+        if self._process is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._process.wait(), 1.0)
 
     def _kill(self) -> None:
         process = self._process
