@@ -51,8 +51,9 @@ def document(path: Path, index: int = 0) -> Snapshot:
         recording.close()
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and its key, written in ``directory``."""
+def self_signed(directory: Path, *, expired: bool = False) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, written in ``directory``
+    (``expired``: one that ended yesterday)."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.timezone.utc)
@@ -62,8 +63,8 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
         .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_before(now - datetime.timedelta(days=30 if expired else 0, minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=-1 if expired else 1))
         .add_extension(
             x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
             critical=False,
@@ -82,11 +83,11 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
     return cert_file, key_file
 
 
-def web_config(directory: Path, password: bytes = b"s3cret") -> Path:
+def web_config(directory: Path, password: bytes = b"s3cret", *, expired: bool = False) -> Path:
     """An exporter-toolkit web config in ``directory``: TLS with :func:`self_signed`'s
     certificate, and user ``alice`` with ``password`` (bcrypt, spelled ``$2y$`` as
     htpasswd writes it)."""
-    cert, key = self_signed(directory)
+    cert, key = self_signed(directory, expired=expired)
     hashed = bcrypt.hashpw(password, bcrypt.gensalt(rounds=6)).decode().replace("$2b$", "$2y$")
     config = directory / "web-config.yml"
     config.write_text(

@@ -221,15 +221,3 @@ def test_no_dcgm_series_is_said() -> None:
     assert _one_line(result.stderr) == (
         f"gputop: {prometheus.url} has no dcgm-exporter or gputop series"
     )
-
-
-def test_urlerror_is_not_leaked_for_a_reset(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gputop.sources.prometheus.client import PrometheusClient, PrometheusError
-
-    def reset(*args: object, **kwargs: object) -> object:
-        raise urllib.error.URLError(ConnectionResetError(104, "Connection reset by peer"))
-
-    monkeypatch.setattr(urllib.request, "urlopen", reset)
-    client = PrometheusClient("http://127.0.0.1:1")
-    with pytest.raises(PrometheusError, match="Connection reset by peer"):
-        client.query("up")

@@ -212,9 +212,9 @@ def test_tls_and_basic_auth_from_a_web_config(tmp_path: Path) -> None:
         assert https_get(exporter.port, cert, ("alice", "wrong"))[0] == 401
         assert https_get(exporter.port, cert, ("mallory", "s3cret"))[0] == 401
         assert https_get(exporter.port, cert, None)[0] == 401
-        # Plain HTTP on the TLS port gets nothing.
-        with pytest.raises((OSError, urllib.error.URLError, http.client.HTTPException)):
-            http_get(f"http://127.0.0.1:{exporter.port}/metrics", timeout=3)
+        # Plain HTTP on the TLS port is told so (as Go's servers say it), and gets no metrics.
+        status, body = http_get(f"http://127.0.0.1:{exporter.port}/metrics", timeout=3)
+        assert (status, body) == (400, b"Client sent an HTTP request to an HTTPS server.\n")
 
 
 def run_export(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:

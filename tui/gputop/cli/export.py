@@ -221,6 +221,8 @@ def export_main(argv: Sequence[str]) -> int:
         raise BadArguments("--at and --format describe a recording: use them with --replay FILE")
     address = parse_listen(ns.listen)
     web = load_web_config(ns.web_config_file) if ns.web_config_file else WebConfig()
+    for warning in web.warnings:
+        _say(warning)
     selection = GpuSelection.parse(ns.gpu) if ns.gpu is not None else None
     live = ns.replay is None
     latest = LatestSample(

@@ -38,8 +38,8 @@ def run_fleet_tui(
     """Run the fleet view until the user quits; returns the exit status.
 
     Args:
-        source: the fleet (Prometheus, or exporters scraped directly); its owner closes
-            it after this returns.
+        source: the fleet (Prometheus, or exporters scraped directly); closed when the
+            user quits (its owner may close it again).
         refresh: seconds between fleet refreshes.
         history: seconds of a node's past loaded when its screen opens.
         source_label: what the header calls the source (the server's address).
@@ -53,7 +53,14 @@ def run_fleet_tui(
     try:
         app.run()
     finally:
-        # A query stuck on the network cannot be interrupted: the thread is a daemon and
-        # the source's own timeouts bound it.
-        loop.stop(1.0)
+        stop_fleet(loop, source)
     return app.return_code if app.return_code is not None else 0
+
+
+def stop_fleet(loop: FleetPollLoop, source: FleetSource) -> None:
+    """End the refresh at once, whatever the network does: the loop is told to stop, the
+    requests in flight are aborted (closing the source; its owner's close again is
+    harmless), and the loop, unblocked, ends within moments."""
+    loop.stop(0.0)
+    source.close()
+    loop.stop(0.5)

@@ -114,6 +114,15 @@ def build_web_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tls-cert", type=Path, metavar="FILE", help="serve HTTPS: PEM cert")
     parser.add_argument("--tls-key", type=Path, metavar="FILE", help="its PEM private key")
     parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also serve pages of ORIGIN (https://gpu.example.com: a reverse proxy's name, "
+        "repeatable; * for any): by default a websocket from another site's page, and a "
+        "Host name not this server's (DNS rebinding), are refused",
+    )
+    parser.add_argument(
         "--hide-commands",
         action="store_true",
         help="leave processes' command lines out (only the executable's name is shown)",
@@ -144,10 +153,35 @@ def parse_serve(argv: Sequence[str], parse_options: ParseOptions | None = None) 
         tls_cert=ns.tls_cert,
         tls_key=ns.tls_key,
         hide_commands=ns.hide_commands,
+        allow_origins=tuple(_allowed_origin(o) for o in ns.allow_origin),
     )
     if not cluster and parse_options is not None:
         _check_app_args(rest, parse_options)
     return ServeRequest(web=web, cluster=cluster, app_args=tuple(rest))
+
+
+def _allowed_origin(text: str) -> str:
+    """``--allow-origin``: ``*`` or ``http(s)://HOST[:PORT]``.
+
+    Raises:
+        BadArguments: anything else (a path, another scheme).
+    """
+    import urllib.parse
+
+    if text == "*":
+        return text
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadArguments(
+            f"--allow-origin {text!r}: give an origin, e.g. https://gpu.example.com, or *"
+        )
+    if parts.path not in ("", "/") or parts.query or parts.username:
+        raise BadArguments(f"--allow-origin {text!r}: an origin has no path, query or user")
+    return text
 
 
 _HEADLESS = ("--once", "--json", "--count", "--pick", "--record", "--log", "--at")

@@ -20,3 +20,5 @@ class WebOptions:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     hide_commands: bool = False
+    allow_origins: tuple[str, ...] = ()
+    """``--allow-origin``: pages (and ``Host`` names) besides the server's own; ``*``: any."""

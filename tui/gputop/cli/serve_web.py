@@ -10,30 +10,45 @@ What it adds to textual-serve's ``Server``:
 * a limit on viewers at once, with a page that says so when it is reached;
 * HTTP basic auth from a file, and TLS;
 * the page's terminal reachable from its JavaScript (``window.textualSession.terminal``,
-  xterm.js), which the browser tests read.
+  xterm.js), which the browser tests read;
+* what no browser of this page sends, refused: a terminal larger than ``MAX_COLUMNS`` x
+  ``MAX_ROWS`` is clamped (a viewer of 100000x100000 grew to gigabytes), a request whose
+  ``Host`` is a name not this server's (DNS rebinding) or a websocket from a page of another
+  origin is answered 403 unless ``--allow-origin`` names it, and junk (a plain ``GET /ws``, a
+  message that is not JSON, a client gone while its viewer starts) is one log line, never a
+  traceback nor a lost viewer;
+* the viewer's slot freed as soon as its browser goes (its app is then asked to quit, and
+  killed if it has not within ``QUIT_WAIT`` seconds).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import contextlib
 import errno
 import hmac
+import ipaddress
+import json
 import logging
 import socket
 import ssl
 import sys
+import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import aiohttp_jinja2
 import jinja2
-from aiohttp import web
+from aiohttp import WSMsgType, web
+from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
 from gputop.cli.serve_options import WebOptions
 from gputop.errors import BadArguments
+from gputop.model.safe_text import terminal_safe
 
 PAGE = Path(__file__).parent / "serve_page"
 """gputop's page template and the page shown when every viewer slot is taken."""
@@ -43,6 +58,16 @@ _ANCHOR = "t.forEach((e=>{const t=new w(e,{ping:r});"
 _EXPOSE = _ANCHOR + "window.textualSession=t;"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+MAX_COLUMNS = 1000
+MAX_ROWS = 500
+"""The largest terminal a viewer gets: wider than any screen (a 8K display in a small font is
+about 800 columns), and small enough that one viewer stays in tens of megabytes."""
+QUIT_WAIT = 3.0
+"""Seconds a viewer's app has to quit once its browser has gone, before it is killed."""
+
+log = logging.getLogger("gputop.serve")
+_LOOPBACK_NAMES = frozenset(("localhost", "localhost.localdomain", "ip6-localhost"))
 
 
 def load_auth(path: Path) -> dict[str, str]:
@@ -96,10 +121,11 @@ def patched_script(original: str) -> str:
 
 
 def _authorized(header: str | None, users: Mapping[str, str]) -> bool:
-    if header is None or not header.startswith("Basic "):
+    scheme, _, encoded = (header or "").strip().partition(" ")
+    if scheme.lower() != "basic":  # the scheme is case-insensitive (RFC 7235), as export's is
         return False
     try:
-        decoded = base64.b64decode(header[6:], validate=True).decode("utf-8")
+        decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
         return False
     user, _, password = decoded.partition(":")
@@ -108,6 +134,155 @@ def _authorized(header: str | None, users: Mapping[str, str]) -> bool:
     return hmac.compare_digest(password.encode(), (expected or "\0").encode()) and (
         expected is not None
     )
+
+
+def _clamped(value: object, default: int, high: int) -> int:
+    """A terminal dimension from the browser: a whole number from 1 to ``high``, or
+    ``default`` for anything that is not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return default
+    try:
+        number = int(value)
+    except (ValueError, OverflowError):
+        return default
+    return max(1, min(number, high))
+
+
+def terminal_size(width: object, height: object) -> tuple[int, int]:
+    """(columns, rows) a viewer gets for what its browser asked: at most 1000x500."""
+    return _clamped(width, 80, MAX_COLUMNS), _clamped(height, 24, MAX_ROWS)
+
+
+def _split_host(text: str, default_port: int) -> tuple[str, int] | None:
+    """``name:port`` or ``[v6]:port`` (the port defaulted) as (lower-case name, port)."""
+    try:
+        parts = urllib.parse.urlsplit("//" + text.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    return parts.hostname.lower(), port or default_port
+
+
+def _origin(text: str) -> tuple[str, int] | None:
+    """A browser's ``Origin`` (``scheme://host[:port]``) as (host, port); None for "null"."""
+    try:
+        parts = urllib.parse.urlsplit(text.strip())
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https"):
+        return None
+    return _split_host(parts.netloc, 443 if parts.scheme == "https" else 80)
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class OriginPolicy:
+    """Which ``Host`` names and websocket ``Origin`` s are this server's.
+
+    A page of another site may open a websocket to 127.0.0.1:8000 (browsers allow it: the
+    ``Origin`` header says whose page it is), or reach the server under a name of its own
+    that it points at 127.0.0.1 (DNS rebinding: then the ``Host`` header is that name). So a
+    ``Host`` must be an IP address (no DNS name to rebind), ``localhost`` when listening on
+    this machine only, the ``--listen`` name, or the machine's own name when listening on
+    every address; and a websocket's ``Origin`` must be the address the page was served
+    from. ``--allow-origin ORIGIN`` adds a name (a reverse proxy's, a page of one's own);
+    ``*`` allows every one.
+    """
+
+    def __init__(self, listen_host: str, allowed: tuple[str, ...] = ()) -> None:
+        """Check requests to a server listening on ``listen_host``."""
+        self.any = "*" in allowed
+        self._allowed = {o for o in (_origin(a) for a in allowed if a != "*") if o is not None}
+        host = listen_host.strip("[]").lower()
+        names = {host, *(name for name, _ in self._allowed)}
+        wildcard = host in ("", "0.0.0.0", "::")
+        if (
+            wildcard
+            or host in _LOOPBACK_NAMES
+            or (_is_ip(host) and ipaddress.ip_address(host).is_loopback)
+        ):
+            names |= _LOOPBACK_NAMES
+        if wildcard:
+            names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+        self._names = frozenset(names)
+
+    def host_refusal(self, host: str | None) -> str | None:
+        """Why a request with this ``Host`` header is refused, or None."""
+        if host is None or self.any:
+            return None
+        split = _split_host(host, 0)
+        if split is not None and (_is_ip(split[0]) or split[0] in self._names):
+            return None
+        shown = terminal_safe(host[:100])
+        return (
+            f"Host {shown!r} is not a name of this server (a page of another site reaching it "
+            f"by DNS rebinding?): give --allow-origin http://{shown} to serve under that name"
+        )
+
+    def origin_refusal(self, origin: str | None, host: str | None, secure: bool) -> str | None:
+        """Why a websocket from a page of ``origin``, sent to ``host``, is refused, or None.
+        No ``Origin`` is no browser: nothing a page could do for someone else."""
+        if origin is None or self.any:
+            return None
+        theirs = _origin(origin)
+        ours = _split_host(host or "", 443 if secure else 80)
+        if theirs is not None and (theirs == ours or theirs in self._allowed):
+            return None
+        shown = terminal_safe(origin[:100])
+        return (
+            f"a websocket from {shown!r}, a page of another site, refused: give "
+            f"--allow-origin {shown} if that page is yours"
+        )
+
+
+class _Viewer(AppService):
+    """textual-serve's app process of one viewer, which can be ended within a time."""
+
+    ended = False
+
+    async def end(self, wait: float) -> None:
+        """Ask the app to quit; kill it if it has not within ``wait`` seconds. Never raises
+        (but a cancellation, after the kill): what went wrong between the app and a browser
+        that has gone is nobody's news."""
+        if self.ended:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self.stop()), wait)
+        except (TimeoutError, asyncio.TimeoutError):
+            self._kill()
+            with contextlib.suppress(Exception):
+                await self.stop()
+        except asyncio.CancelledError:
+            self._kill()
+            raise
+        except Exception as error:
+            self._kill()
+            log.warning("a viewer's app ended badly (%s)", type(error).__name__)
+        await self._reap()
+        self.ended = True
+
+    async def _reap(self) -> None:
+        """Close the app's stdin and wait for its exit, so that its pipes are closed now and
+        not by the collector after the loop has gone."""
+        if self._stdin is not None:
+            self._stdin.close()
+        if self._process is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._process.wait(), 1.0)
+
+    def _kill(self) -> None:
+        process = self._process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
 
 
 class GputopServer(Server):
@@ -130,9 +305,12 @@ class GputopServer(Server):
         self.web = web
         self.users = dict(users) if users is not None else None
         self.ssl_context = ssl_context
+        self.policy = OriginPolicy(web.host, web.allow_origins)
         self.viewers = 0
         """Browser connections with a running app now."""
         self.refused = 0
+        self._endings: set[asyncio.Future[None]] = set()
+        """Apps of viewers whose browsers have gone, being asked to quit (or killed)."""
         """Connections turned away because every slot was taken."""
         script = self.statics_path / "js" / "textual.js"
         self._script = patched_script(script.read_text(encoding="utf-8"))
@@ -145,8 +323,9 @@ class GputopServer(Server):
         return f"{scheme}://{host}:{self.web.port}/"
 
     async def _make_app(self) -> web.Application:
-        app = web.Application(middlewares=[self._auth] if self.users else [])
+        app = web.Application(middlewares=[self._host, *([self._auth] if self.users else [])])
         aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(self.templates_path)))
+        app.on_shutdown.append(self._end_viewers)
         app.add_routes(
             [
                 web.get("/", self.handle_index, name="index"),
@@ -156,6 +335,14 @@ class GputopServer(Server):
             ]
         )
         return app
+
+    @web.middleware
+    async def _host(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        refusal = self.policy.host_refusal(request.headers.get("Host"))
+        if refusal is None:
+            return await handler(request)
+        log.warning("%s: %s", _peer(request), refusal)
+        return web.Response(status=403, text=f"gputop serve: {refusal}\n")
 
     @web.middleware
     async def _auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -194,19 +381,87 @@ class GputopServer(Server):
         return response
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
-        """One viewer: its own app process, within the limit."""
+        """One viewer: its own app process, within the limit, the origin checked."""
+        socket = web.WebSocketResponse(heartbeat=15)
+        if not socket.can_prepare(request).ok:
+            log.warning("%s: GET /ws without a websocket handshake: answered 400", _peer(request))
+            raise web.HTTPBadRequest(text="gputop serve: /ws is the page's websocket: open /\n")
+        refusal = self.policy.origin_refusal(
+            request.headers.get("Origin"), request.headers.get("Host"), request.secure
+        )
+        if refusal is not None:
+            log.warning("%s: %s", _peer(request), refusal)
+            raise web.HTTPForbidden(text=f"gputop serve: {refusal}\n")
         if self.viewers >= self.web.max_viewers:
             # Two pages loaded at the same moment past the limit: the second is told here.
             self.refused += 1
-            socket = web.WebSocketResponse()
             await socket.prepare(request)
             await socket.close(code=1013, message=b"gputop: every viewer slot is taken")
             return socket
+        width, height = terminal_size(request.query.get("width"), request.query.get("height"))
         self.viewers += 1
+        viewer: _Viewer | None = None
         try:
-            return await super().handle_websocket(request)
+            await socket.prepare(request)
+            viewer = _Viewer(
+                self.command,
+                write_bytes=socket.send_bytes,
+                write_str=socket.send_str,
+                close=lambda: _close(socket),
+                download_manager=self.download_manager,
+                debug=self.debug,
+            )
+            await viewer.start(width, height)
+            await self._process_messages(socket, viewer)
+        except asyncio.CancelledError:  # the client went (or the server stops)
+            await socket.close()
+        except (ConnectionError, RuntimeError) as error:  # aiohttp: "closing transport"
+            log.warning("%s: the viewer left while its app started (%s)", _peer(request),
+                        type(error).__name__)  # fmt: skip
+        except Exception as error:  # one line, never a traceback: nothing a client sends
+            log.warning("%s: viewer ended: %s", _peer(request), type(error).__name__)
         finally:
+            # The browser has gone: its slot is free now, whatever its app still does; the
+            # app is ended apart from this handler (which aiohttp may be cancelling).
             self.viewers -= 1
+            if viewer is not None:
+                ending = asyncio.ensure_future(viewer.end(QUIT_WAIT))
+                self._endings.add(ending)
+                ending.add_done_callback(self._endings.discard)
+        if not socket.prepared:
+            # The client went during the handshake: aiohttp would close the socket it never
+            # opened (a traceback); an answer to nobody is dropped quietly instead.
+            raise web.HTTPBadRequest(text="gputop serve: the websocket was not opened\n")
+        return socket
+
+    async def _process_messages(
+        self, websocket: web.WebSocketResponse, app_service: AppService
+    ) -> None:
+        """The browser's messages to its app: keys, sizes (clamped), focus, pings. One that
+        is not what the page sends is said once in the log and ignored."""
+        said = False
+        async for message in websocket:
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                envelope = json.loads(message.data)
+                kind = envelope[0]
+                if kind == "stdin":
+                    await app_service.send_bytes(str(envelope[1]).encode("utf-8"))
+                elif kind == "resize":
+                    size = envelope[1]
+                    columns, rows = terminal_size(size.get("width"), size.get("height"))
+                    await app_service.set_terminal_size(columns, rows)
+                elif kind == "ping":
+                    await websocket.send_json(["pong", envelope[1]])
+                elif kind == "blur":
+                    await app_service.blur()
+                elif kind == "focus":
+                    await app_service.focus()
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
+                if not said:
+                    log.warning("a viewer sent a message that is not the page's: ignored")
+                    said = True
 
     def run(self) -> int:
         """Serve until Ctrl+C or SIGTERM; returns the exit status.
@@ -258,5 +513,18 @@ class GputopServer(Server):
                 reason = error.strerror or str(error)
             raise BadArguments(f"{where}: cannot listen there: {reason}") from None
 
+    async def _end_viewers(self, app: web.Application) -> None:
+        """On the way out: the apps of viewers that have gone are given their time to quit."""
+        if self._endings:
+            await asyncio.wait(set(self._endings), timeout=QUIT_WAIT + 1.0)
+
     async def on_startup(self, app: Any) -> None:
         """textual-serve prints a banner here; gputop has said where it listens."""
+
+
+async def _close(socket: web.WebSocketResponse) -> None:
+    await socket.close()
+
+
+def _peer(request: web.Request) -> str:
+    return terminal_safe(str(request.remote or "a client"))

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 import ssl
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,9 @@ import yaml
 
 from gputop.errors import BadArguments
 
+_NOT_YET_VALID = 9
+_EXPIRED = 10
+"""OpenSSL's X509_V_ERR_CERT_NOT_YET_VALID and X509_V_ERR_CERT_HAS_EXPIRED."""
 _TLS_KEYS = {"cert_file", "key_file", "min_version", "max_version"}
 _TOP_KEYS = {"tls_server_config", "basic_auth_users"}
 _TLS_VERSIONS = {
@@ -39,6 +44,10 @@ _TLS_VERSIONS = {
 }
 
 
+_MAX_DUMMY_COST = 14
+"""About a second of bcrypt: the dearest dummy hash made at start."""
+
+
 @dataclass(frozen=True)
 class WebConfig:
     """What the server needs: a TLS context (None: plain HTTP) and the users' hashes."""
@@ -46,6 +55,8 @@ class WebConfig:
     tls: ssl.SSLContext | None = None
     users: dict[str, bytes] = field(default_factory=dict)
     """User name -> bcrypt hash; empty: no authentication."""
+    warnings: tuple[str, ...] = ()
+    """What is served but will not work for clients (an expired certificate), one line each."""
 
 
 class Authenticator:
@@ -53,7 +64,10 @@ class Authenticator:
 
     bcrypt is slow on purpose (tens of ms at cost 10): a scrape every few seconds would pay
     that each time, so a pair once verified is remembered (by a keyed digest, never the
-    password itself), as the exporter toolkit caches its checks.
+    password itself), as the exporter toolkit caches its checks. An unknown user's password
+    is checked too, against a hash of nothing anyone can type made at the users' own cost,
+    as the toolkit does: a refusal takes as long whether the user exists or not, so timing
+    tells no user names.
     """
 
     def __init__(self, users: dict[str, bytes]) -> None:
@@ -62,6 +76,7 @@ class Authenticator:
         self._key = hashlib.sha256(repr(sorted(users.items())).encode()).digest()
         self._good: set[bytes] = set()
         self._lock = threading.Lock()
+        self._dummy = _dummy_hash(users.values()) if users else b""
 
     @property
     def required(self) -> bool:
@@ -71,20 +86,35 @@ class Authenticator:
     def check(self, user: str, password: str) -> bool:
         """True when ``password`` is ``user``'s."""
         hashed = self._users.get(user)
-        if hashed is None:
-            return False
+        known = hashed is not None
         token = hmac.new(self._key, f"{user}\0{password}".encode(), "sha256").digest()
-        with self._lock:
-            if token in self._good:
-                return True
+        if known:
+            with self._lock:
+                if token in self._good:
+                    return True
         try:
-            good = bcrypt.checkpw(password.encode(), hashed)
+            good = bcrypt.checkpw(password.encode(), hashed if hashed is not None else self._dummy)
         except ValueError:
             return False
-        if good:
+        if good and known:
             with self._lock:
                 self._good.add(token)
-        return good
+        return good and known
+
+
+def _dummy_hash(hashes: Iterable[bytes]) -> bytes:
+    """A bcrypt hash at the cost most of ``hashes`` have (``$2y$10$...``: 10), of random
+    bytes: what an unknown user's password is checked against."""
+    costs = []
+    for hashed in hashes:
+        try:
+            costs.append(int(hashed.split(b"$")[2]))
+        except (IndexError, ValueError):
+            continue
+    cost = max(set(costs), key=costs.count) if costs else 10
+    # Capped: a cost of 31 in a config would hold the start for days, not time one check.
+    rounds = min(max(cost, 4), _MAX_DUMMY_COST)
+    return bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt(rounds=rounds))
 
 
 def load_web_config(path: Path) -> WebConfig:
@@ -113,10 +143,51 @@ def load_web_config(path: Path) -> WebConfig:
     unknown = sorted(set(map(str, data)) - _TOP_KEYS)
     if unknown:
         raise BadArguments(f"{where}: unsupported setting {unknown[0]!r}")
-    return WebConfig(
-        tls=_tls(data.get("tls_server_config"), path.parent, where),
-        users=_users(data.get("basic_auth_users"), where),
-    )
+    tls = _tls(data.get("tls_server_config"), path.parent, where)
+    warnings: tuple[str, ...] = ()
+    if tls is not None:
+        section = data["tls_server_config"]
+        problem = certificate_problem(tls, path.parent / str(section["cert_file"]))
+        if problem is not None:
+            warnings = (f"warning: {where}: {problem}",)
+    return WebConfig(tls=tls, users=_users(data.get("basic_auth_users"), where), warnings=warnings)
+
+
+def certificate_problem(server: ssl.SSLContext, cert_file: Path) -> str | None:
+    """What makes clients refuse ``server``'s certificate on its own account (expired, not
+    valid yet), or None. Found by a TLS handshake in memory against a client that trusts the
+    certificate itself: the check every client makes, without parsing a certificate here."""
+    client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client.check_hostname = False
+    try:
+        client.load_verify_locations(cert_file)
+    except (OSError, ssl.SSLError):
+        return None
+    client.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN  # the certificate is its own anchor
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    ours = client.wrap_bio(to_client, to_server)
+    theirs = server.wrap_bio(to_server, to_client, server_side=True)
+    try:
+        for _ in range(8):  # a handshake is two or three round trips
+            done = 0
+            for side in (ours, theirs):
+                try:
+                    side.do_handshake()
+                    done += 1
+                except ssl.SSLWantReadError:
+                    pass
+            if done == 2:
+                return None
+    except ssl.SSLCertVerificationError as error:
+        state = {_EXPIRED: "has expired", _NOT_YET_VALID: "is not valid yet"}
+        if error.verify_code in state:
+            return (
+                f"the TLS certificate {cert_file} {state[error.verify_code]}: clients that "
+                "check it (Prometheus does) will refuse every scrape"
+            )
+    except ssl.SSLError:
+        pass  # a version or cipher this check does not share: no verdict
+    return None
 
 
 def _tls(section: Any, base: Path, where: str) -> ssl.SSLContext | None:

@@ -78,7 +78,8 @@ class FleetDriver:
                 nodes=() if last is None else last.nodes,
                 window_seconds=300.0 if last is None else last.window_seconds,
                 scrape_interval=None if last is None else last.scrape_interval,
-                error=f"{type(error).__name__}: {error}",
+                # Never the exception's own text: it may quote the wire, raw.
+                error=f"the fleet could not be read ({type(error).__name__}); last view kept",
             )
         self._fleet = fleet
         if self._feed is None or self._pipeline is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from gputop.errors import GputopError
 from gputop.model import Snapshot
 from gputop.model.age import age_seconds, fmt_age
 from gputop.model.fleet import FleetSnapshot, NodeView
@@ -67,11 +68,13 @@ class NodeFeed:
 
     def start(self) -> Arrival:
         """The node's recent past, then its newest sample if that came after it."""
+        past: list[Snapshot] = []
         try:
             past = list(self._source.node_history(self._host, self._seconds))
-        except Exception as error:  # the screen still shows the newest sample
-            self._history_error = f"no history: {type(error).__name__}: {error}"
-            past = []
+        except GputopError as error:  # the screen still shows the newest sample
+            self._history_error = f"no history: {error}"
+        except Exception as error:  # never the exception's own text: it may quote the wire
+            self._history_error = f"no history: {type(error).__name__}"
         snapshots = [self._named(snapshot) for snapshot in past]
         if snapshots:
             self._last = snapshots[-1]

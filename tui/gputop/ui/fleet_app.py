@@ -192,10 +192,11 @@ class FleetApp(App[int]):
             self.push_screen(HelpScreen(sections, title="gputop cluster keys"))
 
     async def action_quit(self) -> None:
-        """Stop the loop, then exit with status 0."""
-        self.loop.stop(0.5)
+        """Tell the loop to stop, then exit with status 0 (not waiting on the loop: a refresh
+        stuck on the network must not hold the quit; whoever runs the app aborts it)."""
+        self.loop.stop(0.0)
         self.exit(0)
 
     def on_unmount(self) -> None:
-        """Make sure the loop stops whichever way the app ends."""
-        self.loop.stop(0.5)
+        """Make sure the loop is told to stop whichever way the app ends."""
+        self.loop.stop(0.0)

@@ -15,18 +15,27 @@ import math
 import socket
 import ssl
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from gputop.errors import BadArguments, GputopError
+from gputop.model.safe_text import terminal_safe
+from gputop.sources.prometheus.transport import (
+    Answer,
+    Closed,
+    Expired,
+    RedirectRefused,
+    Transport,
+)
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds a request may take: a Prometheus that answers slower is said to be slow."""
+
+LATEST = 32503680000.0
+"""The year 3000, in seconds since 1970: a later sample time is a broken clock or a lie."""
 
 _MAX_BODY = 256 * 1024 * 1024
 """An answer larger than this is not read (a misconfigured proxy streaming something else)."""
@@ -120,7 +129,13 @@ class PrometheusClient:
         self.timeout = timeout
         self.kind = kind
         self._headers = _headers(auth)
-        self._context = _tls_context(auth.ca_file) if parsed.scheme == "https" else None
+        context = _tls_context(auth.ca_file) if parsed.scheme == "https" else None
+        # Any header the user gave may be a secret (an API key): none of them is sent to
+        # another server a redirect names.
+        secret = auth.bearer_token is not None or auth.basic is not None or bool(auth.headers)
+        self._transport = Transport(
+            timeout=timeout, context=context, credentials=secret, max_body=_MAX_BODY
+        )
         self._lock = threading.Lock()
         self._round_trips = 0
 
@@ -144,17 +159,29 @@ class PrometheusClient:
         kind = data.get("resultType")
         result = data.get("result")
         if kind == "scalar" and isinstance(result, list):
-            return [Sample({}, *_point(result))]
+            return [Sample({}, *self._point(result, "a query"))]
         if kind != "vector" or not isinstance(result, list):
-            raise PrometheusError(f"{self.url}: unexpected answer to a query ({kind!r})")
+            named = f" ({kind!r})" if isinstance(kind, str) and len(kind) <= 20 else ""
+            raise PrometheusError(f"{self.url}: unexpected answer to a query{named}")
         try:
             # The fast way first: a large fleet answers with tens of thousands of series.
-            return [
+            samples = [
                 Sample(item["metric"], float(item["value"][0]), _number(item["value"][1]))
                 for item in result
             ]
         except (KeyError, TypeError, IndexError, ValueError):
             raise PrometheusError(f"{self.url}: malformed series in a query's answer") from None
+        join = "".join
+        try:
+            # Inline, for tens of thousands of series: JSON's keys are strings already;
+            # join() takes string values only and dict-less labels have no values().
+            for sample in samples:
+                join(sample.labels.values())
+                if not 0.0 <= sample.timestamp <= LATEST:
+                    raise ValueError
+        except (TypeError, AttributeError, ValueError):
+            raise PrometheusError(self._malformed(sample.labels, "a query")) from None
+        return samples
 
     def query_matrix(self, promql: str) -> list[Series]:
         """Evaluate a range-vector selector (``up[2m]``) now: each series' raw samples."""
@@ -168,17 +195,39 @@ class PrometheusClient:
         return self._matrix(data, "a range query")
 
     def _matrix(self, data: Any, what: str) -> list[Series]:
-        result = data.get("result") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            raise PrometheusError(f"{self.url}: unexpected answer to {what}")
+        result = data.get("result")
         if data.get("resultType") != "matrix" or not isinstance(result, list):
             raise PrometheusError(f"{self.url}: unexpected answer to {what}")
         out = []
         for item in result:
             labels = item.get("metric") if isinstance(item, dict) else None
             values = item.get("values") if isinstance(item, dict) else None
-            if not isinstance(labels, dict) or not isinstance(values, list):
-                raise PrometheusError(f"{self.url}: malformed series in the answer to {what}")
-            out.append(Series(labels, tuple(_point(v) for v in values)))
+            if not _is_labels(labels) or not isinstance(values, list):
+                raise PrometheusError(self._malformed(labels, what))
+            out.append(Series(labels, tuple(self._point(v, what) for v in values)))
         return out
+
+    def _point(self, pair: object, what: str) -> tuple[float, float]:
+        """(time, value) from the API's ``[1700000000.123, "42"]``; NaN for a value it
+        cannot read; a time that is no time (NaN, 1e300, before 1970) is a malformed answer."""
+        if isinstance(pair, list) and len(pair) == 2:
+            at, text = pair
+            try:
+                seconds = float(at)
+            except (TypeError, ValueError):
+                seconds = math.nan
+            if plausible_time(seconds):
+                return seconds, _number(text)
+        raise PrometheusError(f"{self.url}: malformed sample (time, value) in the answer to {what}")
+
+    def _malformed(self, labels: object, what: str) -> str:
+        if not isinstance(labels, dict):
+            return f"{self.url}: malformed series in the answer to {what} (labels not a mapping)"
+        if not _is_labels(labels):
+            return f"{self.url}: malformed series in the answer to {what} (a label not a string)"
+        return f"{self.url}: malformed sample time in the answer to {what}"
 
     def label_values(self, label: str, match: Sequence[str] = ()) -> list[str]:
         """The values ``label`` takes (``__name__``: the metric names), among ``match``."""
@@ -186,58 +235,65 @@ class PrometheusClient:
         data = self._call(f"/api/v1/label/{urllib.parse.quote(label)}/values", params, get=True)
         if not isinstance(data, list):
             raise PrometheusError(f"{self.url}: unexpected answer to a label query")
-        return [str(v) for v in data]
+        return [v for v in data if isinstance(v, str)]
 
     def fetch_text(self) -> str:
         """GET the URL itself (an exporter's ``/metrics``) and return the text."""
         headers = dict(self._headers, Accept="text/plain;version=0.0.4;q=1,*/*;q=0.1")
-        request = urllib.request.Request(self.url, headers=headers, method="GET")
-        raw, _ = self._send(request, exporter=True)
+        raw, _ = self._send("GET", self.url, headers, exporter=True)
         return raw.decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        """Abort the requests in flight (their callers get a PrometheusError) and refuse
+        new ones: quitting never waits on a slow server."""
+        self._transport.close()
 
     def _call(
         self, path: str, params: Mapping[str, str] | list[tuple[str, str]], *, get: bool = False
     ) -> Any:
         encoded = urllib.parse.urlencode(params)
         if get:  # the label endpoints take GET only
-            request = urllib.request.Request(
-                f"{self.url}{path}?{encoded}", headers=self._headers, method="GET"
-            )
+            answer = self._send("GET", f"{self.url}{path}?{encoded}", self._headers)
         else:  # a query in the body: no URL length limit for long selectors
-            request = urllib.request.Request(
-                self.url + path, data=encoded.encode(), headers=self._headers, method="POST"
-            )
-        return self._payload(*self._send(request))
+            headers = dict(self._headers)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            answer = self._send("POST", self.url + path, headers, encoded.encode())
+        return self._payload(*answer)
 
     def _send(
-        self, request: urllib.request.Request, *, exporter: bool = False
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        *,
+        exporter: bool = False,
     ) -> tuple[bytes, str]:
         """``exporter``: the request is a scrape of ``/metrics``, not a call to ``/api/v1``."""
         with self._lock:
             self._round_trips += 1
         try:
-            with urllib.request.urlopen(
-                request, timeout=self.timeout, context=self._context
-            ) as response:
-                raw = response.read(_MAX_BODY)
-                content_type = response.headers.get("Content-Type", "")
-        except urllib.error.HTTPError as error:
-            raise PrometheusError(self._http_error(error, exporter)) from None
-        except urllib.error.URLError as error:
-            raise PrometheusError(self._unreachable(error.reason)) from None
-        except TimeoutError:
+            answer = self._transport.send(method, url, headers, body)
+        except Expired:
             raise PrometheusError(self._slow()) from None
-        except (ConnectionError, http.client.HTTPException, OSError) as error:
+        except Closed:
+            raise PrometheusError(f"{self.url}: the request was cancelled") from None
+        except RedirectRefused as error:
+            raise PrometheusError(f"{self.url}: {terminal_safe(str(error))}") from None
+        except (ConnectionError, http.client.HTTPException, OSError, ValueError) as error:
             raise PrometheusError(self._unreachable(error)) from None
-        return raw, content_type
+        if not 200 <= answer.status < 300:
+            raise PrometheusError(self._http_error(answer, exporter))
+        return answer.body, answer.content_type
 
     def _payload(self, raw: bytes, content_type: str) -> Any:
         try:
             document = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             kind = content_type.split(";")[0].strip() or "no content type"
             raise PrometheusError(
-                f"{self.url} is not a Prometheus server: /api/v1 answered {kind}, not JSON"
+                f"{self.url} is not a Prometheus server: /api/v1 answered "
+                f"{terminal_safe(kind)}, not JSON"
             ) from None
         if not isinstance(document, dict) or document.get("status") not in ("success", "error"):
             raise PrometheusError(
@@ -247,8 +303,8 @@ class PrometheusClient:
             raise PrometheusError(f"{self.url}: {_api_error(document)}")
         return document.get("data")
 
-    def _http_error(self, error: urllib.error.HTTPError, exporter: bool = False) -> str:
-        code = error.code
+    def _http_error(self, answer: Answer, exporter: bool = False) -> str:
+        code = answer.status
         if code in (401, 403):
             what = "unauthorized" if code == 401 else "forbidden"
             return (
@@ -257,8 +313,8 @@ class PrometheusClient:
                 "--header)"
             )
         try:
-            document = json.loads(error.read(64 * 1024))
-        except (ValueError, OSError):
+            document = json.loads(answer.body[: 64 * 1024])
+        except (ValueError, UnicodeDecodeError, RecursionError):
             document = None
         if isinstance(document, dict) and document.get("status") == "error":
             return f"{self.url}: {_api_error(document)}"
@@ -270,7 +326,8 @@ class PrometheusClient:
             )
         if code == 404:
             return f"{self.url} is not a Prometheus server: /api/v1 answered HTTP 404 not found"
-        return f"{self.url} answered HTTP {code} {error.reason}"
+        reason = " ".join(answer.reason.split())  # one line, whatever the server wrote
+        return f"{self.url} answered HTTP {code} {terminal_safe(reason)}".rstrip()
 
     def _unreachable(self, reason: object) -> str:
         if isinstance(reason, (TimeoutError, socket.timeout)):
@@ -280,9 +337,15 @@ class PrometheusClient:
         if isinstance(reason, socket.gaierror):
             return f"cannot reach {self.kind} at {self.url}: unknown host"
         if isinstance(reason, ssl.SSLError):
-            return f"cannot reach {self.kind} at {self.url}: TLS failed ({reason.reason or reason})"
+            why = " ".join(str(reason.reason or reason).split())
+            return f"cannot reach {self.kind} at {self.url}: TLS failed ({why})"
+        if isinstance(reason, http.client.RemoteDisconnected):
+            return f"{self.kind} at {self.url} closed the connection without an answer"
+        if isinstance(reason, http.client.HTTPException):
+            return f"{self.kind} at {self.url} did not answer in HTTP ({type(reason).__name__})"
         text = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
-        return f"cannot reach {self.kind} at {self.url}: {text}"
+        text = " ".join(str(text).split())
+        return f"cannot reach {self.kind} at {self.url}: {terminal_safe(text)}"
 
     def _slow(self) -> str:
         return f"{self.kind} at {self.url} did not answer within {self.timeout:g} s (--timeout)"
@@ -316,22 +379,25 @@ def _number(text: object) -> float:
         return math.nan
 
 
-def _point(pair: object) -> tuple[float, float]:
-    """(time, value) from the API's ``[1700000000.123, "42"]``; NaN for a value it cannot read."""
-    if not isinstance(pair, list) or len(pair) != 2:
-        raise PrometheusError("malformed sample in Prometheus's answer")
-    at, text = pair
+def plausible_time(seconds: float) -> bool:
+    """Whether ``seconds`` since 1970 can be a sample's time: finite, from 1970 to ``LATEST``
+    (1e300, NaN or -1e12 is no time; a date from them would raise, not show)."""
+    return 0.0 <= seconds <= LATEST
+
+
+def _is_labels(labels: object) -> TypeGuard[dict[str, str]]:
+    """A series' labels as Prometheus writes them: a mapping of strings to strings."""
+    if not isinstance(labels, dict):
+        return False
     try:
-        value = float(text)
-    except (TypeError, ValueError):
-        value = math.nan
-    try:
-        return float(at), value
-    except (TypeError, ValueError):
-        raise PrometheusError("malformed sample time in Prometheus's answer") from None
+        # join() takes strings only (JSON's keys are strings already).
+        "".join(labels.values())
+    except TypeError:
+        return False
+    return True
 
 
 def _api_error(document: Mapping[str, Any]) -> str:
     kind = document.get("errorType") or "error"
-    text = str(document.get("error") or "no detail").splitlines()[0]
-    return f"{kind}: {text}"
+    text = (str(document.get("error") or "no detail").splitlines() or ["no detail"])[0]
+    return terminal_safe(f"{kind}: {text}")

@@ -15,9 +15,7 @@ import math
 import statistics
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +35,7 @@ from gputop.sources.prometheus.client import (
     PrometheusError,
 )
 from gputop.sources.prometheus.families import Reading
+from gputop.sources.prometheus.plausible import plausible
 from gputop.sources.prometheus.window import gpu_window
 
 HISTORY = 720
@@ -82,7 +81,8 @@ class _Track:
 
 
 def parse_exposition(text: str, instance: str) -> list[Reading]:
-    """The readings of one exposition (Prometheus text format), labelled with ``instance``.
+    """The readings of one exposition (Prometheus text format), labelled with ``instance``;
+    a value no GPU can report (a negative draw) is NaN, unknown.
 
     Raises:
         ValueError: the text is not an exposition.
@@ -92,7 +92,8 @@ def parse_exposition(text: str, instance: str) -> list[Reading]:
         for sample in family.samples:
             labels = dict(sample.labels)
             labels.setdefault("instance", instance)
-            readings.append(Reading(sample.name, labels, float(sample.value)))
+            value = plausible(sample.name, float(sample.value))
+            readings.append(Reading(sample.name, labels, value))
     return readings
 
 
@@ -157,7 +158,9 @@ class DirectFleet:
         return [s for s in history if s.timestamp is None or s.timestamp.timestamp() >= cutoff]
 
     def close(self) -> None:
-        """Stop the scraping threads."""
+        """Abort the scrapes in flight and stop the scraping threads."""
+        for client in self._clients:
+            client.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _interval(self) -> float | None:

@@ -26,8 +26,14 @@ from gputop.model import Snapshot
 from gputop.model.fleet import FleetSnapshot, GpuWindow, NodeView
 from gputop.sources.prometheus import families as fam
 from gputop.sources.prometheus.build import NodeBuilder, gpu_key
-from gputop.sources.prometheus.client import PrometheusClient, PrometheusError, Sample
+from gputop.sources.prometheus.client import (
+    PrometheusClient,
+    PrometheusError,
+    Sample,
+    plausible_time,
+)
 from gputop.sources.prometheus.families import Reading
+from gputop.sources.prometheus.plausible import plausible
 from gputop.sources.prometheus.window import gpu_window
 
 DEFAULT_WINDOW = 300.0
@@ -160,7 +166,9 @@ class PrometheusFleet:
         for metric, series in answers:
             for one in series:
                 for at, value in one.points:
-                    by_time.setdefault(at, []).append(Reading(metric, one.labels, value))
+                    by_time.setdefault(at, []).append(
+                        Reading(metric, one.labels, plausible(metric, value))
+                    )
         snapshots = []
         for at in sorted(by_time):
             builder = NodeBuilder(host)
@@ -169,7 +177,8 @@ class PrometheusFleet:
         return snapshots
 
     def close(self) -> None:
-        """Stop the query threads."""
+        """Abort the queries in flight and stop the query threads."""
+        self._client.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- one refresh ----------------------------------------------------------------------
@@ -197,7 +206,8 @@ class PrometheusFleet:
         else:
             fresh = self._client.query(fresh_query)
         taken = max((s.timestamp for s in fresh), default=time.time())
-        newest = {s.labels.get("instance", ""): s.value for s in fresh}
+        # A scrape time that is no time (NaN, 1e300, before 1970) is as good as none.
+        newest = {s.labels.get("instance", ""): s.value for s in fresh if plausible_time(s.value)}
         if not full:
             targets = self._changed_targets(newest)
             queries = self._queries(families, targets)
@@ -314,7 +324,7 @@ class PrometheusFleet:
                 if builder is None:
                     builder = builders[host] = NodeBuilder(host)
                     self._matchers[host] = _matcher(sample.labels, host)
-                builder.add(Reading(metric, sample.labels, sample.value))
+                builder.add(Reading(metric, sample.labels, plausible(metric, sample.value)))
         aggregates = {key: _by_gpu(samples) for key, samples in windows.items()}
         for host, builder in builders.items():
             self._host_instances[host] = frozenset(builder.instances) if builder.instances else ""
@@ -408,7 +418,7 @@ def _by_gpu(samples: Iterable[Sample]) -> dict[tuple[str, str], float]:
     """Window aggregates by (host, GPU key), from the GPUs' own series (not MIG instances')."""
     out: dict[tuple[str, str], float] = {}
     for sample in samples:
-        if "GPU_I_ID" in sample.labels or not math.isfinite(sample.value):
+        if "GPU_I_ID" in sample.labels or not 0.0 <= sample.value < math.inf:
             continue
         host = fam.host_of(sample.labels)
         key = gpu_key(sample.labels)
