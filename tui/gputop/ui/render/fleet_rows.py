@@ -120,7 +120,7 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
         return str(value) if known else NA
 
     cells = (
-        node.host,
+        node.key,
         str(gpus),
         number(busy),
         number(waiting),
@@ -133,7 +133,7 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
         node.exporter or NA,
     )
     values: tuple[SortValue | None, ...] = (
-        node.host.casefold(),
+        node.key.casefold(),
         float(gpus),
         float(busy) if known else None,
         float(waiting) if known else None,
@@ -146,7 +146,7 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
         None if age is None else age + (1e12 if node.stale else 0.0),
         node.exporter,
     )
-    return FleetRow(node.host, cells, values, node.stale, _search(node))
+    return FleetRow(node.key, cells, values, node.stale, _search(node))
 
 
 def build_rows(nodes: Iterable[NodeView], now: datetime) -> list[FleetRow]:
