@@ -138,6 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
 def report_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
     """Run `gputop report`; return the exit code. Errors are one line on stderr."""
     out = sys.stdout if stdout is None else stdout
+    if any(arg == "--prometheus" or arg.startswith("--prometheus=") for arg in argv):
+        # A fleet's history, not a recording: the GPU-hours ledger (`gputop.cli.ledger`).
+        from gputop.cli.ledger import ledger_main
+
+        return ledger_main(argv, out)
     try:
         args = build_parser().parse_args(list(argv))
         return _report(args, out)
