@@ -34,6 +34,10 @@ class State:
     pod: tuple[str, str] | None = None
     """(namespace, pod)."""
     processes: int | None = None
+    user: str | None = None
+    """The user of the process on it (``gputop_process_memory_used_bytes{user}``)."""
+    job: str | None = None
+    """dcgm-exporter's ``hpc_job`` label (its HPC job mapping)."""
 
 
 @dataclass
@@ -67,6 +71,8 @@ class Gpu:
             "instance": f"{self.node}:9400",
             "job": "dcgm-exporter" if self.exporter == "dcgm" else "gputop",
         }
+        if state.job is not None:
+            labels["hpc_job"] = state.job
         if state.pod is not None:
             labels["container"] = "main"
             labels["namespace"], labels["pod"] = state.pod
@@ -113,7 +119,9 @@ class History:
         for metric, read in families:
             for gpu in self.gpus:
                 # One series per label set: a pod that comes starts a series of its own.
-                runs: dict[tuple[str, str] | None, list[tuple[float, float]]] = {}
+                runs: dict[
+                    tuple[tuple[str, str] | None, str | None], list[tuple[float, float]]
+                ] = {}
                 for index, state in enumerate(gpu.states):
                     if state.util is None:
                         continue
@@ -121,10 +129,26 @@ class History:
                     if value is None:
                         continue
                     base = self.start + index * self.step
-                    runs.setdefault(state.pod, []).extend((base + o, value) for o in offsets)
-                for pod, points in runs.items():
-                    labels = gpu.labels(State(0.0, None, 0.0, pod=pod))
+                    runs.setdefault((state.pod, state.job), []).extend(
+                        (base + o, value) for o in offsets
+                    )
+                for (pod, job), points in runs.items():
+                    labels = gpu.labels(State(0.0, None, 0.0, pod=pod, job=job))
                     yield metric, _labels(labels), points
+        for gpu in self.gpus:
+            users: dict[tuple[tuple[str, str] | None, str], list[tuple[float, float]]] = {}
+            for index, state in enumerate(gpu.states):
+                if state.util is None or state.user is None:
+                    continue
+                base = self.start + index * self.step
+                value = (state.memory_mib or 0.0) * 1024 * 1024
+                users.setdefault((state.pod, state.user), []).extend(
+                    (base + o, value) for o in offsets
+                )
+            for (pod, user), points in users.items():
+                labels = gpu.labels(State(0.0, None, 0.0, pod=pod))
+                labels.update(pid="4242", process_name="python", user=user)
+                yield "gputop_process_memory_used_bytes", _labels(labels), points
 
     def truth(
         self, by: str, idle_pct: float = 1.0, busy_pct: float = 30.0
@@ -214,6 +238,10 @@ def _group(by: str, gpu: Gpu, state: State) -> str:
         return state.pod[0] if state.pod else "(none)"
     if by == "pod":
         return f"{state.pod[0]}/{state.pod[1]}" if state.pod else "(none)"
+    if by == "user":
+        return state.user or "(none)"
+    if by == "job":
+        return state.job or "(none)"
     raise ValueError(by)
 
 
@@ -276,11 +304,13 @@ def _state(kind: int, n: int, i: int, minute: int, exporter: str) -> State:
     if kind == 3:
         # A sweep holds GPUs 0-3 and waits (10 %); GPU 7 has no FB_USED: idle but unknown.
         if i < 4:
-            return State(10.0, 20 * GIB_MIB, 150.0, pod=("research", f"sweep-{n}"))
+            return State(
+                10.0, 20 * GIB_MIB, 150.0, pod=("research", f"sweep-{n}"), job=f"{4240 + n}"
+            )
         return State(0.0, 0.0, 66.0)
     if kind == 4:
         # gputop export: ml/infer holds the node at 50 % (processes, and its pod).
-        return State(50.0, 16 * GIB_MIB, 300.0, pod=("ml", f"infer-{n}"), processes=1)
+        return State(50.0, 16 * GIB_MIB, 300.0, pod=("ml", f"infer-{n}"), processes=1, user="alice")
     if kind == 5:
         # gputop export: all free.
         return State(0.0, 300.0, 60.0, processes=0)
@@ -288,13 +318,13 @@ def _state(kind: int, n: int, i: int, minute: int, exporter: str) -> State:
         # gputop export: processes without pods, busy; stale for an hour on day 3.
         if 3 * day + 5 * 60 <= minute < 3 * day + 6 * 60:
             return State(None, None, 0.0)
-        return State(80.0, 10 * GIB_MIB, 400.0, processes=2)
+        return State(80.0, 10 * GIB_MIB, 400.0, processes=2, user="bob")
     # kind 7, gputop export restarted on day 5: 20 minutes without samples; held idle by a
     # process that leaked (memory held, 0 %) on GPUs 0-1.
     if 5 * day + 12 * 60 <= minute < 5 * day + 12 * 60 + 20:
         return State(None, None, 0.0)
     if i < 2:
-        return State(0.0, 8 * GIB_MIB, 80.0, processes=1)
+        return State(0.0, 8 * GIB_MIB, 80.0, processes=1, user="carol")
     return State(0.0, 300.0, 60.0, processes=processes)
 
 

@@ -207,8 +207,25 @@ def test_victoria_metrics_gives_the_same_ledger(
     ledger = ledger_from_prometheus(client, GroupBy.NODE, history.start, history.end, STEP)
     _assert_matches(_rows(ledger), _rows(by_node))
     assert ledger.cost.samples is None  # VictoriaMetrics does not count them
-    pods = ledger_from_prometheus(client, GroupBy.POD, history.start, history.end, STEP)
-    _assert_matches(_rows(pods), history.truth("pod"))
+    for by in (GroupBy.POD, GroupBy.NAMESPACE, GroupBy.GPU_MODEL, GroupBy.USER, GroupBy.JOB):
+        ledger = ledger_from_prometheus(client, by, history.start, history.end, STEP)
+        _assert_matches(_rows(ledger), history.truth(by.value))
+
+
+def test_by_user_joins_the_process_owners(prometheus: str, history: History) -> None:
+    # The one grouping that joins another family (gputop's process series) onto each GPU.
+    client = PrometheusClient(prometheus, timeout=60)
+    since, until = history.start, history.start + 86400
+    ledger = ledger_from_prometheus(client, GroupBy.USER, since, until, STEP)
+    rows = {row.group: row for row in ledger.rows}
+    assert set(rows) == {"alice", "bob", "carol", "(none)"}  # no gap on the first day
+    assert rows["alice"].allocated == pytest.approx(8 * 24.0, abs=STEP_HOURS)
+    assert rows["carol"].idle_held == pytest.approx(2 * 24.0, abs=STEP_HOURS)
+    # Each GPU once: the users' GPUs are not counted again among those without one.
+    assert ledger.total().allocated == pytest.approx(
+        sum(r.allocated for r in rows.values()), abs=1e-6
+    )
+    assert ledger.gpus == 64
 
 
 def test_thresholds_and_chunks_change_what_they_should(prometheus: str, history: History) -> None:

@@ -122,7 +122,7 @@ class LedgerQueries:
             return vector
         processes = self._selector(PROCESS_MEMORY, None).replace(f"{{{WHOLE_GPU}}}", '{user!=""}')
         users = f"topk by (UUID) (1, max by (UUID, user) (0 * count_over_time({processes})) + 1)"
-        return f"(({vector}) * on (UUID) group_left (user) ({users}) or ({vector}))"
+        return f"(({vector}) * on (UUID) group_left (user) ({users}) or ignoring (user) ({vector}))"
 
     def _match(self) -> str:
         # Vectors of one GPU meet by their labels; the user joined onto one side is not
