@@ -4,7 +4,7 @@ data in a real VictoriaMetrics, holding a week of 64 GPUs on 8 nodes whose truth
 The history (``support.ledger_data.week``) is backfilled with ``promtool tsdb
 create-blocks-from openmetrics`` and imported into VictoriaMetrics. To keep these tests quick
 on two shared cores, it is sampled once per 10 minutes and the ledger steps by 10 minutes
-(``--step 10m``; the command's own default for a week of 15-60 s scrapes); every state
+(``--step 10m``; a week's default step is 1 h); every state
 changes on a step boundary, so each figure must match the truth within one step.
 """
 
@@ -17,7 +17,7 @@ import math
 import subprocess
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -27,7 +27,10 @@ from gputop.ledger.account import NOT_SEEN, Ledger, Prices
 from gputop.ledger.prometheus import ledger_from_prometheus
 from gputop.ledger.promql import GroupBy
 from gputop.ledger.render import ledger_dict, render_chart, render_csv, render_table
+from gputop.ledger.snapshots import ledger_from_snapshots
 from gputop.ledger.thresholds import Thresholds
+from gputop.model import GpuSample, Memory, Power, Snapshot, Utilization
+from gputop.model.owner import Owner
 from gputop.sources.prometheus.client import PrometheusClient
 from support.command import ROOT, gputop_command
 from support.ledger_data import History, week
@@ -278,3 +281,58 @@ def test_an_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str]) -
     assert capsys.readouterr().err == (
         f"gputop: cannot reach Prometheus at {url}: connection refused\n"
     )
+
+
+def _gpu(index: int, util: float, used_mib: int, pod: str | None) -> GpuSample:
+    holders = (Owner(pod=pod, namespace="ml"),) if pod else ()
+    return GpuSample(
+        index=index,
+        name="NVIDIA H200",
+        uuid=f"GPU-{index}",
+        utilization=Utilization(gpu=util),
+        memory=Memory(total=141 * 1024**3, used=used_mib * 1024**2),
+        power=Power(draw=100.0 + util),
+        holders=holders,
+    )
+
+
+def test_the_same_ledger_from_a_recording_with_owners() -> None:
+    # One machine, 10 s apart for two hours: GPU 0 held by ml/a, idle then busy; GPU 1 free.
+    start = datetime(2026, 11, 24, 10, 0, tzinfo=timezone.utc)
+    snapshots = [
+        Snapshot(
+            timestamp=start + timedelta(seconds=10 * k),
+            host="h200-box",
+            gpus=(
+                _gpu(0, 0.0 if k < 360 else 95.0, 40_000, "a"),
+                _gpu(1, 0.0, 300, None),
+            ),
+        )
+        for k in range(720)
+    ]
+    ledger = ledger_from_snapshots(
+        snapshots, GroupBy.POD, 60.0, Thresholds(), source="run.xml", prices=Prices(3.0)
+    )
+    rows = {row.group: row for row in ledger.rows}
+    assert set(rows) == {"ml/a", "(none)"}
+    assert rows["ml/a"].allocated == pytest.approx(2.0)
+    assert rows["ml/a"].idle_held == pytest.approx(1.0)
+    assert rows["ml/a"].idle_cost(ledger.prices) == pytest.approx(3.0)
+    assert rows["ml/a"].longest_idle is not None
+    assert rows["ml/a"].longest_idle.seconds == 3600
+    assert rows["(none)"].free == pytest.approx(2.0)
+    text = render_table(ledger)
+    assert "ml/a: held 1 GPU idle for 1 h from Tue 10:00" in text
+    assert "queries" not in text  # a recording asks no server
+
+
+def test_report_file_by_node_reads_a_real_log() -> None:
+    out = io.StringIO()
+    log = ROOT / "snapshots" / "gpu-log-v100s-miris.csv"
+    assert report_main([str(log), "--by", "gpu-model", "--json", "--utc"], out) == 0
+    document = json.loads(out.getvalue())
+    assert document["by"] == "gpu-model"
+    assert [g["group"] for g in document["groups"]] == ["Tesla V100S-PCIE-32GB"]
+    total = document["total"]
+    parts = sum(total[f"{k}_gpu_hours"] for k in ("allocated", "free", "unknown"))
+    assert parts > 0

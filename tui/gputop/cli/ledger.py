@@ -21,11 +21,12 @@ from gputop.cli.cluster import _auth
 from gputop.cli.validate import Parser, timeout_seconds
 from gputop.errors import BadArguments, GputopError
 from gputop.ledger import thresholds as th
-from gputop.ledger.account import Prices
+from gputop.ledger.account import Ledger, Prices
 from gputop.ledger.prometheus import ledger_from_prometheus, parse_when
 from gputop.ledger.promql import GroupBy
 from gputop.ledger.render import ledger_dict, render_chart, render_csv, render_table
 from gputop.ledger.thresholds import Thresholds
+from gputop.model.safe_text import terminal_safe
 
 
 def _positive(text: str) -> float:
@@ -62,6 +63,35 @@ def build_parser() -> argparse.ArgumentParser:
         "--since", default="7d", metavar="WHEN", help="start: 7d, 36h, 90m ago, or an ISO time"
     )
     parser.add_argument("--until", default=None, metavar="WHEN", help="end (default: now)")
+    add_ledger_options(parser)
+    parser.add_argument(
+        "--match",
+        default="",
+        metavar="MATCHERS",
+        help="only the series these PromQL label matchers select, e.g. "
+        "'Hostname=~\"a100-.*\"' or 'namespace!=\"kube-system\"'",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=timeout_seconds,
+        default=60.0,
+        metavar="SEC",
+        help="seconds one query may take (default 60)",
+    )
+    token = parser.add_mutually_exclusive_group()
+    token.add_argument("--bearer-token-file", type=Path, metavar="FILE", help="bearer token")
+    token.add_argument("--bearer-token-env", metavar="VAR", help="variable with a bearer token")
+    parser.add_argument("--basic-auth-user", metavar="USER", help="HTTP basic auth user")
+    password = parser.add_mutually_exclusive_group()
+    password.add_argument("--basic-auth-password-file", type=Path, metavar="FILE")
+    password.add_argument("--basic-auth-password-env", metavar="VAR")
+    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
+    parser.add_argument("--ca-file", type=Path, metavar="FILE")
+    return parser
+
+
+def add_ledger_options(parser: argparse.ArgumentParser) -> None:
+    """The options a ledger takes from Prometheus or from a recording alike."""
     parser.add_argument(
         "--by",
         choices=[g.value for g in GroupBy],
@@ -75,8 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="SEC",
         help="judge each GPU over steps of this long (default: the finest of 1, 2, 5, 10, "
-        "15, 30 min, 1 h... that gives at most 1,500 steps and two scrapes a step: 10 min "
-        "for a week)",
+        "15, 30 min, 1 h... that gives at most 200 steps and two scrapes a step: 10 min for "
+        "a day, 1 h for a week); the figures are exact to one step, and Prometheus's work "
+        "grows with GPUs x steps",
     )
     parser.add_argument(
         "--idle-at-most",
@@ -119,23 +150,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--utc", action="store_true", help="days and times in UTC (default: local time)"
     )
-    parser.add_argument(
-        "--timeout",
-        type=timeout_seconds,
-        default=60.0,
-        metavar="SEC",
-        help="seconds one query may take (default 60)",
-    )
-    token = parser.add_mutually_exclusive_group()
-    token.add_argument("--bearer-token-file", type=Path, metavar="FILE", help="bearer token")
-    token.add_argument("--bearer-token-env", metavar="VAR", help="variable with a bearer token")
-    parser.add_argument("--basic-auth-user", metavar="USER", help="HTTP basic auth user")
-    password = parser.add_mutually_exclusive_group()
-    password.add_argument("--basic-auth-password-file", type=Path, metavar="FILE")
-    password.add_argument("--basic-auth-password-env", metavar="VAR")
-    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
-    parser.add_argument("--ca-file", type=Path, metavar="FILE")
-    return parser
 
 
 def _span(ns: argparse.Namespace, now: float) -> tuple[float, float]:
@@ -179,10 +193,15 @@ def ledger_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
             thresholds,
             prices=Prices(ns.price_gpu_hour, ns.price_kwh),
             tz=tz or timezone.utc,
+            match=ns.match.strip().strip("{}"),
         )
     except GputopError as error:
-        print(f"gputop: {error}", file=sys.stderr)
+        print(f"gputop: {terminal_safe(str(error))}", file=sys.stderr)
         return error.exit_code
+    return _write(ledger, ns, out)
+
+
+def _write(ledger: Ledger, ns: argparse.Namespace, out: TextIO) -> int:
     if ns.json:
         out.write(json.dumps(ledger_dict(ledger), indent=2) + "\n")
         return 0
@@ -195,3 +214,50 @@ def ledger_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
         color = out.isatty() if hasattr(out, "isatty") else False
         out.write("\n" + render_chart(ledger, width, color=color) + "\n")
     return 0
+
+
+def recording_parser() -> argparse.ArgumentParser:
+    """The parser for `gputop report FILE --by ...`."""
+    parser = Parser(
+        prog="gputop report FILE --by",
+        description="GPU-hours of one machine's recording by node, namespace, pod, job, "
+        "user or GPU model (owners where the recording carries them).",
+    )
+    parser.add_argument("file", type=Path, metavar="FILE", help="a recording gputop reads")
+    add_ledger_options(parser)
+    return parser
+
+
+def recording_ledger_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
+    """Run `gputop report FILE --by ...`; return the exit code. Errors are one line."""
+    from datetime import timezone
+
+    from gputop.cli.opening import open_recording
+    from gputop.errors import BadCapture
+    from gputop.ledger.snapshots import ledger_from_snapshots
+
+    out = sys.stdout if stdout is None else stdout
+    try:
+        ns = recording_parser().parse_args(list(argv))
+        if ns.top < 0:
+            raise BadArguments("--top: give 0 or more")
+        thresholds = Thresholds(ns.idle_at_most, ns.busy_from, ns.held_memory, ns.power_floor)
+        tz = timezone.utc if ns.utc else (datetime.now().astimezone().tzinfo or timezone.utc)
+        try:
+            with open_recording(ns.file, lambda text: print(text, file=sys.stderr)) as recording:
+                snapshots = (recording.snapshot(i) for i in range(len(recording)))
+                ledger = ledger_from_snapshots(
+                    snapshots,
+                    GroupBy(ns.by),
+                    ns.step or 60.0,
+                    thresholds,
+                    source=str(ns.file),
+                    prices=Prices(ns.price_gpu_hour, ns.price_kwh),
+                    tz=tz,
+                )
+        except OSError as error:
+            raise BadCapture(f"{ns.file}: {error.strerror or error}") from None
+    except GputopError as error:
+        print(f"gputop: {terminal_safe(str(error))}", file=sys.stderr)
+        return error.exit_code
+    return _write(ledger, ns, out)

@@ -143,6 +143,11 @@ def report_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
         from gputop.cli.ledger import ledger_main
 
         return ledger_main(argv, out)
+    if any(arg == "--by" or arg.startswith("--by=") for arg in argv):
+        # A recording's GPU-hours by owner, node or model: the same ledger.
+        from gputop.cli.ledger import recording_ledger_main
+
+        return recording_ledger_main(argv, out)
     try:
         args = build_parser().parse_args(list(argv))
         return _report(args, out)

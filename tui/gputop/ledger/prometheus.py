@@ -69,8 +69,9 @@ def _scale(
 
 
 NICE_STEPS = (60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400)
-MAX_STEPS = 1500
-"""The automatic step gives a span at most this many steps: a week in 10 minutes."""
+MAX_STEPS = 200
+"""The automatic step gives a span at most this many steps (a day in 10 minutes, a week in
+hours): Prometheus's work grows with GPUs x steps, far more than with samples read."""
 
 
 def auto_step(span: float, interval: float) -> float:
@@ -97,20 +98,23 @@ def ledger_from_prometheus(
     *,
     prices: Prices = NO_PRICES,
     tz: tzinfo = timezone.utc,
+    match: str = "",
     workers: int = 4,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Ledger:
-    """The ledger of ``[since, until)`` at ``step`` seconds (None: ``auto_step``), by ``by``.
+    """The ledger of ``[since, until)`` at ``step`` seconds (None: ``auto_step``), by ``by``,
+    of the series ``match`` selects (PromQL label matchers; all by default).
 
     Raises:
         PrometheusError: a query failed (the first failure's line).
     """
-    gpus, interval = _scale(client, LedgerQueries(by, step or 60.0), until, until - since)
+    probe = LedgerQueries(by, step or 60.0, match=match)
+    gpus, interval = _scale(client, probe, until, until - since)
     if step is None:
         step = auto_step(until - since, interval)
     steps = max(1, math.floor((until - since) / step))
     until = since + steps * step
-    queries = LedgerQueries(by, step, thresholds)
+    queries = LedgerQueries(by, step, thresholds, match)
     per_chunk = chunk_steps(gpus, interval, step)
     chunks = []
     first = 0

@@ -104,12 +104,17 @@ class LedgerQueries:
     by: GroupBy
     step: float
     thresholds: Thresholds = Thresholds()  # noqa: RUF009 - frozen, so one default is safe
+    match: str = ""
+    """``--match``: label matchers every selector gets (``Hostname=~"a100-.*"``)."""
+
+    def _matchers(self, *more: str) -> str:
+        return ",".join(m for m in (*more, self.match) if m)
 
     def _selector(self, metric: str, pod: bool | None) -> str:
-        matchers = [] if metric == PROCESSES else [WHOLE_GPU]
+        matchers = [] if metric in (PROCESSES, PROCESS_MEMORY) else [WHOLE_GPU]
         if pod is not None:
             matchers.append('pod!=""' if pod else 'pod=""')
-        return f"{metric}{{{','.join(matchers)}}}[{duration(self.step)}]"
+        return f"{metric}{{{self._matchers(*matchers)}}}[{duration(self.step)}]"
 
     def _series(self, metric: str, pod: bool | None = None) -> str:
         return self._user(f"avg_over_time({self._selector(metric, pod)})")
@@ -120,7 +125,8 @@ class LedgerQueries:
         filed under one of them."""
         if self.by is not GroupBy.USER:
             return vector
-        processes = self._selector(PROCESS_MEMORY, None).replace(f"{{{WHOLE_GPU}}}", '{user!=""}')
+        matchers = self._matchers('user!=""')
+        processes = f"{PROCESS_MEMORY}{{{matchers}}}[{duration(self.step)}]"
         users = f"topk by (UUID) (1, max by (UUID, user) (0 * count_over_time({processes})) + 1)"
         return f"(({vector}) * on (UUID) group_left (user) ({users}) or ignoring (user) ({vector}))"
 
@@ -135,7 +141,7 @@ class LedgerQueries:
         util = f"avg_over_time({self._selector(UTIL, pod)})"
         # Both drop the metric name: one GPU's two are the same series, and ``or`` keeps
         # the engine's. DCGM's blank values (huge numbers) are no activity.
-        return self._user(f"(({engine}) <= 100 or ({util}) <= 100)")
+        return self._user(f"(({engine} or {util}) <= 100)")
 
     def _idle(self, pod: bool | None) -> str:
         t = self.thresholds
@@ -182,5 +188,5 @@ class LedgerQueries:
 
     def scale_probe(self, seconds: float) -> str:
         """How many GPUs, and how many samples each, over ``seconds`` (to size the chunks)."""
-        selector = f'{{__name__=~"{UTIL}|{ENGINE}",{WHOLE_GPU}}}'
+        selector = "{" + self._matchers(f'__name__=~"{UTIL}|{ENGINE}"', WHOLE_GPU) + "}"
         return f"sum by (UUID) (count_over_time({selector}[{duration(seconds)}]))"

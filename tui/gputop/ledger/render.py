@@ -130,7 +130,9 @@ def render_table(ledger: Ledger, top: int = TOP) -> str:
     if found:
         lines += ["", "Held idle the longest:"]
         lines += [f"  {text}" for text in found]
-    lines += ["", f"thresholds: {thresholds_text(ledger.thresholds)}", cost_text(ledger)]
+    lines += ["", f"thresholds: {thresholds_text(ledger.thresholds)}"]
+    if ledger.cost.queries:
+        lines.append(cost_text(ledger))
     return "\n".join(lines) + "\n"
 
 
