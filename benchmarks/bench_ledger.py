@@ -38,7 +38,6 @@ from support.net import free_port  # noqa: E402
 from support.prometheus import RunningPrometheus  # noqa: E402
 
 DAY = 86400
-STEP = 600.0
 
 
 def _labels(node: str, index: int, model: str, exporter: str, pod: tuple[str, str] | None,
@@ -264,7 +263,9 @@ def main() -> int:
                     runs[(nodes * 8, args.days)] = ledger(server, start, end, match)
                 for days in sorted({d for d in (1, 2, 4) if d < args.days}):
                     runs[(gpus, days)] = ledger(server, end - days * DAY, end)
-                seconds, rss, out = _run(_PULL, [server, str(start), str(end), str(STEP)])
+                # The same span at the same step as the whole fleet's ledger.
+                step = runs[(gpus, args.days)]["step"]
+                seconds, rss, out = _run(_PULL, [server, str(start), str(end), str(step)])
                 pulled = json.loads(out)["points"]
             finally:
                 server.stop()
@@ -281,7 +282,7 @@ def main() -> int:
         )
     head = runs[(gpus, args.days)]
     print(
-        f"| pull every GPU's step means instead (5 families) | {STEP:g} s | {seconds:.1f} s | "
+        f"| pull every GPU's step means instead (5 families) | {step:g} s | {seconds:.1f} s | "
         f"{rss} MB | 5 | - | {pulled:,} |"
     )
     print(

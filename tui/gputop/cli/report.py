@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
         "directory of documents; an `nvidia-smi --query-gpu=... --format=csv -l 1` log; "
         "`nvidia-smi -q` text, `dmon -o DT` or `pmon -o DT` logs): per GPU utilization, "
         "time idle, waiting and throttled, peaks and energy.",
+        epilog="GPU-hours by team instead (the ledger): `gputop report --prometheus URL "
+        "--since 7d --by namespace` for a fleet, `gputop report FILE --by pod` for a "
+        "recording; their --help lists the ledger's options.",
     )
     parser.add_argument(
         "file", metavar="FILE", type=Path, help="the recording (- for standard input)"

@@ -19,18 +19,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gputop.sources.prometheus import window
+
 IDLE_PCT = 1.0
 """gpu-pruner (github.com/wseaton/gpu-pruner) culls a pod whose GPUs'
 ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` stayed under 0.01 (1 %); Princeton's jobstats
 (github.com/PrincetonUniversity/jobstats) flags a job whose GPU utilization was 0 % for its
 whole run: ``--idle-at-most 0``."""
 
-BUSY_PCT = 30.0
-"""At or over this a held GPU works; under it (and over idle) it waits: the diagnosis's and
-the fleet view's busy threshold (``insight/diagnosis.py``)."""
+BUSY_PCT = window.LOW_UTILIZATION_PCT
+"""At or over this a held GPU works; under it (and over idle) it waits: the fleet view's
+busy threshold (``sources/prometheus/window.py``, kept equal to the diagnosis's)."""
 
-HELD_MEMORY_MIB = 1024.0
-"""Memory in use that counts as a job holding the GPU (the diagnosis's 1 GiB)."""
+HELD_MEMORY_MIB = window.HELD_MEMORY_BYTES / (1024 * 1024)
+"""Memory in use that counts as a job holding the GPU (the fleet view's and diagnosis's)."""
 
 
 @dataclass(frozen=True, slots=True)
