@@ -48,6 +48,8 @@ class FleetRow:
     """One node as the table shows it."""
 
     host: str
+    """The node's name (``NodeView.key``): its host, with its instance when another node
+    reports the same host name."""
     cells: tuple[str, ...]
     """Text of each column of ``COLUMNS``."""
     sort_values: tuple[SortValue | None, ...]
