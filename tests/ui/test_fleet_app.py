@@ -4,11 +4,13 @@ back, stale nodes and failed refreshes, pods in place of processes, and the help
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from gputop.model import Snapshot
 from gputop.model.fleet import GpuState
 from gputop.ui.fleet_app import FleetApp
 from gputop.ui.screens.fleet import FleetScreen
@@ -18,7 +20,14 @@ from gputop.ui.widgets.fleet_table import FleetTable
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.pods_table import PodsTable
 from gputop.ui.widgets.process_table import ProcessTable
-from support.fleet import MemoryFleet, demo_fleet, demo_source, fleet_app, screen_text
+from support.fleet import (
+    MemoryFleet,
+    demo_fleet,
+    demo_histories,
+    demo_source,
+    fleet_app,
+    screen_text,
+)
 
 
 def table(app: FleetApp) -> FleetTable:
@@ -255,3 +264,31 @@ async def test_columns_fit_their_cells_as_values_change_without_relaying_rows() 
         assert age.content_width == len("AGE ")
         assert [row.cell("age") for row in table(app).rows] == ["0 s"] * 5
         assert "stale" not in screen_text(app)
+
+
+async def test_same_named_nodes_are_two_rows_and_the_clash_is_said_once() -> None:
+    histories = demo_histories()
+    first = demo_fleet(histories=histories)
+    a, b = first.nodes[0], first.nodes[1]
+    # Two exporters that both call themselves "vm": two rows named by instance.
+    twins = (
+        dataclasses.replace(a, host="vm", instance="10.0.0.5:9400", label="vm (10.0.0.5:9400)"),
+        dataclasses.replace(b, host="vm", instance="10.0.0.6:9400", label="vm (10.0.0.6:9400)"),
+    )
+    notice = "2 exporters report the host name 'vm' (10.0.0.5:9400; 10.0.0.6:9400)"
+    answer = dataclasses.replace(first, nodes=twins, notices=(notice,))
+    later = dataclasses.replace(answer, notices=())
+    by_key: dict[str, Sequence[Snapshot]] = {
+        "vm (10.0.0.5:9400)": histories[a.host],
+        "vm (10.0.0.6:9400)": histories[b.host],
+    }
+    app = fleet_app(MemoryFleet([answer, later], by_key))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.pause()
+        assert sorted(hosts(app)) == ["vm (10.0.0.5:9400)", "vm (10.0.0.6:9400)"]
+        app.loop.advance()  # type: ignore[attr-defined]
+        await pilot.pause()
+        toasts = [n.message for n in app._notifications]  # the app's own list of toasts
+        assert toasts.count(notice) == 1
+        screen = await open_node(pilot, "vm (10.0.0.6:9400)")
+        assert screen.host == "vm (10.0.0.6:9400)"

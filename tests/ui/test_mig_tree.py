@@ -143,7 +143,7 @@ class TestOutline:
         gpu = GpuSample(index=0, mig_mode=True, mig_devices=(device,))
         outline = mig_outline(Snapshot(timestamp=None, gpus=(gpu,)))
         assert find(outline, ("gi", 0, 5)).label.plain == (
-            "GI 5 · profile n/a · n/a SMs · memory n/a / n/a"
+            "GI 5 · profile n/a · n/a SMs · memory n/a"
         )
         ci = find(outline, ("ci", 0, 5, None))
         assert ci.label.plain.startswith("CI n/a · MIG device n/a · n/a SMs · util: n/a")

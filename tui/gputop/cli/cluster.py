@@ -10,6 +10,7 @@ and ``--json`` print the fleet and exit; otherwise the fleet screen runs
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -21,6 +22,7 @@ from typing import TextIO
 from gputop.cli.validate import Parser, refresh_seconds, timeout_seconds, window_seconds
 from gputop.errors import BadArguments, GputopError
 from gputop.model.fleet import FleetSnapshot
+from gputop.model.safe_text import terminal_safe
 from gputop.sinks.fleet_json import fleet_dict, fleet_text
 from gputop.sources.fleet import FleetSource
 from gputop.sources.prometheus.client import Auth
@@ -189,15 +191,21 @@ def cluster_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
         return error.exit_code
     try:
         if ns.once or ns.json:
-            return _print_once(source, out, as_json=ns.json)
+            return _print_once(source, out, as_json=ns.json, one_shot=ns.targets is not None)
         options = ClusterOptions(ns.refresh, ns.window, ns.theme, where)
         return run_fleet_tui(source, options)
     finally:
         source.close()
 
 
-def _print_once(source: FleetSource, out: TextIO, *, as_json: bool) -> int:
+def _print_once(source: FleetSource, out: TextIO, *, as_json: bool, one_shot: bool) -> int:
+    """``one_shot``: the answer is one scrape of each target (``--targets``), with no window
+    behind it; Prometheus has the window in its storage, so its answer is judged."""
     fleet: FleetSnapshot = source.fleet()
+    if one_shot:
+        fleet = dataclasses.replace(fleet, one_shot=True)
+    for notice in fleet.notices:
+        print(f"gputop: warning: {terminal_safe(notice)}", file=sys.stderr)
     if fleet.error is not None:
         print(f"gputop: {fleet.error}", file=sys.stderr)
         if not fleet.nodes:

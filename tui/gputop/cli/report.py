@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
         "directory of documents; an `nvidia-smi --query-gpu=... --format=csv -l 1` log; "
         "`nvidia-smi -q` text, `dmon -o DT` or `pmon -o DT` logs): per GPU utilization, "
         "time idle, waiting and throttled, peaks and energy.",
+        epilog="GPU-hours by team instead (the ledger): `gputop report --prometheus URL "
+        "--since 7d --by namespace` for a fleet, `gputop report FILE --by pod` for a "
+        "recording; their --help lists the ledger's options.",
     )
     parser.add_argument(
         "file", metavar="FILE", type=Path, help="the recording (- for standard input)"
@@ -138,6 +141,16 @@ def build_parser() -> argparse.ArgumentParser:
 def report_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
     """Run `gputop report`; return the exit code. Errors are one line on stderr."""
     out = sys.stdout if stdout is None else stdout
+    if any(arg == "--prometheus" or arg.startswith("--prometheus=") for arg in argv):
+        # A fleet's history, not a recording: the GPU-hours ledger (`gputop.cli.ledger`).
+        from gputop.cli.ledger import ledger_main
+
+        return ledger_main(argv, out)
+    if any(arg == "--by" or arg.startswith("--by=") for arg in argv):
+        # A recording's GPU-hours by owner, node or model: the same ledger.
+        from gputop.cli.ledger import recording_ledger_main
+
+        return recording_ledger_main(argv, out)
     try:
         args = build_parser().parse_args(list(argv))
         return _report(args, out)

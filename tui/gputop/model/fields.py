@@ -73,8 +73,9 @@ class Field:
 MIB = 1024 * 1024
 
 
-def _process_count(gpu: GpuSample) -> int:
-    return len(gpu.processes)
+def _process_count(gpu: GpuSample) -> int | None:
+    # None when the source has no process data (a `--query-gpu` log alone), not "none ran".
+    return None if gpu.reason("processes") is not None else len(gpu.processes)
 
 
 INDEX = Field("index", "GPU", json="index", csv="index", query="index", prometheus=None)

@@ -55,6 +55,15 @@ class NodeView:
     """``"gputop"`` or ``"dcgm-exporter"``: which metric family the node's series came from."""
     instance: str | None = None
     """Prometheus's ``instance`` label (``host:port`` of the scraped exporter)."""
+    label: str | None = None
+    """The node's name among the others when ``host`` alone does not tell it apart: two
+    exporters that report the same host name (``localhost``, a lab's ``vm``) are two nodes,
+    ``vm (10.0.0.5:9400)`` and ``vm (10.0.0.6:9400)``; None when the host is unique."""
+
+    @property
+    def key(self) -> str:
+        """What names this node among the fleet's (rows, its screen, its history)."""
+        return self.label or self.host
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +78,12 @@ class FleetSnapshot:
     error: str | None = None
     """One line when the last query failed (server down, 401, not Prometheus); the nodes are
     then the last good answer, kept so the view does not go blank."""
+    notices: tuple[str, ...] = ()
+    """Warnings said once per run, in the first answer they concern (two exporters reporting
+    the same host name)."""
+    one_shot: bool = False
+    """The answer of a single scrape (``--targets`` with ``--once``/``--json``): no window,
+    so a GPU without its exporter's own state is unknown."""
 
 
 HELD_STATES = frozenset({GpuState.IDLE, GpuState.WAITING})

@@ -42,9 +42,12 @@ def fmt_used_of(used: int, total: int, *, short: bool = False) -> str:
 
 def fmt_memory_pair(used: int | None, total: int | None, *, separator: str = " / ") -> str:
     """``used/total`` in one unit where both are known (``fmt_used_of``); else each amount
-    on its own, ``n/a`` for the unknown one, joined by ``separator``."""
+    on its own, ``n/a`` for the unknown one, joined by ``separator``; one ``n/a`` when
+    neither is known (``n/a/n/a`` says nothing more)."""
     if used is not None and total is not None:
         return fmt_used_of(used, total)
+    if used is None and total is None:
+        return NA
     return f"{fmt_bytes(used)}{separator}{fmt_bytes(total)}"
 
 

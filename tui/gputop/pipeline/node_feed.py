@@ -52,7 +52,7 @@ class NodeFeed:
 
     def offer(self, fleet: FleetSnapshot) -> None:
         """The latest fleet refresh: this node's view in it, and what went wrong."""
-        view = next((node for node in fleet.nodes if node.host == self._host), None)
+        view = next((node for node in fleet.nodes if node.key == self._host), None)
         if view is not None:
             self._pending = view
         if fleet.error is not None:

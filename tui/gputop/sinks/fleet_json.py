@@ -65,6 +65,7 @@ def node_dict(node: NodeView, fleet: FleetSnapshot) -> dict[str, Any]:
         gpus.append(out)
     return {
         "host": node.host,
+        "key": node.key,
         "instance": node.instance,
         "exporter": node.exporter,
         "newest_sample": node.newest_sample.isoformat() if node.newest_sample else None,
@@ -82,6 +83,8 @@ def fleet_dict(fleet: FleetSnapshot) -> dict[str, Any]:
         "window_seconds": fleet.window_seconds,
         "scrape_interval": fleet.scrape_interval,
         "error": fleet.error,
+        "one_shot": fleet.one_shot,
+        "notices": list(fleet.notices),
         "nodes": [node_dict(node, fleet) for node in fleet.nodes],
     }
 
@@ -114,8 +117,18 @@ def fleet_text(fleet: FleetSnapshot) -> str:
         if node.stale:
             age_text += " stale"
         lines.append(
-            f"{node.host:<28.28} {len(node.snapshot.gpus):>4} "
+            f"{node.key:<28.28} {len(node.snapshot.gpus):>4} "
             f"{states.count(GpuState.BUSY):>4} {states.count(GpuState.WAITING):>4} "
             f"{states.count(GpuState.IDLE):>4} {fmt_bytes(held):>10} {power:>8} {age_text:>7}"
         )
+    if fleet.one_shot:
+        lines.append(ONE_SHOT_NOTE)
     return "\n".join(lines) + "\n"
+
+
+ONE_SHOT_NOTE = (
+    "one scrape: values and pods are as of now; a state over the window needs scrapes "
+    "across it, so only GPUs whose exporter judges its own (gputop export) have one here "
+    "(the fleet screen, or --prometheus, judges the rest)"
+)
+"""What a `--targets --once` answer can and cannot tell, said under its table."""

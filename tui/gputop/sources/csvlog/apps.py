@@ -25,6 +25,7 @@ from gputop.sources.csvlog.parse import (
     is_apps_header,
     is_header,
     parse_timestamp,
+    with_process_data,
     with_processes,
 )
 from gputop.sources.indexed import IndexedLog
@@ -141,7 +142,8 @@ class WithApps(IndexedLog):
         if snapshot.timestamp is None:
             return snapshot
         placed = self._apps.near(snapshot.timestamp, self._window_s)
-        return replace(snapshot, gpus=tuple(with_processes(list(snapshot.gpus), placed)))
+        gpus = with_process_data(snapshot.gpus)
+        return replace(snapshot, gpus=tuple(with_processes(gpus, placed)))
 
     def timestamp(self, index: int) -> datetime | None:
         return self._gpus.timestamp(index)

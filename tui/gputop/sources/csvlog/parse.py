@@ -392,6 +392,32 @@ def with_processes(
     return placed
 
 
+PROCESSES_NOT_IN_LOG = ("processes", Reason.NOT_IN_LOG)
+"""Filed on each GPU of a `--query-gpu` log that has no process data (no
+`--query-compute-apps` query with it): its process count is unknown, not 0."""
+
+
+def without_processes(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` with each GPU's process list said to be not in the log."""
+    return replace(
+        snapshot,
+        gpus=tuple(
+            replace(gpu, unavailable=(*gpu.unavailable, PROCESSES_NOT_IN_LOG))
+            for gpu in snapshot.gpus
+        ),
+    )
+
+
+def with_process_data(gpus: Sequence[GpuSample]) -> list[GpuSample]:
+    """``gpus`` with process lists that are known (an apps log was joined to them)."""
+    return [
+        replace(gpu, unavailable=tuple(u for u in gpu.unavailable if u != PROCESSES_NOT_IN_LOG))
+        if PROCESSES_NOT_IN_LOG in gpu.unavailable
+        else gpu
+        for gpu in gpus
+    ]
+
+
 def parse_block(
     schema: Schema,
     rows: Sequence[Sequence[str]],

@@ -49,6 +49,7 @@ from gputop.sources.csvlog.parse import (
     is_header,
     parse_block,
     parse_timestamp,
+    without_processes,
 )
 from gputop.sources.following import WAIT_SLICE
 from gputop.sources.indexed import IndexedLog
@@ -831,6 +832,8 @@ class CsvRecording(IndexedLog):
             elif len(cells) == width:
                 rows.append(cells)
         snapshot = parse_block(schema, rows, processes)
+        if not self._any_apps:
+            return without_processes(snapshot)
         return snapshot
 
     def timestamp(self, index: int) -> datetime | None:

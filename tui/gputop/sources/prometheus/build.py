@@ -96,6 +96,8 @@ class _Gpu:
     state: str | None = None
     waiting_seconds: float | None = None
     process_count: int | None = None
+    origin: str = ""
+    """The scrape target of its first series (what names it when it has no UUID)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +195,7 @@ class NodeBuilder:
         uuid = fam.label(labels, fam.UUID_LABELS)
         index = _int(labels.get("gpu"))
         if gpu is None:
-            gpu = self._gpus[key] = _Gpu(index=index, uuid=uuid)
+            gpu = self._gpus[key] = _Gpu(index=index, uuid=uuid, origin=fam.origin_of(labels))
         if gpu.name is None:
             gpu.name = fam.label(labels, ("modelName",))
         if gpu.pci_bus_id is None:
@@ -269,9 +271,12 @@ class NodeBuilder:
         if spec.path in ("memory_used", "sm_utilization") and not is_blank(value):
             row[spec.path] = convert(spec, value)
 
-    def gpu_keys(self) -> list[tuple[int, str]]:
-        """(GPU index in the snapshot, the key its series carry: see :func:`gpu_key`)."""
-        return [(index, gpu.uuid or f"gpu{gpu.index}") for index, gpu in self._numbered()]
+    def gpu_identities(self) -> list[tuple[int, str]]:
+        """(GPU index in the snapshot, what names the GPU in the whole fleet: its UUID, else
+        its index under its scrape target; see ``identity.gpu_identity``)."""
+        return [
+            (index, gpu.uuid or f"{gpu.origin}#gpu{gpu.index}") for index, gpu in self._numbered()
+        ]
 
     def extras(self) -> list[GpuExtras]:
         """gputop's own per-GPU gauges, by GPU index (empty for dcgm-exporter)."""

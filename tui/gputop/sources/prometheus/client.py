@@ -194,6 +194,24 @@ class PrometheusClient:
         data = self._call("/api/v1/query_range", params)
         return self._matrix(data, "a range query")
 
+    def query_range_counted(
+        self, promql: str, start: float, end: float, step: float
+    ) -> tuple[list[Series], int | None]:
+        """``query_range``, with the number of samples the server says it read for it
+        (Prometheus's ``stats=all``; None from a server that does not say)."""
+        params = {
+            "query": promql,
+            "start": repr(start),
+            "end": repr(end),
+            "step": repr(step),
+            "stats": "all",
+        }
+        data = self._call("/api/v1/query_range", params)
+        stats = data.get("stats") if isinstance(data, dict) else None
+        samples = stats.get("samples") if isinstance(stats, dict) else None
+        total = samples.get("totalQueryableSamples") if isinstance(samples, dict) else None
+        return self._matrix(data, "a range query"), total if isinstance(total, int) else None
+
     def _matrix(self, data: Any, what: str) -> list[Series]:
         if not isinstance(data, dict):
             raise PrometheusError(f"{self.url}: unexpected answer to {what}")

@@ -27,7 +27,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from gputop.errors import BadArguments
 from gputop.model import GpuSample, Snapshot
 from gputop.model.fleet import FleetSnapshot, GpuWindow, NodeView
-from gputop.sources.prometheus import families as fam
 from gputop.sources.prometheus.build import NodeBuilder
 from gputop.sources.prometheus.client import (
     Auth,
@@ -35,6 +34,7 @@ from gputop.sources.prometheus.client import (
     PrometheusError,
 )
 from gputop.sources.prometheus.families import Reading
+from gputop.sources.prometheus.identity import clash_notice, group_readings
 from gputop.sources.prometheus.plausible import plausible
 from gputop.sources.prometheus.window import gpu_window
 
@@ -117,8 +117,13 @@ class DirectFleet:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scrape")
         self._lock = threading.Lock()
         self._nodes: dict[str, NodeView] = {}
+        """By node key (``NodeView.key``)."""
         self._history: dict[str, deque[Snapshot]] = {}
-        self._tracks: dict[tuple[str, int], _Track] = {}
+        self._tracks: dict[str, _Track] = {}
+        """By GPU identity (its UUID, else its index under its target): two exporters that
+        report the same host name never share a window."""
+        self._clashed: set[str] = set()
+        self._said: set[str] = set()
         self._refreshes: deque[float] = deque(maxlen=10)
 
     def fleet(self) -> FleetSnapshot:
@@ -128,15 +133,17 @@ class DirectFleet:
             self._refreshes.append(now)
             results = list(self._pool.map(self._scrape, range(len(self._targets))))
             failures = [error for error in results if isinstance(error, str)]
+            fresh: list[Reading] = []
             for target, result in zip(self._targets, results, strict=True):
                 if isinstance(result, str):
-                    for host in target.hosts:
-                        view = self._nodes.get(host)
+                    for key in target.hosts:
+                        view = self._nodes.get(key)
                         if view is not None and not view.stale:
-                            self._nodes[host] = replace(view, stale=True)
+                            self._nodes[key] = replace(view, stale=True)
                     continue
                 target.last_ok = now
-                self._file(target, result, now)
+                fresh.extend(result)
+            notices = self._file(fresh, now)
             error = None
             if failures:
                 error = failures[0]
@@ -144,10 +151,11 @@ class DirectFleet:
                     error = f"{len(failures)} of {len(self._targets)} targets: {failures[0]}"
             return FleetSnapshot(
                 taken_at=datetime.fromtimestamp(now, tz=timezone.utc),
-                nodes=tuple(self._nodes[h] for h in sorted(self._nodes)),
+                nodes=tuple(self._nodes[k] for k in sorted(self._nodes)),
                 window_seconds=self._window,
                 scrape_interval=self._interval(),
                 error=error,
+                notices=notices,
             )
 
     def node_history(self, host: str, seconds: float) -> Sequence[Snapshot]:
@@ -180,27 +188,35 @@ class DirectFleet:
         except (ValueError, TypeError, IndexError):
             return f"{target.url} is not a Prometheus exposition (its /metrics did not parse)"
 
-    def _file(self, target: _Target, readings: list[Reading], now: float) -> None:
-        builders: dict[str, NodeBuilder] = {}
-        for reading in readings:
-            host = fam.host_of(reading.labels)
-            if host is None:
-                continue
-            builder = builders.get(host)
-            if builder is None:
-                builder = builders[host] = NodeBuilder(host)
-            builder.add(reading)
+    def _file(self, readings: list[Reading], now: float) -> tuple[str, ...]:
+        """File this refresh's readings as nodes; the notices to give (said once each)."""
+        clashed_before = set(self._clashed)
+        groups = group_readings(readings, self._clashed)
+        notices = []
+        for host in sorted(self._clashed - clashed_before):
+            self._nodes.pop(host, None)  # it is one of the nodes named by instance now
+            notice = clash_notice(host, (g for g in groups if g.host == host))
+            if notice not in self._said:
+                self._said.add(notice)
+                notices.append(notice)
+        by_instance = {t.instance: t for t in self._targets}
         stamp = datetime.fromtimestamp(now, tz=timezone.utc)
-        for host, builder in builders.items():
+        for group in groups:
+            builder = NodeBuilder(group.host)
+            builder.add_all(group.readings)
             snapshot = builder.snapshot(stamp)
             if not snapshot.gpus:
                 continue  # an exporter's own series (process_*, python_*), no GPU
-            target.hosts.add(host)
-            self._history.setdefault(host, deque(maxlen=HISTORY)).append(snapshot)
+            for instance in group.instances:
+                target = by_instance.get(instance)
+                if target is not None:
+                    target.hosts.add(group.key)
+            self._history.setdefault(group.key, deque(maxlen=HISTORY)).append(snapshot)
             extras = {e.index: e for e in builder.extras()}
+            identities = dict(builder.gpu_identities())
             windows: list[GpuWindow] = []
             for gpu in snapshot.gpus:
-                util, count, memory = self._track(host, gpu.index, now, gpu)
+                util, count, memory = self._track(identities[gpu.index], now, gpu)
                 extra = extras.get(gpu.index)
                 windows.append(
                     gpu_window(
@@ -213,20 +229,22 @@ class DirectFleet:
                         seconds_waiting=extra.waiting_seconds if extra else None,
                     )
                 )
-            self._nodes[host] = NodeView(
-                host=host,
+            self._nodes[group.key] = NodeView(
+                host=group.host,
                 snapshot=snapshot,
                 newest_sample=stamp,
                 stale=False,
                 windows=tuple(windows),
                 exporter=builder.exporter,
-                instance=target.instance,
+                instance=", ".join(sorted(group.instances)) or None,
+                label=group.label,
             )
+        return tuple(notices)
 
     def _track(
-        self, host: str, index: int, now: float, gpu: GpuSample
+        self, identity: str, now: float, gpu: GpuSample
     ) -> tuple[float | None, int, int | None]:
-        track = self._tracks.setdefault((host, index), _Track())
+        track = self._tracks.setdefault(identity, _Track())
         if gpu.utilization.gpu is not None and math.isfinite(gpu.utilization.gpu):
             track.util.append((now, gpu.utilization.gpu))
         if gpu.memory.used is not None:

@@ -141,6 +141,13 @@ def host_of(labels: Mapping[str, str]) -> str | None:
     return instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance
 
 
+def origin_of(labels: Mapping[str, str]) -> str:
+    """The scrape target a series came from: ``instance`` with its ``job``."""
+    instance = labels.get("instance", "")
+    job = labels.get("job", "")
+    return f"{instance}|{job}" if job else instance
+
+
 def owner_of(labels: Mapping[str, str]) -> Owner | None:
     """The pod a series is attributed to, when dcgm-exporter's Kubernetes labels say one."""
     pod = label(labels, POD_LABELS)

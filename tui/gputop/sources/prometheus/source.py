@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from gputop.model import Snapshot
 from gputop.model.fleet import FleetSnapshot, GpuWindow, NodeView
 from gputop.sources.prometheus import families as fam
-from gputop.sources.prometheus.build import NodeBuilder, gpu_key
+from gputop.sources.prometheus.build import NodeBuilder
 from gputop.sources.prometheus.client import (
     PrometheusClient,
     PrometheusError,
@@ -33,6 +33,7 @@ from gputop.sources.prometheus.client import (
     plausible_time,
 )
 from gputop.sources.prometheus.families import Reading
+from gputop.sources.prometheus.identity import clash_notice, gpu_identity, group_readings
 from gputop.sources.prometheus.plausible import plausible
 from gputop.sources.prometheus.window import gpu_window
 
@@ -85,13 +86,19 @@ def promql_string(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Matcher:
-    """How to select one host's series again (for its history)."""
+    """How to select one node's series again (for its history): its host label, and its
+    scrape targets when another node reports the same host name."""
 
     label: str
     value: str
+    instances: tuple[str, ...] = ()
 
     def selector(self, metric: str) -> str:
-        return f"{metric}{{{self.label}={promql_string(self.value)}}}"
+        where = f"{self.label}={promql_string(self.value)}"
+        if self.instances:
+            alternatives = "|".join(re.escape(i) for i in self.instances)
+            where += f",instance=~{promql_string(alternatives)}"
+        return f"{metric}{{{where}}}"
 
 
 class PrometheusFleet:
@@ -120,8 +127,13 @@ class PrometheusFleet:
         self._intervals_at = -math.inf
         self._unknown_intervals = False
         self._nodes: dict[str, NodeView] = {}
+        """By node key (``NodeView.key``)."""
         self._host_instances: dict[str, frozenset[str] | str] = {}
-        """Each host's scrape targets ("" when its series carry no ``instance``)."""
+        """Each node's scrape targets ("" when its series carry no ``instance``)."""
+        self._clashed: set[str] = set()
+        """Host names that several machines report (their nodes are named by instance)."""
+        self._said: set[str] = set()
+        """Notices already given (each is said once)."""
         self._seen: dict[str, float] = {}
         """Each target's newest successful scrape at the last refresh."""
         self._matchers: dict[str, _Matcher] = {}
@@ -139,14 +151,15 @@ class PrometheusFleet:
             except PrometheusError as error:
                 return FleetSnapshot(
                     taken_at=datetime.now(tz=timezone.utc),
-                    nodes=tuple(self._nodes[h] for h in sorted(self._nodes)),
+                    nodes=tuple(self._nodes[k] for k in sorted(self._nodes)),
                     window_seconds=self._window,
                     scrape_interval=self._interval,
                     error=str(error),
                 )
 
     def node_history(self, host: str, seconds: float) -> Sequence[Snapshot]:
-        """The node's snapshots over the last ``seconds`` (``query_range``), oldest first."""
+        """The node's snapshots over the last ``seconds`` (``query_range``), oldest first;
+        ``host`` is the node's key (``NodeView.key``)."""
         with self._lock:
             matcher = self._matchers.get(host)
             families = self._families
@@ -170,8 +183,9 @@ class PrometheusFleet:
                         Reading(metric, one.labels, plausible(metric, value))
                     )
         snapshots = []
+        name = matcher.value if matcher.label in fam.HOST_LABELS else host
         for at in sorted(by_time):
-            builder = NodeBuilder(host)
+            builder = NodeBuilder(name)
             builder.add_all(by_time[at])
             snapshots.append(builder.snapshot(_time(at)))
         return snapshots
@@ -221,7 +235,9 @@ class PrometheusFleet:
         elif not families:
             error = f"{self._client.url} has no dcgm-exporter or gputop series"
         windows = {key: answers.pop(key, []) for key in ("#util_mean", "#util_count", "#mem_mean")}
-        nodes = self._nodes_from(answers, newest, windows, taken, partial=targets is not None)
+        nodes, notices = self._nodes_from(
+            answers, newest, windows, taken, partial=targets is not None
+        )
         if not failures:
             self._seen = newest
         return FleetSnapshot(
@@ -230,6 +246,7 @@ class PrometheusFleet:
             window_seconds=self._window,
             scrape_interval=self._interval,
             error=error,
+            notices=notices,
         )
 
     def _changed_targets(self, newest: dict[str, float]) -> set[str] | None:
@@ -313,38 +330,53 @@ class PrometheusFleet:
         taken: float,
         *,
         partial: bool,
-    ) -> tuple[NodeView, ...]:
+    ) -> tuple[tuple[NodeView, ...], tuple[str, ...]]:
+        readings = (
+            Reading(metric, sample.labels, plausible(metric, sample.value))
+            for metric, samples in answers.items()
+            for sample in samples
+        )
+        clashed_before = set(self._clashed)
+        groups = group_readings(readings, self._clashed)
+        notices = []
+        for host in sorted(self._clashed - clashed_before):
+            # Named by instance from now on: the node filed under the bare host name is one
+            # of those below, not a machine of its own.
+            self._nodes.pop(host, None)
+            self._host_instances.pop(host, None)
+            notice = clash_notice(host, (g for g in groups if g.host == host))
+            if notice not in self._said:
+                self._said.add(notice)
+                notices.append(notice)
         builders: dict[str, NodeBuilder] = {}
-        for metric, samples in answers.items():
-            for sample in samples:
-                host = fam.host_of(sample.labels)
-                if host is None:
-                    continue
-                builder = builders.get(host)
-                if builder is None:
-                    builder = builders[host] = NodeBuilder(host)
-                    self._matchers[host] = _matcher(sample.labels, host)
-                builder.add(Reading(metric, sample.labels, plausible(metric, sample.value)))
+        for group in groups:
+            builder = builders[group.key] = NodeBuilder(group.host)
+            builder.add_all(group.readings)
+            first = group.readings[0].labels
+            self._matchers[group.key] = _matcher(
+                first, group.host, tuple(sorted(group.instances)) if group.label else ()
+            )
         aggregates = {key: _by_gpu(samples) for key, samples in windows.items()}
-        for host, builder in builders.items():
-            self._host_instances[host] = frozenset(builder.instances) if builder.instances else ""
+        for key, builder in builders.items():
+            self._host_instances[key] = frozenset(builder.instances) if builder.instances else ""
         seen_intervals = [self._intervals[i] for i in newest if i in self._intervals]
         if seen_intervals:
             self._interval = statistics.median(seen_intervals)
-        for host, builder in builders.items():
-            self._nodes[host] = self._view(builder, newest, aggregates, taken)
-        for host, view in list(self._nodes.items()):
-            if host in builders:
+        labels = {g.key: g.label for g in groups}
+        for key, builder in builders.items():
+            self._nodes[key] = self._view(builder, labels[key], newest, aggregates, taken)
+        for key, view in list(self._nodes.items()):
+            if key in builders:
                 continue
             if partial:
                 # Not scraped since the last refresh: the same values, only older.
                 stale = self._stale(view.instance or "", newest, taken)
                 if stale is not None and stale != view.stale:
-                    self._nodes[host] = replace(view, stale=stale)
+                    self._nodes[key] = replace(view, stale=stale)
             elif not view.stale:
                 # Gone from the lookback altogether: keep it, as stale, never dropped.
-                self._nodes[host] = replace(view, stale=True)
-        return tuple(self._nodes[h] for h in sorted(self._nodes))
+                self._nodes[key] = replace(view, stale=True)
+        return tuple(self._nodes[k] for k in sorted(self._nodes)), tuple(notices)
 
     def _stale(self, instance: str, newest: dict[str, float], taken: float) -> bool | None:
         """Whether the node scraped from ``instance`` is stale (None: no ``up`` says)."""
@@ -357,8 +389,9 @@ class PrometheusFleet:
     def _view(
         self,
         builder: NodeBuilder,
+        label: str | None,
         newest: dict[str, float],
-        aggregates: dict[str, dict[tuple[str, str], float]],
+        aggregates: dict[str, dict[str, float]],
         taken: float,
     ) -> NodeView:
         instance = builder.instance or ""
@@ -370,20 +403,19 @@ class PrometheusFleet:
         if last is None:
             # No successful scrape found: its exporter stopped answering (or Prometheus
             # does not scrape it itself, when it has no ``up``). Its last time is kept.
-            prior = self._nodes.get(builder.host)
+            prior = self._nodes.get(label or builder.host)
             stamp = prior.newest_sample if prior is not None else None
         snapshot = builder.snapshot(stamp)
         extras = {e.index: e for e in builder.extras()}
         windows: list[GpuWindow] = []
-        host = builder.host
-        for index, key in builder.gpu_keys():
+        for index, key in builder.gpu_identities():
             gpu = snapshot.gpu(index)
             if gpu is None:
                 continue
             extra = extras.get(index)
-            util = aggregates["#util_mean"].get((host, key)) if "#util_mean" in aggregates else None
-            count = aggregates.get("#util_count", {}).get((host, key), 0.0)
-            mem = aggregates.get("#mem_mean", {}).get((host, key))
+            util = aggregates["#util_mean"].get(key) if "#util_mean" in aggregates else None
+            count = aggregates.get("#util_count", {}).get(key, 0.0)
+            mem = aggregates.get("#mem_mean", {}).get(key)
             memory_mean = None if mem is None else round(mem / fam.MEMORY_USED_SCALE)
             windows.append(
                 gpu_window(
@@ -397,31 +429,33 @@ class PrometheusFleet:
                 )
             )
         return NodeView(
-            host=host,
+            host=builder.host,
             snapshot=snapshot,
             newest_sample=snapshot.timestamp,
             stale=stale,
             windows=tuple(windows),
             exporter=builder.exporter,
             instance=builder.instance,
+            label=label,
         )
 
 
-def _matcher(labels: Mapping[str, str], host: str) -> _Matcher:
+def _matcher(labels: Mapping[str, str], host: str, instances: tuple[str, ...]) -> _Matcher:
     for name in fam.HOST_LABELS:
         if labels.get(name) == host:
-            return _Matcher(name, host)
+            return _Matcher(name, host, instances)
     return _Matcher("instance", str(labels.get("instance", host)))
 
 
-def _by_gpu(samples: Iterable[Sample]) -> dict[tuple[str, str], float]:
-    """Window aggregates by (host, GPU key), from the GPUs' own series (not MIG instances')."""
-    out: dict[tuple[str, str], float] = {}
+def _by_gpu(samples: Iterable[Sample]) -> dict[str, float]:
+    """Window aggregates by GPU identity (UUID, else index under its scrape target), from
+    the GPUs' own series (not MIG instances'): never by (host, index), which two exporters
+    of one host name share."""
+    out: dict[str, float] = {}
     for sample in samples:
         if "GPU_I_ID" in sample.labels or not 0.0 <= sample.value < math.inf:
             continue
-        host = fam.host_of(sample.labels)
-        key = gpu_key(sample.labels)
-        if host is not None and key is not None:
-            out[(host, key)] = sample.value
+        key = gpu_identity(sample.labels)
+        if key is not None:
+            out[key] = sample.value
     return out

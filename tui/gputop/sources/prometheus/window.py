@@ -62,6 +62,10 @@ def classify(
         return GpuState.BUSY
     if processes or held_memory or utilization_mean >= IDLE_UTILIZATION_PCT:
         return GpuState.WAITING
+    if memory is None and process_count is None:
+        # Low utilization, but nothing says whether work is loaded (an exporter without
+        # DCGM_FI_DEV_FB_USED): idle and held-but-waiting look the same here.
+        return GpuState.UNKNOWN
     return GpuState.IDLE
 
 

@@ -48,6 +48,8 @@ class FleetRow:
     """One node as the table shows it."""
 
     host: str
+    """The node's name (``NodeView.key``): its host, with its instance when another node
+    reports the same host name."""
     cells: tuple[str, ...]
     """Text of each column of ``COLUMNS``."""
     sort_values: tuple[SortValue | None, ...]
@@ -120,7 +122,7 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
         return str(value) if known else NA
 
     cells = (
-        node.host,
+        node.key,
         str(gpus),
         number(busy),
         number(waiting),
@@ -133,7 +135,7 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
         node.exporter or NA,
     )
     values: tuple[SortValue | None, ...] = (
-        node.host.casefold(),
+        node.key.casefold(),
         float(gpus),
         float(busy) if known else None,
         float(waiting) if known else None,
@@ -146,7 +148,7 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
         None if age is None else age + (1e12 if node.stale else 0.0),
         node.exporter,
     )
-    return FleetRow(node.host, cells, values, node.stale, _search(node))
+    return FleetRow(node.key, cells, values, node.stale, _search(node))
 
 
 def build_rows(nodes: Iterable[NodeView], now: datetime) -> list[FleetRow]:

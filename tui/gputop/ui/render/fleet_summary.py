@@ -19,7 +19,7 @@ PLACES = 3
 def _where(nodes: Sequence[NodeView], state: GpuState) -> list[tuple[str, int]]:
     """(host, how many of its GPUs are in ``state``), most first, fresh nodes only."""
     found = [
-        (node.host, sum(window.state is state for window in node.windows))
+        (node.key, sum(window.state is state for window in node.windows))
         for node in nodes
         if not node.stale
     ]

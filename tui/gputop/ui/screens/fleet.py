@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 
 from gputop.model.fleet import FleetSnapshot
+from gputop.model.safe_text import terminal_safe
 from gputop.ui.compat import Footer
 from gputop.ui.render.fleet_summary import freshness, summary
 from gputop.ui.widgets.fleet_table import FleetTable
@@ -78,6 +79,8 @@ class FleetScreen(Screen[None]):
         self.fleet = fleet
         if fleet.error is None:
             self.last_good = fleet.taken_at
+        for notice in fleet.notices:  # each comes once per run (two exporters of one name)
+            self.app.notify(terminal_safe(notice), severity="warning", timeout=15)
         if self.is_mounted:
             self._draw()
 
