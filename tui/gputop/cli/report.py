@@ -37,6 +37,7 @@ from gputop.insight.report import (
 )
 from gputop.model import Snapshot
 from gputop.sources.csvlog import CsvRecording
+from gputop.sources.format_names import DMON
 from gputop.sources.formats import format_names
 
 PARALLEL_MIN_DOCUMENTS = 1000
@@ -295,6 +296,33 @@ def _indexed_csv(
     return ReportBuilder.merged(parts)
 
 
+def _plain_dmon_report(path: Path, max_gap: float | None, charts: bool) -> ReportBuilder | None:
+    """The report of a plain `dmon -o DT` log read column by column in one pass (the same
+    figures as row by row: ``sources/dmon_columns``); None when it is no such log."""
+    from gputop.sources.dmon_columns import NotPlain, plain_runs
+
+    # Adding up as it goes keeps no samples; with too many intervals held back for the gap
+    # threshold, the samples are kept instead.
+    for keep in (True,) if charts else (False, True):
+        runs = plain_runs(path)
+        if runs is None:
+            return None
+        builder = ReportBuilder(
+            max_gap_s=max_gap, min_auto_gap_s=STEADY_MIN_GAP_S, keep_samples=keep
+        )
+        try:
+            with _collector_paused():
+                for run in runs:
+                    builder.add_columns(run)
+                    if not keep and builder.pending > MAX_PENDING:
+                        break
+                else:
+                    return builder
+        except NotPlain:
+            return None
+    return None
+
+
 def build_report(
     path: Path,
     max_gap: float | None = None,
@@ -318,6 +346,10 @@ def build_report(
     from gputop.cli.opening import open_recording
     from gputop.sources.smi.recording import Recording
 
+    if columns and query_gpu is None and apps is None and format_name in (None, DMON):
+        plain = _plain_dmon_report(path, max_gap, charts)
+        if plain is not None:
+            return plain, []
     with open_recording(path, _say, format_name, query_gpu, apps) as recording:
         # A pipe is followed as it comes: a report covers all of it, read once it has ended
         # (else it would end at whatever had come when the reading caught up).
