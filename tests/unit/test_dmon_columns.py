@@ -5,8 +5,11 @@ is not plain is left to the row reader."""
 from __future__ import annotations
 
 import gzip
+import sys
+from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -17,6 +20,7 @@ from gputop.cli.report import build_report
 from gputop.insight.report import summary_to_json
 from gputop.sources.dmon_columns import NotPlain, plain_runs
 
+READERS = ("sources/dmon.py", "sources/dmon_columns.py", "sources/linelog.py")
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 REAL = SNAPSHOTS / "h200-train-dmon.txt"
 HEADER = (
@@ -59,7 +63,7 @@ def test_the_real_h200_log_reads_column_by_column_to_the_same_figures() -> None:
 def test_a_plain_log_of_several_gpus_across_midnight(tmp_path: Path) -> None:
     # Three GPUs listed out of index order, a value not reported, one below zero, a gap, a
     # second day, the header again every few rows, and no line end after the last row.
-    lines = []
+    lines: list[str] = []
     for second in [*range(40), *range(55, 90)]:
         moment = START + timedelta(seconds=second)
         for gpu in (2, 0, 1):
@@ -71,6 +75,33 @@ def test_a_plain_log_of_several_gpus_across_midnight(tmp_path: Path) -> None:
     assert read_plainly(path) == 75
     assert figures(path, columns=True) == figures(path, columns=False)
     assert figures(path, columns=True, charts=True) == figures(path, columns=False)
+
+
+def test_a_long_plain_log_takes_no_python_step_per_row(tmp_path: Path) -> None:
+    # Row by row, every line was a scanner call and every sample a parse: 20 s for 10^6 rows
+    # where the same rows as CSV took 2 (bench_dmon_report.py has the figures).
+    lines: list[str] = [
+        row(
+            START + timedelta(seconds=second), gpu, 300 + second % 40, 60, second % 101, 20, 1593, 8
+        )
+        for second in range(6000)
+        for gpu in (0, 1, 2, 3)
+    ]
+    path = write(tmp_path / "dmon.txt", lines)
+    calls = Counter[str]()
+
+    def count(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code.co_filename.endswith(READERS):
+            calls[frame.f_code.co_name] += 1
+
+    sys.setprofile(count)
+    try:
+        builder, _ = build_report(path, jobs=1, charts=False)
+    finally:
+        sys.setprofile(None)
+    assert builder.summary().gpus[0].samples == 6000
+    # Calls a stretch of 1 MiB, and one a distinct cell or time: not one a row or sample.
+    assert sum(calls.values()) < len(lines) / 4, calls.most_common(5)
 
 
 def test_crlf_bom_and_gzip(tmp_path: Path) -> None:
@@ -98,7 +129,7 @@ def test_crlf_bom_and_gzip(tmp_path: Path) -> None:
     ],
 )
 def test_what_is_not_plain_is_read_row_by_row(tmp_path: Path, change: str) -> None:
-    lines = [
+    lines: list[str] = [
         row(START + timedelta(seconds=second), gpu, 300, 60, 50, 20, 1593, 812)
         for second in range(30)
         for gpu in (0, 1)
@@ -146,9 +177,11 @@ def dmon_logs(draw: st.DrawFn) -> str:
     lines = [HEADER.rstrip("\n")]
     for _ in range(draw(st.integers(1, 25))):
         moment += timedelta(seconds=draw(st.sampled_from([1, 1, 1, 2, 5, 0, -3])))
-        clock = draw(st.one_of(st.just(f"{moment:%H:%M:%S}"), _TIMES)) if draw(
-            st.integers(0, 9)
-        ) == 0 else f"{moment:%H:%M:%S}"
+        clock = (
+            draw(st.one_of(st.just(f"{moment:%H:%M:%S}"), _TIMES))
+            if draw(st.integers(0, 9)) == 0
+            else f"{moment:%H:%M:%S}"
+        )
         for gpu in gpus:
             cells = draw(st.lists(_CELLS, min_size=6, max_size=6))
             lines.append(f" {moment:%Y%m%d}  {clock} {gpu:>4} " + "  ".join(cells))
@@ -164,7 +197,9 @@ def dmon_logs(draw: st.DrawFn) -> str:
     return "\n".join(lines) + draw(st.sampled_from(["\n", ""]))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(dmon_logs())
 def test_every_log_gives_the_row_readers_figures(tmp_path: Path, log: str) -> None:
     path = tmp_path / "dmon.txt"

@@ -25,6 +25,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
+from itertools import product
 from operator import add
 from pathlib import Path
 from typing import BinaryIO, TypeVar, cast
@@ -247,20 +248,30 @@ class _Runs:
 
     def _offsets(self, dates: list[bytes], times: list[bytes]) -> list[float]:
         """Seconds from the origin to each sample."""
-        count = len(times)
-        midnight = self.midnights[dates[0]]
-        start = int(self.clocks[times[0]])
-        # `dmon -d 1`: a stretch of one day's consecutive seconds is told by comparing its
-        # times, as one string, with the day's (its times are then read by counting).
-        if (
-            start + count <= _DAY_SECONDS
-            and dates.count(dates[0]) == count
-            and b" ".join(times) + b" " == _day_clocks()[9 * start : 9 * (start + count)]
-        ):
-            return list(map(float, range(midnight + start, midnight + start + count)))
-        return list(
-            map(add, map(self.midnights.__getitem__, dates), map(self.clocks.__getitem__, times))
-        )
+        offsets: list[float] = []
+        at, count = 0, len(times)
+        while at < count:
+            # `dmon -d 1`: a day's consecutive seconds are told by comparing their times, as
+            # one string, with the day's from the first (they are then counted, not read).
+            date, start = dates[at], int(self.clocks[times[at]])
+            stop = at + min(count - at, _DAY_SECONDS - start)
+            if (
+                dates[at:stop].count(date) != stop - at
+                or b" ".join(times[at:stop]) + b" "
+                != _day_clocks()[9 * start : 9 * (start + stop - at)]
+            ):
+                offsets.extend(
+                    map(
+                        add,
+                        map(self.midnights.__getitem__, dates[at:]),
+                        map(self.clocks.__getitem__, times[at:]),
+                    )
+                )
+                break
+            first = self.midnights[date] + start
+            offsets.extend(map(float, range(first, first + stop - at)))
+            at = stop
+        return offsets
 
     def _time(self, date: bytes, time: bytes) -> datetime:
         return datetime.fromordinal(self.days[date]) + timedelta(seconds=self.clocks[time])
@@ -278,10 +289,8 @@ class _Runs:
 @functools.cache
 def _day_clocks() -> bytes:
     """Every second of a day as dmon writes it, each followed by a space (778 KB)."""
-    return b"".join(
-        b"%02d:%02d:%02d " % (second // 3600, second // 60 % 60, second % 60)
-        for second in range(_DAY_SECONDS)
-    )
+    sixty = [b"%02d" % number for number in range(60)]
+    return b" ".join(map(b":".join, product(sixty[:24], sixty, sixty))) + b" "
 
 
 def _last_lines(text: bytes, count: int) -> bytes:
