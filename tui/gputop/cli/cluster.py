@@ -21,6 +21,7 @@ from typing import TextIO
 from gputop.cli.validate import Parser, refresh_seconds, timeout_seconds, window_seconds
 from gputop.errors import BadArguments, GputopError
 from gputop.model.fleet import FleetSnapshot
+from gputop.model.safe_text import terminal_safe
 from gputop.sinks.fleet_json import fleet_dict, fleet_text
 from gputop.sources.fleet import FleetSource
 from gputop.sources.prometheus.client import Auth
@@ -185,7 +186,7 @@ def cluster_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
         ns = build_parser().parse_args(list(argv))
         source, where = build_source(ns)
     except GputopError as error:
-        print(f"gputop: {error}", file=sys.stderr)
+        print(f"gputop: {terminal_safe(str(error))}", file=sys.stderr)
         return error.exit_code
     try:
         if ns.once or ns.json:
@@ -199,7 +200,7 @@ def cluster_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
 def _print_once(source: FleetSource, out: TextIO, *, as_json: bool) -> int:
     fleet: FleetSnapshot = source.fleet()
     if fleet.error is not None:
-        print(f"gputop: {fleet.error}", file=sys.stderr)
+        print(f"gputop: {terminal_safe(fleet.error)}", file=sys.stderr)
         if not fleet.nodes:
             return 1
     if as_json:

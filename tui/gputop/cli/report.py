@@ -36,6 +36,7 @@ from gputop.insight.report import (
     summary_to_json,
 )
 from gputop.model import Snapshot
+from gputop.model.safe_text import terminal_safe
 from gputop.sources.csvlog import CsvRecording
 from gputop.sources.format_names import DMON
 from gputop.sources.formats import format_names
@@ -143,7 +144,7 @@ def report_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
         args = build_parser().parse_args(list(argv))
         return _report(args, out)
     except GputopError as error:
-        print(f"gputop: {error}", file=sys.stderr)
+        print(f"gputop: {terminal_safe(str(error))}", file=sys.stderr)
         return error.exit_code
 
 
@@ -209,7 +210,7 @@ def _build_range(
 
 
 def _say(message: str) -> None:
-    print(f"gputop: {message}", file=sys.stderr, flush=True)
+    print(f"gputop: {terminal_safe(message)}", file=sys.stderr, flush=True)
 
 
 _SHARED_CSV: CsvRecording | None = None
@@ -442,7 +443,7 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
             "--query-gpu with `timestamp`)"
         )
     for warning in warnings:
-        print(f"gputop: warning: {warning}", file=sys.stderr)
+        print(f"gputop: warning: {terminal_safe(warning)}", file=sys.stderr)
     if warnings:
         print(
             f"gputop: the report covers the {summary.snapshots} snapshots that could be read",
@@ -452,7 +453,8 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         json.dump(summary_to_json(summary), out, indent=2)
         out.write("\n")
         return 0
-    out.write(render_table(summary) + "\n")
+    # Names and the file name are outside text: each line is written terminal-safe.
+    out.write("\n".join(map(terminal_safe, render_table(summary).split("\n"))) + "\n")
     if builder.backward_steps and (args.charts or interactive):
         out.write("\ncharts left out: time went backwards, so there is no one time axis\n")
     elif args.charts or (args.charts is None and interactive):

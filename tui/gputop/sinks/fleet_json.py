@@ -18,6 +18,7 @@ from gputop.model.fleet import (
     fresh_counts,
     held_memory,
 )
+from gputop.model.safe_text import terminal_safe
 from gputop.model.units import fmt_bytes
 from gputop.sinks.json import snapshot_dict
 
@@ -114,8 +115,9 @@ def fleet_text(fleet: FleetSnapshot) -> str:
         if node.stale:
             age_text += " stale"
         lines.append(
-            f"{node.host:<28.28} {len(node.snapshot.gpus):>4} "
+            f"{terminal_safe(str(node.host)):<28.28} {len(node.snapshot.gpus):>4} "
             f"{states.count(GpuState.BUSY):>4} {states.count(GpuState.WAITING):>4} "
             f"{states.count(GpuState.IDLE):>4} {fmt_bytes(held):>10} {power:>8} {age_text:>7}"
         )
-    return "\n".join(lines) + "\n"
+    # Host names and labels are the exporters' words: written terminal-safe, line by line.
+    return "\n".join(map(terminal_safe, lines)) + "\n"
