@@ -153,3 +153,15 @@ async def test_the_fleet_table_its_error_line_a_node_and_its_pods() -> None:
         screen = await open_node(pilot, app, "node-c")  # pods only: the pods table
         assert screen.query_one(PodsTable).rows
         assert_safe(app, NAMESPACE, "web-0\\x0a")
+
+
+async def test_the_waiting_screen_names_a_hostile_pipe() -> None:
+    from gputop.ui.waiting import WaitingApp
+
+    app = WaitingApp(f"waiting for data on a pipe: /tmp/in{TITLE}[bold]x", lambda: False)
+    async with app.run_test(size=(100, 20)) as pilot:
+        for _ in range(50):  # drawn once the app has mounted
+            await pilot.pause(0.05)
+            if "/tmp/in" in screen_lines(app):
+                break
+        assert_safe(app, "/tmp/in\\x1b]0;pwned\\x07[bold]x")
