@@ -113,6 +113,7 @@ def assert_shown_not_obeyed(found: dict[str, Any], benign: dict[str, Any], proce
         # No line forged: as many lines as with plain names.
         assert found[name].count("\n") == benign[name].count("\n"), (name, found[name])
     assert LINK in found["once"]  # markup printed as itself
+    assert obeyed(found["json"]) == []  # escaped by JSON itself (\u009b), the string exact
     document = json.loads(found["json"])
     names = [p["name"] for gpu in document["gpus"] for p in gpu["processes"]]
     assert process in names  # the true string, exact, as the reader read it
