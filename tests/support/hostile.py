@@ -85,7 +85,7 @@ def obeyed(text: str) -> list[str]:
 
 HOSTILE_TEXT = st.text(
     st.one_of(
-        st.characters(codec="utf-8", exclude_categories=("Cs",)),
+        st.characters(codec="utf-8", exclude_categories=["Cs"]),
         st.sampled_from(["\x1b", "\x9b", "\x07", "\n", "\r", RLO, "\u2066", "[", "]", "/"]),
     ),
     min_size=1,

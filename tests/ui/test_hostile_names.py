@@ -5,7 +5,9 @@ as written; the model under the view keeps the true strings."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from textual.app import App
 from textual.pilot import Pilot
@@ -40,12 +42,12 @@ CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 SIZE = (200, 50)
 
 
-def screen_lines(app: App[object]) -> str:
+def screen_lines(app: App[Any]) -> str:
     """What the terminal is sent for the top screen, line by line."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
-def assert_safe(app: App[object], *shown: str) -> str:
+def assert_safe(app: App[Any], *shown: str) -> str:
     text = screen_lines(app)
     assert obeyed(text) == [], text
     for literal in shown:
@@ -122,7 +124,9 @@ def hostile_fleet() -> tuple[MemoryFleet, FleetSnapshot]:
         for node in fleet.nodes
     )
     fleet = dataclasses.replace(fleet, nodes=nodes)
-    renamed = {node.host: histories[node.host.split("\x1b")[0]] for node in nodes}
+    renamed: dict[str, Sequence[Snapshot]] = {
+        node.host: histories[node.host.split("\x1b")[0]] for node in nodes
+    }
     return MemoryFleet([fleet], renamed), fleet
 
 
@@ -135,7 +139,7 @@ async def open_node(pilot: Pilot[int], app: FleetApp, prefix: str) -> NodeScreen
     await pilot.pause()
     screen = app.screen
     assert isinstance(screen, NodeScreen) and screen.host.startswith(prefix + TITLE)
-    app.loop.advance()
+    app.loop.advance()  # type: ignore[attr-defined]
     await pilot.pause()
     return screen
 
