@@ -4,16 +4,18 @@ as written; the model under the view keeps the true strings."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from gputop.model import Snapshot
+from gputop.model import Owner, Snapshot
 from gputop.model.fleet import FleetSnapshot
 from gputop.ui.fleet_app import FleetApp
 from gputop.ui.screens.history import HistoryScreen
@@ -29,6 +31,7 @@ from support.hostile import (
     BOLD,
     GPU_NAME,
     HOST,
+    HOSTILE_TEXT,
     LINK,
     MARKUP_SHOWN,
     NAMESPACE,
@@ -169,3 +172,31 @@ async def test_the_waiting_screen_names_a_hostile_pipe() -> None:
             if "/tmp/in" in screen_lines(app):
                 break
         assert_safe(app, "/tmp/in\\x1b]0;pwned\\x07[bold]x")
+
+
+async def _shown(snapshot: Snapshot) -> str:
+    app = live_app([snapshot])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        return screen_lines(app)
+
+
+@settings(max_examples=6, deadline=None)
+@given(HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_TEXT)
+def test_any_names_on_the_main_screen(gpu: str, process: str, pod: str) -> None:
+    base = load(CAPTURES / "rtx3090x4-procs-v12.xml")
+    owner = Owner(runtime="docker", container_id="ab" * 32, pod=pod, namespace="ns")
+    gpus = tuple(
+        dataclasses.replace(
+            one,
+            name=f"G{gpu}",
+            processes=tuple(
+                dataclasses.replace(p, name=process, command=f"P{process}", owner=owner)
+                for p in one.processes
+            ),
+        )
+        for one in base.gpus
+    )
+    text = asyncio.run(_shown(dataclasses.replace(base, gpus=gpus, host=pod)))
+    assert obeyed(text) == [], text
+    assert LINK in text  # the command column is wide enough to show its end
