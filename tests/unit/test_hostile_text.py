@@ -20,7 +20,7 @@ from gputop.cli.cluster import _print_once
 from gputop.cli.main import main
 from gputop.sinks.fleet_json import fleet_dict
 from gputop.sources.smi.recording import snapshot_from_path
-from support.command import GPUTOP, gputop_command
+from support.command import gputop_command
 from support.fleet import MemoryFleet, demo_fleet
 from support.hostile import (
     BOLD,
@@ -192,7 +192,7 @@ def test_the_issues_example_through_cat_v(tmp_path: Path) -> None:
     log = q_log(tmp_path / "q.txt", f"{TITLE}{WIPE}A100", f"/usr/bin/py{CSI8}thon")
     for args in (f"--replay {log} --once", f"report {log}"):
         shown = subprocess.run(
-            f"{shlex.quote(str(GPUTOP))} {args} | cat -v",
+            f"{shlex.join(gputop_command()[0])} {args} | cat -v",
             shell=True,
             capture_output=True,
             text=True,
