@@ -69,3 +69,33 @@ def test_a_kind_node_nests_the_pods_under_kubelet_slice() -> None:
         cid,
         uid.replace("_", "-"),
     )
+
+
+def test_crio_with_the_cgroupfs_driver_names_its_container() -> None:
+    # cri-o's cgmgr (cgroupfs) names a container's cgroup "crio-<id>" with no ".scope", and
+    # its conmon's "crio-conmon-<id>"; systemd's ".scope" is systemd's, not cri-o's.
+    uid = "0f0c3a1e-54f1-4d8b-9d4e-4a1b2c3d4e5f"
+    cid = "cd" * 32
+    for name in (f"crio-{cid}", f"crio-conmon-{cid}"):
+        facts = parse_path(f"/kubepods/besteffort/pod{uid}/{name}")
+        assert (facts.runtime, facts.container_id, facts.pod_uid) == ("cri-o", cid, uid)
+
+
+def test_a_node_in_a_container_is_not_the_pods_runtime() -> None:
+    # kind and minikube (docker driver) run the node as a Docker container: the pod's path
+    # sits under the node's "/docker/<node id>". The innermost container is the process's,
+    # with its own runtime, or none said.
+    node = "ee" * 32
+    uid = "8ca306fa-3c03-47fa-97dd-19979c345572"
+    cid = "12" * 32
+    crio = parse_path(f"/docker/{node}/kubepods/besteffort/pod{uid}/crio-{cid}")
+    assert (crio.runtime, crio.container_id, crio.pod_uid) == ("cri-o", cid, uid)
+    scoped = parse_path(
+        f"/docker/{node}/kubepods.slice/kubepods-besteffort.slice/"
+        f"kubepods-besteffort-pod{uid.replace('-', '_')}.slice/cri-containerd-{cid}.scope"
+    )
+    assert (scoped.runtime, scoped.container_id, scoped.pod_uid) == ("containerd", cid, uid)
+    bare = parse_path(f"/docker/{node}/kubepods/burstable/pod{uid}/{cid}")
+    assert (bare.runtime, bare.container_id, bare.pod_uid) == (None, cid, uid)
+    # A plain Docker container keeps its runtime.
+    assert parse_path(f"/docker/{node}").runtime == "docker"

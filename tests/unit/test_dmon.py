@@ -56,7 +56,11 @@ def test_dmon_values_match_the_file(path: Path) -> None:
             # What dmon has no column for is unknown, not zero.
             assert gpu.name is None and gpu.reason("name") is Reason.NOT_IN_LOG
             assert gpu.memory.total is None and gpu.reason("memory.total") is Reason.NOT_IN_LOG
-            assert log.timestamp(index) is None  # no -o DT: no time
+            if "Date" in cells:  # -o DT (the real H200's log)
+                when = datetime.strptime(cells["Date"] + cells["Time"], "%Y%m%d%H:%M:%S")
+                assert log.timestamp(index) == when
+            else:
+                assert log.timestamp(index) is None  # no -o DT: no time
 
 
 @pytest.mark.parametrize("path", PMON, ids=lambda path: path.name)

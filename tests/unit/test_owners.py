@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import time
 from pathlib import Path
 
+import pytest
+
 from gputop.model import Owner
+from gputop.sources.host import owners
+from gputop.sources.host.cgroup import CgroupFacts, parse_cgroup
 from gputop.sources.host.owners import OwnerLookup
 from support.fake_node import REAL, FakeNode
 
@@ -193,26 +199,88 @@ def test_answers_are_cached_per_pid_and_start_time(tmp_path: Path) -> None:
     assert found.owner(8) == first  # forgotten, so read afresh
 
 
-def test_a_pid_that_exits_between_reads(tmp_path: Path) -> None:
+def test_a_pid_that_exits_between_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     node = FakeNode(tmp_path)
-    base = node.process(9, None)
-    fifo = base / "cgroup"
-    os.mkfifo(fifo)
+    base = node.process(9, REAL["docker-v1"].text)
 
-    def exit_while_read() -> None:
+    def exit_while_read(text: str) -> CgroupFacts:
         # The lookup is reading the cgroup file when the process exits: its stat goes.
-        with open(fifo, "w") as out:
-            out.write(REAL["docker-v1"].text)
-            (base / "stat").unlink()
+        (base / "stat").unlink()
+        return parse_cgroup(text)
 
-    writer = threading.Thread(target=exit_while_read, daemon=True)
-    writer.start()
     found = lookup(node)
-    assert found.owner(9, start=1000) is None
-    writer.join(5)
-    assert not writer.is_alive()
+    with monkeypatch.context() as patch:
+        patch.setattr(owners, "parse_cgroup", exit_while_read)
+        assert found.owner(9, start=1000) is None
     # Nothing cached for it: a process now at that PID is read afresh.
-    fifo.unlink()
     node.process(9, REAL["slurm-v1"].text, start=1000)
     owner = found.owner(9, start=1000)
     assert owner is not None and owner.slurm_job == "280678"
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def test_a_deeply_nested_runtime_config_is_unknown_not_a_crash(tmp_path: Path) -> None:
+    # json.loads raises RecursionError, not ValueError, on a document nested this deep.
+    node = FakeNode(tmp_path)
+    crio = REAL["crio-v1"]
+    docker = REAL["docker-v1"]
+    assert crio.container_id is not None and docker.container_id is not None
+    node.process(40, crio.text)
+    node.crio_config(crio.container_id, {})
+    config = tmp_path / "run/containers/storage/overlay-containers" / crio.container_id
+    (config / "userdata/config.json").write_text('{"annotations": ' + _nested(200_000) + "}")
+    node.process(41, docker.text)
+    node.docker_config(docker.container_id, "x", {})
+    v2 = tmp_path / "var/lib/docker/containers" / docker.container_id / "config.v2.json"
+    v2.write_text('{"Config": {"Labels": ' + _nested(200_000) + "}}")
+    owners = lookup(node)
+    first, second = owners.owner(40), owners.owner(41)
+    assert first is not None and second is not None
+    assert (first.runtime, first.container_id, first.container) == (
+        "cri-o",
+        crio.container_id,
+        None,
+    )
+    assert (second.runtime, second.container_id, second.container) == (
+        "docker",
+        docker.container_id,
+        None,
+    )
+
+
+def test_a_fifo_in_place_of_a_file_does_not_hang(tmp_path: Path) -> None:
+    # Opening a FIFO for reading waits for a writer: a lookup must not.
+    node = FakeNode(tmp_path)
+    real = REAL["docker-v1"]
+    assert real.container_id is not None
+    os.mkfifo(node.process(50, None) / "cgroup")
+    base = node.process(51, real.text)
+    (base / "environ").unlink()
+    os.mkfifo(base / "environ")
+    stat = node.process(52, None) / "stat"
+    stat.unlink()
+    os.mkfifo(stat)
+    config = tmp_path / "var/lib/docker/containers" / real.container_id
+    config.mkdir(parents=True)
+    os.mkfifo(config / "config.v2.json")
+    answers: list[Owner | None] = []
+    worker = threading.Thread(
+        target=lambda: answers.extend(lookup(node).owner(pid) for pid in (50, 51, 52)),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(5.0)
+    hung = worker.is_alive()
+    fifos = [tmp_path / "proc/50/cgroup", base / "environ", stat, config / "config.v2.json"]
+    deadline = time.monotonic() + 5.0
+    while worker.is_alive() and time.monotonic() < deadline:
+        # Let each blocked open go (a writer that leaves at once), so no thread is left.
+        for fifo in fifos:
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(0.05)
+    assert not hung
+    assert answers == [None, Owner(runtime="docker", container_id=real.container_id), None]

@@ -187,7 +187,7 @@ def cluster_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
         ns = build_parser().parse_args(list(argv))
         source, where = build_source(ns)
     except GputopError as error:
-        print(f"gputop: {error}", file=sys.stderr)
+        print(f"gputop: {terminal_safe(str(error))}", file=sys.stderr)
         return error.exit_code
     try:
         if ns.once or ns.json:
@@ -207,7 +207,7 @@ def _print_once(source: FleetSource, out: TextIO, *, as_json: bool, one_shot: bo
     for notice in fleet.notices:
         print(f"gputop: warning: {terminal_safe(notice)}", file=sys.stderr)
     if fleet.error is not None:
-        print(f"gputop: {fleet.error}", file=sys.stderr)
+        print(f"gputop: {terminal_safe(fleet.error)}", file=sys.stderr)
         if not fleet.nodes:
             return 1
     if as_json:

@@ -30,6 +30,7 @@ from gputop.cli.web_config import Authenticator, WebConfig, load_web_config
 from gputop.errors import BadArguments
 from gputop.insight.diagnosis import gpu_state
 from gputop.model import GpuSample
+from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed, LiveFeed, ReplayFeed
 from gputop.pipeline.interval import MAX_INTERVAL, MIN_INTERVAL
@@ -188,7 +189,7 @@ def _replay_feed(ns: argparse.Namespace, selection: GpuSelection | None) -> Feed
 
 
 def _say(message: str) -> None:
-    print(f"gputop: {message}", file=sys.stderr, flush=True)
+    print(f"gputop: {terminal_safe(message)}", file=sys.stderr, flush=True)
 
 
 def _classify(gpu: GpuSample) -> str:

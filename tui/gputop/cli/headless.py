@@ -15,6 +15,7 @@ from typing import TextIO
 from gputop.cli.options import Options
 from gputop.cli.pick import format_pick, order_note, pick_gpus
 from gputop.model import Snapshot
+from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.loop import CountedLoop
 from gputop.pipeline.tick import SinkStatus, Tick
@@ -42,7 +43,7 @@ class _SinkFailures:
         said = {(sink.option, sink.path) for sink in self._before if sink.error is not None}
         for sink in tick.sinks:
             if sink.error is not None and (sink.option, sink.path) not in said:
-                print(f"gputop: {sink.error}", file=self._err, flush=True)
+                print(f"gputop: {terminal_safe(sink.error)}", file=self._err, flush=True)
         self._before = tick.sinks
 
 
@@ -82,7 +83,7 @@ def print_snapshots(
         out.flush()
         said = None if noted or note is None else note(snapshot)
         if said is not None:
-            print(f"gputop: note: {said}", file=err)
+            print(f"gputop: note: {terminal_safe(said)}", file=err)
             noted = True
 
     CountedLoop(pipeline, count=count, sleep=sleep, clock=clock).run(show)
@@ -115,4 +116,4 @@ def print_pick(
     print(format_pick(pick_gpus(samples, wanted)), file=out)
     note = order_note(env)
     if note is not None:
-        print(f"gputop: note: {note}", file=err)
+        print(f"gputop: note: {terminal_safe(note)}", file=err)

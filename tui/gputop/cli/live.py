@@ -30,6 +30,7 @@ from gputop.cli.no_tls import import_asyncio_without_tls
 from gputop.cli.options import Options
 from gputop.cli.sinks import check_machine, open_sinks
 from gputop.model import Snapshot
+from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.in_view import InView
@@ -173,7 +174,7 @@ def run_live(
         pipeline = Pipeline(feed, interval=options.interval, selection=selection, recorder=recorder)
         note = describe_visible_devices(env, len(first.gpus))
         if note is not None:
-            print(f"gputop: note: {note}", file=err)
+            print(f"gputop: note: {terminal_safe(note)}", file=err)
         if options.pick is not None:
             # Several samples, so that a job between two bursts (data loading) still shows
             # as busy.
@@ -204,7 +205,7 @@ def _after_the_tui(code: int, recorder: SnapshotSinks | None, err: TextIO) -> in
     """The exit code once the TUI has ended; a failed sink, shown in the header while the
     TUI ran, is said on stderr too (the alternate screen has gone with it)."""
     for failure in recorder.failures if recorder is not None else ():
-        print(f"gputop: {failure}", file=err)
+        print(f"gputop: {terminal_safe(str(failure))}", file=err)
     from gputop.cli.headless import with_sinks
 
     return with_sinks(code, recorder)

@@ -17,6 +17,7 @@ from gputop.cli.startup import hold_collection, release_collection
 from gputop.cli.terminal import tui_or_batch
 from gputop.cli.validate import Parser, interval_seconds, pick_count, sample_count
 from gputop.errors import BadArguments, GputopError
+from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.interval import MAX_INTERVAL, MIN_INTERVAL
 from gputop.sources.format_names import FORMAT_NAMES
 
@@ -205,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             release_collection()
         return _dispatch(options)
     except GputopError as error:
-        print(f"gputop: {error}", file=sys.stderr)
+        print(f"gputop: {terminal_safe(str(error))}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         return 130

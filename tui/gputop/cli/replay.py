@@ -12,6 +12,7 @@ from gputop.cli.pick import DEFAULT_SAMPLES
 from gputop.cli.recording_input import open_recording
 from gputop.cli.sinks import open_sinks
 from gputop.errors import BadArguments
+from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import DocumentFeed
 from gputop.sinks.fanout import SnapshotSinks
@@ -48,7 +49,7 @@ def _settle(recording: AnyRecording) -> None:
 
 
 def _say(message: str) -> None:
-    print(f"gputop: {message}", file=sys.stderr, flush=True)
+    print(f"gputop: {terminal_safe(message)}", file=sys.stderr, flush=True)
 
 
 def _warn_of_machines(recording: AnyRecording, options: Options) -> None:
@@ -59,7 +60,7 @@ def _warn_of_machines(recording: AnyRecording, options: Options) -> None:
         return
     several = machines_warning(recording, str(options.replay))
     if several is not None:
-        print(f"gputop: warning: {several}", file=sys.stderr, flush=True)
+        print(f"gputop: warning: {terminal_safe(several)}", file=sys.stderr, flush=True)
 
 
 def _pipeline(
@@ -118,7 +119,7 @@ def replay_headless(options: Options) -> int:
             _say(f"--count {count}: the recording holds only {total} document{plural}{after}")
         _warn_of_machines(recording, options)
         for warning in recording.warnings:
-            print(f"gputop: warning: {warning}", file=sys.stderr)
+            print(f"gputop: warning: {terminal_safe(warning)}", file=sys.stderr)
     return with_sinks(0, log)
 
 
@@ -133,6 +134,6 @@ def _pick(recording: AnyRecording, options: Options, log: SnapshotSinks | None) 
     samples = collect(pipeline, sys.stderr, count=None)
     _warn_of_machines(recording, options)
     for warning in recording.warnings:
-        print(f"gputop: warning: {warning}", file=sys.stderr)
+        print(f"gputop: warning: {terminal_safe(warning)}", file=sys.stderr)
     print_pick(samples, options.pick, os.environ, sys.stdout, sys.stderr)
     return with_sinks(0, log)

@@ -36,7 +36,9 @@ from gputop.insight.report import (
     summary_to_json,
 )
 from gputop.model import Snapshot
+from gputop.model.safe_text import terminal_safe
 from gputop.sources.csvlog import CsvRecording
+from gputop.sources.format_names import DMON
 from gputop.sources.formats import format_names
 
 PARALLEL_MIN_DOCUMENTS = 1000
@@ -155,7 +157,7 @@ def report_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
         args = build_parser().parse_args(list(argv))
         return _report(args, out)
     except GputopError as error:
-        print(f"gputop: {error}", file=sys.stderr)
+        print(f"gputop: {terminal_safe(str(error))}", file=sys.stderr)
         return error.exit_code
 
 
@@ -221,7 +223,7 @@ def _build_range(
 
 
 def _say(message: str) -> None:
-    print(f"gputop: {message}", file=sys.stderr, flush=True)
+    print(f"gputop: {terminal_safe(message)}", file=sys.stderr, flush=True)
 
 
 _SHARED_CSV: CsvRecording | None = None
@@ -308,6 +310,33 @@ def _indexed_csv(
     return ReportBuilder.merged(parts)
 
 
+def _plain_dmon_report(path: Path, max_gap: float | None, charts: bool) -> ReportBuilder | None:
+    """The report of a plain `dmon -o DT` log read column by column in one pass (the same
+    figures as row by row: ``sources/dmon_columns``); None when it is no such log."""
+    from gputop.sources.dmon_columns import NotPlain, plain_runs
+
+    # Adding up as it goes keeps no samples; with too many intervals held back for the gap
+    # threshold, the samples are kept instead.
+    for keep in (True,) if charts else (False, True):
+        runs = plain_runs(path)
+        if runs is None:
+            return None
+        builder = ReportBuilder(
+            max_gap_s=max_gap, min_auto_gap_s=STEADY_MIN_GAP_S, keep_samples=keep
+        )
+        try:
+            with _collector_paused():
+                for run in runs:
+                    builder.add_columns(run)
+                    if not keep and builder.pending > MAX_PENDING:
+                        break
+                else:
+                    return builder
+        except NotPlain:
+            return None
+    return None
+
+
 def build_report(
     path: Path,
     max_gap: float | None = None,
@@ -331,6 +360,10 @@ def build_report(
     from gputop.cli.opening import open_recording
     from gputop.sources.smi.recording import Recording
 
+    if columns and query_gpu is None and apps is None and format_name in (None, DMON):
+        plain = _plain_dmon_report(path, max_gap, charts)
+        if plain is not None:
+            return plain, []
     with open_recording(path, _say, format_name, query_gpu, apps) as recording:
         # A pipe is followed as it comes: a report covers all of it, read once it has ended
         # (else it would end at whatever had come when the reading caught up).
@@ -423,7 +456,7 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
             "--query-gpu with `timestamp`)"
         )
     for warning in warnings:
-        print(f"gputop: warning: {warning}", file=sys.stderr)
+        print(f"gputop: warning: {terminal_safe(warning)}", file=sys.stderr)
     if warnings:
         print(
             f"gputop: the report covers the {summary.snapshots} snapshots that could be read",
@@ -433,7 +466,8 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         json.dump(summary_to_json(summary), out, indent=2)
         out.write("\n")
         return 0
-    out.write(render_table(summary) + "\n")
+    # Names and the file name are outside text: each line is written terminal-safe.
+    out.write("\n".join(map(terminal_safe, render_table(summary).split("\n"))) + "\n")
     if builder.backward_steps and (args.charts or interactive):
         out.write("\ncharts left out: time went backwards, so there is no one time axis\n")
     elif args.charts or (args.charts is None and interactive):

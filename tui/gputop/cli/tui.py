@@ -10,6 +10,7 @@ from gputop.cli.options import Options
 from gputop.cli.startup import release_collection
 from gputop.errors import BadArguments
 from gputop.insight.diagnosis import diagnose
+from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed, ReplayFeed
 from gputop.pipeline.in_view import InView
@@ -71,7 +72,7 @@ def _open_recording(options: Options) -> AnyRecording | None:
 
 
 def _say(message: str) -> None:
-    print(f"gputop: {message}", file=sys.stderr, flush=True)
+    print(f"gputop: {terminal_safe(message)}", file=sys.stderr, flush=True)
 
 
 def run_tui(

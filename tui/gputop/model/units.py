@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gputop.model.safe_text import terminal_safe
+
 NA = "n/a"
 
 _MIB = 1024 * 1024
@@ -77,8 +79,8 @@ def fmt_mhz(value: int | None) -> str:
 
 
 def fmt_text(value: str | None) -> str:
-    """Any reported text, or n/a."""
-    return NA if value is None or value == "" else value
+    """Any reported text, terminal-safe (``safe_text``), or n/a."""
+    return NA if value is None or value == "" else terminal_safe(value)
 
 
 def ratio(used: float | None, total: float | None) -> float | None:

@@ -18,6 +18,7 @@ from gputop.model.fleet import (
     fresh_counts,
     held_memory,
 )
+from gputop.model.safe_text import terminal_safe
 from gputop.model.units import fmt_bytes
 from gputop.sinks.json import snapshot_dict
 
@@ -117,13 +118,14 @@ def fleet_text(fleet: FleetSnapshot) -> str:
         if node.stale:
             age_text += " stale"
         lines.append(
-            f"{node.key:<28.28} {len(node.snapshot.gpus):>4} "
+            f"{terminal_safe(node.key):<28.28} {len(node.snapshot.gpus):>4} "
             f"{states.count(GpuState.BUSY):>4} {states.count(GpuState.WAITING):>4} "
             f"{states.count(GpuState.IDLE):>4} {fmt_bytes(held):>10} {power:>8} {age_text:>7}"
         )
     if fleet.one_shot:
         lines.append(ONE_SHOT_NOTE)
-    return "\n".join(lines) + "\n"
+    # Host names and labels are the exporters' words: written terminal-safe, line by line.
+    return "\n".join(map(terminal_safe, lines)) + "\n"
 
 
 ONE_SHOT_NOTE = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputop.model import GpuSample, MigDeviceSample, Owner, ProcessSample, Snapshot
+from gputop.model.safe_text import terminal_safe
 from gputop.model.units import (
     fmt_celsius,
     fmt_memory_pair,
@@ -70,7 +71,10 @@ def format_summary(snapshot: Snapshot) -> str:
             )
     else:
         lines.append("No processes.")
-    return "\n".join(lines)
+    # Names, owners and versions come from outside: no line may carry a control character
+    # (a newline in a pod's name would forge a line). Names are made safe before they are
+    # cut to their column (``fmt_text``), so that the columns line up.
+    return "\n".join(map(terminal_safe, lines))
 
 
 def owner_text(owner: Owner | None) -> str | None:

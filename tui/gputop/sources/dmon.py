@@ -80,7 +80,7 @@ _GPU_FIELDS = (
 )
 
 
-def _header(line: bytes) -> tuple[str, ...] | None:
+def header_columns(line: bytes) -> tuple[str, ...] | None:
     """The column names of a ``# gpu …`` header line, or None for any other line."""
     if not _HEADER.match(line):
         return None
@@ -96,31 +96,34 @@ def looks_like(head: bytes) -> bool:
     """Whether a file beginning with ``head`` is a dmon or pmon log."""
     for line in head.lstrip(b"\xef\xbb\xbf").splitlines():
         if line.strip():
-            return _header(line.strip()) is not None
+            return header_columns(line.strip()) is not None
     return False
 
 
 def looks_like_dmon(head: bytes) -> bool:
     """A dmon log (a ``# gpu`` header without a ``pid`` column)."""
-    columns = _first_header(head)
+    columns = first_header(head)
     return columns is not None and not _is_pmon(columns)
 
 
 def looks_like_pmon(head: bytes) -> bool:
     """A pmon log (a ``# gpu pid …`` header)."""
-    columns = _first_header(head)
+    columns = first_header(head)
     return columns is not None and _is_pmon(columns)
 
 
-def _first_header(head: bytes) -> tuple[str, ...] | None:
+def first_header(head: bytes) -> tuple[str, ...] | None:
+    """The columns of the first non-blank line of ``head``, when it is a ``# gpu`` header."""
     for line in head.lstrip(b"\xef\xbb\xbf").splitlines():
         if line.strip():
-            return _header(line.strip())
+            return header_columns(line.strip())
     return None
 
 
 @dataclass(frozen=True)
-class _Layout:
+class DmonLayout:
+    """The columns one ``# gpu …`` header names, and which of them gputop reads."""
+
     columns: tuple[str, ...]
 
     @property
@@ -150,7 +153,7 @@ class _Layout:
         return sum(1 for name in self.columns[:2] if name in ("date", "time"))
 
 
-def _fields(layout: _Layout, line: bytes) -> list[bytes] | None:
+def _fields(layout: DmonLayout, line: bytes) -> list[bytes] | None:
     """A row's cells, or None when it does not fit the header: pmon's last column (the
     command) keeps its spaces and may be missing; dmon's rows have every column."""
     if layout.pmon:
@@ -160,7 +163,7 @@ def _fields(layout: _Layout, line: bytes) -> list[bytes] | None:
     return fields if len(fields) == len(layout.columns) else None
 
 
-def _parse_stamp(layout: _Layout, fields: list[bytes]) -> tuple[str, str]:
+def _parse_stamp(layout: DmonLayout, fields: list[bytes]) -> tuple[str, str]:
     date = time = ""
     for name, value in zip(layout.columns[:2], fields[:2], strict=False):
         if name == "date":
@@ -175,7 +178,7 @@ _UNDATED = datetime(1900, 1, 1)
 
 
 class _Scanner:
-    def __init__(self, index: LogIndex, layouts: list[_Layout], warnings: list[str]) -> None:
+    def __init__(self, index: LogIndex, layouts: list[DmonLayout], warnings: list[str]) -> None:
         self._index = index
         self._layouts = layouts
         self._warnings = warnings
@@ -201,9 +204,9 @@ class _Scanner:
         if not stripped:
             return
         if stripped.startswith(b"#"):
-            columns = _header(stripped)
+            columns = header_columns(stripped)
             if columns is not None:
-                layout = _Layout(columns)
+                layout = DmonLayout(columns)
                 if layout not in self._layouts:
                     self._layouts.append(layout)
                 number = self._layouts.index(layout)
@@ -217,7 +220,7 @@ class _Scanner:
         layout = self._layouts[self._layout]
         fields = _fields(layout, stripped)
         skip = layout.stamp_columns
-        if fields is None or _index_of(fields[skip]) is None:
+        if fields is None or gpu_index(fields[skip]) is None:
             self.stray += 1
             return
         # The raw cells: decoded only where a sample begins (most rows share its time).
@@ -253,7 +256,8 @@ class _Scanner:
         self._close()
 
 
-def _number(value: bytes) -> float | None:
+def cell_number(value: bytes) -> float | None:
+    """A cell's finite number; None for ``-`` or anything else that is none."""
     try:
         number = float(value)
     except ValueError:
@@ -262,7 +266,7 @@ def _number(value: bytes) -> float | None:
 
 
 class _Parser:
-    def __init__(self, layouts: list[_Layout]) -> None:
+    def __init__(self, layouts: list[DmonLayout]) -> None:
         self._layouts = layouts
 
     def __call__(self, data: bytes, layout_number: int, stamp: datetime | None) -> Snapshot:
@@ -281,24 +285,25 @@ class _Parser:
         return Snapshot(timestamp=stamp, gpus=tuple(sorted(gpus, key=lambda g: g.index)))
 
 
-def _index_of(value: bytes) -> int | None:
+def gpu_index(value: bytes) -> int | None:
+    """The GPU index a row's ``gpu`` cell gives; None when it is no index."""
     return int(value) if value.isdigit() and len(value) < 6 else None
 
 
-def _dmon_gpus(layout: _Layout, rows: list[list[bytes]]) -> list[GpuSample]:
+def _dmon_gpus(layout: DmonLayout, rows: list[list[bytes]]) -> list[GpuSample]:
     skip = layout.stamp_columns
     read = layout.read
     absent = layout.absent
     gpus: list[GpuSample] = []
     for fields in rows:
-        index = _index_of(fields[skip])
+        index = gpu_index(fields[skip])
         if index is None:
             continue
         values: dict[str, float] = {}
         missing = list(absent)
         for position, path in read:
             value = fields[position]
-            number = _number(value)
+            number = cell_number(value)
             if number is None or number < 0:
                 missing.append((path, Reason.NOT_AVAILABLE if value == b"-" else Reason.INVALID))
             else:
@@ -338,12 +343,12 @@ def _dmon_sample(
     )
 
 
-def _pmon_gpus(layout: _Layout, rows: list[list[bytes]]) -> list[GpuSample]:
+def _pmon_gpus(layout: DmonLayout, rows: list[list[bytes]]) -> list[GpuSample]:
     skip = layout.stamp_columns
     names = layout.columns[skip:]
     processes: dict[int, list[ProcessSample]] = {}
     for fields in rows:
-        index = _index_of(fields[skip])
+        index = gpu_index(fields[skip])
         if index is None:
             continue
         found = processes.setdefault(index, [])
@@ -351,8 +356,8 @@ def _pmon_gpus(layout: _Layout, rows: list[list[bytes]]) -> list[GpuSample]:
         pid = row.get("pid", b"-")
         if not pid.isdigit() or len(pid) > 10:
             continue  # `-`: no process on this GPU in this sample
-        sm = _number(row.get("sm", b"-"))
-        fb = _number(row.get("fb", b"-"))
+        sm = cell_number(row.get("sm", b"-"))
+        fb = cell_number(row.get("fb", b"-"))
         kind = row.get("type", b"-").decode("ascii", errors="replace")
         command = row.get("command", b"-").decode("utf-8", errors="replace").strip()
         found.append(
@@ -383,7 +388,7 @@ def open_monitor_log(
     path = Path(path)
     handle = open_regular(path)
     warnings: list[str] = []
-    layouts: list[_Layout] = []
+    layouts: list[DmonLayout] = []
     try:
         index = LogIndex()
         scanner = _Scanner(index, layouts, warnings)

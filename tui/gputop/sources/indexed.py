@@ -21,6 +21,10 @@ from gputop.errors import BadCapture
 from gputop.model import Snapshot
 from gputop.sources.following import wait_until
 
+UTF8_BOM = b"\xef\xbb\xbf"
+"""What Windows tools (Notepad, PowerShell's ``Out-File``) write before a UTF-8 text: a
+log's first line starts after it."""
+
 _EVERY = 2**62
 """An index past any snapshot: reaching for it reads the whole file."""
 _Log = TypeVar("_Log", bound="IndexedLog")

@@ -21,7 +21,7 @@ from typing import BinaryIO, Protocol
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
-from gputop.sources.indexed import IndexedLog
+from gputop.sources.indexed import UTF8_BOM, IndexedLog
 from gputop.sources.stamps import last_at_or_before
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
@@ -161,6 +161,8 @@ class LineLog(IndexedLog):
             fed = self._read_at - len(self._rest)
             self._read_at += len(data)
             data = self._rest + data
+            if fed == 0 and data.startswith(UTF8_BOM):
+                data, fed = data[len(UTF8_BOM) :], len(UTF8_BOM)
             cut = data.rfind(b"\n") + 1
             self._rest = data[cut:]
             for line in data[:cut].splitlines(keepends=True):

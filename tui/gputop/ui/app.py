@@ -14,9 +14,11 @@ from textual.driver import Driver
 from textual.screen import Screen
 
 from gputop.errors import Fatal
+from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.loop import TickLoop
 from gputop.pipeline.tick import Tick
 from gputop.ui.messages import SourceFailed, TickArrived
+from gputop.ui.safe_view import SafeView
 from gputop.ui.screens.main import MAIN_SCREEN_CSS, MainScreen
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
@@ -67,10 +69,12 @@ class GputopApp(App[int]):
                 gives garbage collection back then).
         """
         super().__init__()
-        self.settings = settings or UiSettings()
+        self._safe = SafeView()
+        """Every tick's outside strings made safe to draw (``safe_view``), on the poller."""
+        self.settings = self._safe(settings or UiSettings())
         self.loop = loop
         self.now = now
-        self.last_tick: Tick | None = first_tick
+        self.last_tick: Tick | None = None if first_tick is None else self._safe(first_tick)
         self._after_first_frame = after_first_frame
         """The newest tick shown."""
         self.ticks_shown = 0
@@ -136,7 +140,7 @@ class GputopApp(App[int]):
 
     def _deliver(self, tick: Tick) -> None:
         """Called by the loop, usually on the poller thread: post, never touch widgets."""
-        self.post_message(TickArrived(tick))
+        self.post_message(TickArrived(self._safe(tick)))
 
     def _failed(self, error: BaseException) -> None:
         """Called on the poller thread when it dies."""
@@ -152,7 +156,7 @@ class GputopApp(App[int]):
             self.loop.stop(0.5)
             self.exit(error.exit_code, return_code=error.exit_code)
             return
-        text = f"updates stopped: {type(error).__name__}: {error}"
+        text = terminal_safe(f"updates stopped: {type(error).__name__}: {error}")
         toast(self, "source", text, title="gputop", severity="error", timeout=30)
         tick = self.last_tick
         if tick is not None:

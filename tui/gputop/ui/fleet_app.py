@@ -19,10 +19,12 @@ from textual.driver import Driver
 from textual.screen import Screen
 
 from gputop.model.fleet import FleetSnapshot
+from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.commands import Command
 from gputop.pipeline.fleet_loop import DEFAULT_REFRESH, FleetLoop
 from gputop.pipeline.tick import Tick
 from gputop.ui.fleet_messages import FleetArrived, FleetFailed, NodeTickArrived
+from gputop.ui.safe_view import SafeView
 from gputop.ui.screens.fleet import FLEET_SCREEN_CSS, FleetScreen
 from gputop.ui.screens.main import MAIN_SCREEN_CSS
 from gputop.ui.screens.node import NodeScreen
@@ -65,8 +67,10 @@ class FleetApp(App[int]):
             now: wall-clock time (the history screen's "stale" rule); tests fix it.
         """
         super().__init__()
+        self._safe = SafeView()
+        """Every answer's and node tick's outside strings made safe to draw (``safe_view``)."""
         given = settings or UiSettings()
-        self.settings = dataclasses.replace(given, readonly=True)
+        self.settings = self._safe(dataclasses.replace(given, readonly=True))
         self.loop = loop
         self.refresh_interval = refresh
         self.now = now
@@ -115,10 +119,10 @@ class FleetApp(App[int]):
     # Called by the loop, usually on its thread: post, never touch widgets.
 
     def _deliver_fleet(self, fleet: FleetSnapshot) -> None:
-        self.post_message(FleetArrived(fleet))
+        self.post_message(FleetArrived(self._safe(fleet)))
 
     def _deliver_node(self, host: str, tick: Tick) -> None:
-        self.post_message(NodeTickArrived(host, tick))
+        self.post_message(NodeTickArrived(host, self._safe(tick)))
 
     def _failed(self, error: BaseException) -> None:
         self.post_message(FleetFailed(error))
@@ -159,7 +163,7 @@ class FleetApp(App[int]):
         toast(
             self,
             "source",
-            f"updates stopped: {type(error).__name__}: {error}",
+            terminal_safe(f"updates stopped: {type(error).__name__}: {error}"),
             title="gputop",
             severity="error",
             timeout=30,

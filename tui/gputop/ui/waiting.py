@@ -14,7 +14,10 @@ from typing import ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.widgets import Static
+
+from gputop.model.safe_text import terminal_safe
 
 POLL_SECONDS = 0.1
 """How often ``ready`` is asked."""
@@ -44,9 +47,11 @@ class WaitingApp(App[bool]):
         """Ask ``ready`` a few times a second."""
         self.set_interval(POLL_SECONDS, self._check)
 
-    def _text(self) -> str:
+    def _text(self) -> Content:
         waited = int(time.monotonic() - self._started)
-        return f"gputop: {self._message}\n\nwaited {waited} s; q quits"
+        # Plain text, the message's file name made terminal-safe: it is the user's, or a pipe's.
+        message = terminal_safe(self._message)
+        return Content(f"gputop: {message}\n\nwaited {waited} s; q quits")
 
     def _check(self) -> None:
         if self._is_ready():

@@ -61,7 +61,7 @@ class AppsLog:
             raise BadCapture(f"{path}: {(error.strerror or str(error)).lower()}") from None
         except (EOFError, ValueError) as error:
             raise BadCapture(f"{path}: {error}") from None
-        text = data.decode("utf-8", "replace")
+        text = data.decode("utf-8-sig", "replace")  # a BOM first is not in the header
         first = next((line for line in text.splitlines() if line.strip()), "")
         if not (is_header(first.strip()) and is_apps_header(first.strip())):
             raise BadCapture(

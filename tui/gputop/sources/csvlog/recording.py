@@ -52,7 +52,7 @@ from gputop.sources.csvlog.parse import (
     without_processes,
 )
 from gputop.sources.following import WAIT_SLICE
-from gputop.sources.indexed import IndexedLog
+from gputop.sources.indexed import UTF8_BOM, IndexedLog
 from gputop.sources.stamps import last_at_or_before
 
 _CHUNK = 1 << 20
@@ -604,6 +604,8 @@ class CsvRecording(IndexedLog):
         ended = data.ended  # before available(): what came before it ended is all there is
         available = data.available()
         at = self._scan_at
+        if at == 0 and available >= len(UTF8_BOM) and data.read(0, len(UTF8_BOM)) == UTF8_BOM:
+            at = self._scan_at = len(UTF8_BOM)  # the first line starts after it
         if at >= available:
             if ended:
                 self._finish()

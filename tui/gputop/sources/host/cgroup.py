@@ -8,7 +8,11 @@ read here (real examples of each are in ``tests/unit/test_cgroup_paths.py``):
   for CRI-O, ``docker-<id>.scope`` for dockershim; guaranteed pods have no QoS level,
   ``kubepods-pod<uid>.slice``; kind nodes nest it all under ``kubelet.slice/kubelet-…``);
 * Kubernetes, cgroupfs driver: ``/kubepods/besteffort/pod<uid>/<id>`` (``/kubepods/pod<uid>/
-  <id>`` for guaranteed pods);
+  <id>`` for guaranteed pods; CRI-O's own cgroupfs manager writes ``…/pod<uid>/crio-<id>``,
+  with no ``.scope``, which is systemd's);
+* a node that is itself a container (kind, minikube's docker driver): the node's
+  ``/docker/<node id>`` comes first, then the pod's path; the innermost container is the
+  process's, and only its own spelling says its runtime;
 * Docker: ``/docker/<id>`` (cgroupfs) or ``/system.slice/docker-<id>.scope`` (systemd);
 * containerd 1.4 on cgroup v1 with the systemd driver: runc's unconverted
   ``…/kubepods-besteffort-pod<uid>.slice:cri-containerd:<id>``;
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _SCOPE = re.compile(
     r"(?P<prefix>cri-containerd|crio-conmon|crio|docker|libpod-conmon|libpod|containerd)"
-    r"-(?P<id>[0-9a-f]{64})\.scope"
+    r"-(?P<id>[0-9a-f]{64})(?:\.scope)?"
 )
 _POD = re.compile(r"(?:^|-)pod(?P<uid>[0-9a-fA-F]{8}[_-]?[0-9a-fA-F_-]{24,28})(?:\.slice)?$")
 _JOB = re.compile(r"job_(?P<job>\d+)")
@@ -81,6 +85,8 @@ def parse_path(path: str) -> CgroupFacts:
     ]
     slurm = False
     for n, part in enumerate(parts):
+        # A later container is inside an earlier one (a kind node's pods): it replaces the
+        # outer one, runtime and all.
         scope = _SCOPE.fullmatch(part)
         if scope is not None:
             runtime = _RUNTIMES[scope["prefix"]]
@@ -89,8 +95,7 @@ def parse_path(path: str) -> CgroupFacts:
         if _HEX64.fullmatch(part):
             container_id = part
             before = parts[n - 1] if n > 0 else ""
-            if runtime is None and before in _RUNTIMES:
-                runtime = _RUNTIMES[before]
+            runtime = _RUNTIMES.get(before)
             continue
         if "kubepods" in part or (part.startswith("pod") and uid is None):
             found = _POD.search(part)

@@ -23,6 +23,7 @@ Not thread-safe: one source calls it from its polling thread.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,13 +63,24 @@ _NAME_KEYS = {
 
 
 def read_bytes(path: str, limit: int = MAX_SMALL_FILE) -> bytes | None:
-    """Up to ``limit`` bytes of a file; None when it cannot be read (gone, no permission, a
-    directory, ...)."""
+    """Up to ``limit`` bytes of a regular file; None when it cannot be read (gone, no
+    permission, a directory, a FIFO or device, ...)."""
     try:
-        with open(path, "rb") as file:
+        # Opened without waiting (a FIFO's open waits for a writer) and read only if regular
+        # (procfs files are): a FIFO, socket or device under a runtime's directory or a
+        # mounted procfs is not the file it stands in for.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as file:
             return file.read(limit)
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(fd)
 
 
 def slurm_job_from_environ(data: bytes) -> str | None:
@@ -114,7 +126,7 @@ def _load_json(path: str) -> Any:
 
     try:
         return json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the stack
         return None
 
 

@@ -155,7 +155,8 @@ def _read_file(path: str) -> bytes:
 def _stat_data(path: str) -> bytes | None:
     """A ``/proc/<pid>/stat`` line; None if unreadable."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        # Without waiting: a FIFO in a mounted procfs's place would block an open for a writer.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
     try:

@@ -14,6 +14,7 @@ from datetime import datetime
 from gputop.model.age import age_seconds, fmt_age
 from gputop.model.fleet import GpuState, GpuWindow, NodeView
 from gputop.model.fleet import held_memory as held_memory  # shared with `cluster --once`
+from gputop.model.safe_text import terminal_safe
 from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_watts
 from gputop.ui.render.process_rows import Column
 
@@ -122,7 +123,7 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
         return str(value) if known else NA
 
     cells = (
-        node.key,
+        terminal_safe(node.key),  # the key is the node's identity, kept true: safe where drawn
         str(gpus),
         number(busy),
         number(waiting),

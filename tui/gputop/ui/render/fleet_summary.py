@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from gputop.model.age import age_seconds, fmt_age
 from gputop.model.fleet import FleetSnapshot, GpuState, NodeView, fresh_counts
+from gputop.model.safe_text import terminal_safe
 
 Segment = tuple[str, str]
 """(text, role), as ``gputop.ui.widgets.status_line.Bar`` draws them."""
@@ -19,7 +20,7 @@ PLACES = 3
 def _where(nodes: Sequence[NodeView], state: GpuState) -> list[tuple[str, int]]:
     """(host, how many of its GPUs are in ``state``), most first, fresh nodes only."""
     found = [
-        (node.key, sum(window.state is state for window in node.windows))
+        (terminal_safe(node.key), sum(window.state is state for window in node.windows))
         for node in nodes
         if not node.stale
     ]

@@ -10,6 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
@@ -49,7 +50,7 @@ class GotoDialog(ModalScreen[int | datetime | None]):
         try:
             target = parse_target(event.value, self.status.span, self.status.timestamp)
         except TargetError as error:
-            self.query_one("#goto-error", Static).update(str(error))
+            self.query_one("#goto-error", Static).update(Content(str(error)))  # not markup
             return
         self.dismiss(target)
 

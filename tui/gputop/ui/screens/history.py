@@ -353,8 +353,10 @@ class HistoryScreen(Screen[None]):
         window = self.window()
         name = self._name or "unknown GPU"
         self.query_one("#history-title", Static).update(
-            f"GPU {self.gpu_index} · {name} · window {label}: {fmt_duration(window.span)} · "
-            f"{window.samples:,} sample{'' if window.samples == 1 else 's'}"
+            Content(  # plain text: a GPU named "[bold]x" shows as written
+                f"GPU {self.gpu_index} · {name} · window {label}: {fmt_duration(window.span)} · "
+                f"{window.samples:,} sample{'' if window.samples == 1 else 's'}"
+            )
         )
         findings = (
             findings_content(self.findings) if len(window) else Content("no data for this GPU yet")

@@ -16,6 +16,7 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 
 from gputop.model import Snapshot
+from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.tick import Tick
 from gputop.ui.screens.main import MainScreen
 from gputop.ui.settings import UiSettings
@@ -45,9 +46,9 @@ class NodeScreen(MainScreen):
         # awaited, as it does for a driver still starting, instead of a blank screen.
         placeholder = Tick(
             seq=0,
-            snapshot=Snapshot(timestamp=None, host=host),
+            snapshot=Snapshot(timestamp=None, host=terminal_safe(host)),
             interval=interval,
-            waiting=f"reading {host}'s recent samples…",
+            waiting=f"reading {terminal_safe(host)}'s recent samples…",
         )
         super().__init__(dataclasses.replace(settings, show_host=True), placeholder)
         self.host = host

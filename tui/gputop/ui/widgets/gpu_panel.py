@@ -14,6 +14,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.color import Color
+from textual.content import Content
 from textual.filter import LineFilter
 from textual.geometry import Region, Size
 from textual.message import Message
@@ -89,6 +90,8 @@ class GpuPanel(Widget, can_focus=True):
         self._details = False
         self._mig = False
         self._name_width = 12
+        self._titles: tuple[str, str] | None = None
+        """The title and badge shown, as plain text."""
         self._lines: tuple[Line, ...] = ()
         self._lines_width = -1
         self._styles: dict[str, Style] | None = None
@@ -146,11 +149,11 @@ class GpuPanel(Widget, can_focus=True):
         self.set_class(gone, "-gone")
         self.set_class(gpu.lost and not gone, "-lost")
         self.set_class(gpu.stale, "-stale")
-        new_title, new_badge = title(self._state), badge(self._state)
-        if self.border_title != new_title:
-            self.border_title = new_title
-        if self.border_subtitle != new_badge:
-            self.border_subtitle = new_badge
+        titles = (title(self._state), badge(self._state))
+        if titles != self._titles:
+            # Plain text, not markup: a GPU named "[bold red]x" shows as written.
+            self._titles = titles
+            self.border_title, self.border_subtitle = Content(titles[0]), Content(titles[1])
         width = self.size.width
         if width <= 0:
             self._lines_width = -1

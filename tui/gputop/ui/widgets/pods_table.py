@@ -80,7 +80,8 @@ class PodsTable(Widget):
         table = self.query_one("#pods-data", DataTable)
         table.clear()
         for row in rows:
-            table.add_row(*row)
+            # As plain text: a DataTable reads a str cell as markup ("[bold]ns").
+            table.add_row(*map(Text, row))
         devices = len({row[0] for row in rows})
         pods = len({(row[1], row[2]) for row in rows})
         status = f"{pods} pod{'s' if pods != 1 else ''} on {devices} device"
