@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gputop.cli.options import Options
 from gputop.errors import GputopError
+from gputop.model.safe_text import terminal_safe
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             feed.close()
     except GputopError as error:
-        print(f"gputop: {error}", file=sys.stderr)
+        print(f"gputop: {terminal_safe(str(error))}", file=sys.stderr)
         return error.exit_code
 
 
