@@ -472,14 +472,19 @@ def _power_finding(
             "holds the GPU back)"
         )
         return Finding(FindingKind.POWER, Severity.WARNING, text, since)
-    if gpu_state(gpu, th) is not GpuState.BUSY:
+    util = gpu.utilization.gpu
+    if util is None or util < th.low_utilization_pct:
         return None  # the cap outlasting the load by a moment: the GPU is not held back
     cap = f"the {fmt_watts(limit)} power cap" if limit is not None else "the power cap"
+    if gpu_state(gpu, th) is GpuState.BUSY:
+        cap = f"busy at {cap}"
+    else:
+        cap = f"at {cap}"  # throttled by something else (heat), said in its own finding
     evidence = [f"drawing {fmt_watts(draw)}"] if draw is not None else []
     if gpu.clocks.sm is not None:
         evidence.append(f"SM clock {fmt_mhz(gpu.clocks.sm)}")
     shown = f" ({', '.join(evidence)})" if evidence else ""
-    text = f"busy at {cap}{_since_text(since, latest)}{shown}"
+    text = f"{cap}{_since_text(since, latest)}{shown}"
     return Finding(FindingKind.POWER, Severity.INFO, text, since)
 
 

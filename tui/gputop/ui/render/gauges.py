@@ -99,8 +99,9 @@ def power_level(gpu: GpuSample) -> Level:
         return Level.NA
     if not power_holds_back(gpu):
         return Level.OK
-    brake = ThrottleReason.HW_POWER_BRAKE_SLOWDOWN.value
-    return Level.CRIT if brake in (gpu.throttle_reasons or ()) else Level.WARN
+    brake = ThrottleReason.HW_POWER_BRAKE_SLOWDOWN
+    reasons = gpu.throttle_reasons or ()
+    return Level.CRIT if any(ThrottleReason.parse(r) is brake for r in reasons) else Level.WARN
 
 
 def utilization_level(gpu: GpuSample) -> Level:
