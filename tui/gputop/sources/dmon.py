@@ -49,7 +49,9 @@ DMON_COLUMNS: dict[str, str] = {
     "enc": "utilization.encoder",
     "dec": "utilization.decoder",
     "mclk": "clocks.memory",
-    "pclk": "clocks.graphics",
+    # "Proc and Mem Clocks" (`-s c`): pclk is the processor clock, the SM clock that
+    # `--query-gpu=clocks.current.sm` and NVML's NVML_CLOCK_SM give (equal on the H200 log).
+    "pclk": "clocks.sm",
     "fb": "memory.used",
     "sbecc": "ecc_errors.volatile_corrected",
     "dbecc": "ecc_errors.volatile_uncorrected",
@@ -327,9 +329,7 @@ def _dmon_sample(
         memory=Memory(used=_int(values, "memory.used", _MIB)),
         temperature=Temperature(gpu=get("temperature.gpu"), memory=get("temperature.memory")),
         power=Power(draw=get("power.draw")),
-        clocks=Clocks(
-            graphics=_int(values, "clocks.graphics"), memory=_int(values, "clocks.memory")
-        ),
+        clocks=Clocks(sm=_int(values, "clocks.sm"), memory=_int(values, "clocks.memory")),
         ecc_errors=EccErrors(
             volatile_corrected=_int(values, "ecc_errors.volatile_corrected"),
             volatile_uncorrected=_int(values, "ecc_errors.volatile_uncorrected"),
