@@ -476,10 +476,8 @@ def _power_finding(
     if util is None or util < th.low_utilization_pct:
         return None  # the cap outlasting the load by a moment: the GPU is not held back
     cap = f"the {fmt_watts(limit)} power cap" if limit is not None else "the power cap"
-    if gpu_state(gpu, th) is GpuState.BUSY:
-        cap = f"busy at {cap}"
-    else:
-        cap = f"at {cap}"  # throttled by something else (heat), said in its own finding
+    # Busy, or throttled by something else (heat), which its own finding says.
+    cap = f"busy at {cap}" if gpu_state(gpu, th) is GpuState.BUSY else f"at {cap}"
     evidence = [f"drawing {fmt_watts(draw)}"] if draw is not None else []
     if gpu.clocks.sm is not None:
         evidence.append(f"SM clock {fmt_mhz(gpu.clocks.sm)}")
