@@ -35,6 +35,7 @@ from gputop.model import (
     Snapshot,
     Utilization,
 )
+from gputop.model.units import fmt_count
 from gputop.sinks.smi_xml import snapshot_to_xml
 
 GIB = 1024**3
@@ -518,3 +519,14 @@ def test_charts_are_left_out_when_time_went_back(tmp_path: Path) -> None:
     out = io.StringIO()
     assert report_main([str(path), "--charts"], stdout=out) == 0
     assert "charts left out: time went backwards" in out.getvalue()
+
+
+def test_one_snapshot_and_one_sample_read_in_the_singular() -> None:
+    """Issue 25: "1 snapshots", "1 samples"."""
+    text = render_table(summarize([Snapshot(T0, (_idler(0),))]))
+    assert text.startswith("recording: 1 snapshot, ")
+    assert "; 1 sample; " in text
+    assert "1 snapshots" not in text and "1 samples" not in text
+    assert fmt_count(1, "process", "processes") == "1 process"
+    assert fmt_count(2, "process", "processes") == "2 processes"
+    assert fmt_count(0, "snapshot") == "0 snapshots"

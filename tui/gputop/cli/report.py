@@ -36,6 +36,7 @@ from gputop.insight.report import (
     summary_to_json,
 )
 from gputop.model import Snapshot
+from gputop.model.units import fmt_count
 from gputop.sources.csvlog import CsvRecording
 from gputop.sources.formats import format_names
 
@@ -413,7 +414,8 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         print(f"gputop: warning: {warning}", file=sys.stderr)
     if warnings:
         print(
-            f"gputop: the report covers the {summary.snapshots} snapshots that could be read",
+            f"gputop: the report covers the {fmt_count(summary.snapshots, 'snapshot')} that "
+            "could be read",
             file=sys.stderr,
         )
     if args.json:

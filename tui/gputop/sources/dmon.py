@@ -393,7 +393,8 @@ def open_monitor_log(
         if not log.wait_for(0):
             raise BadCapture(f"{path}: no dmon/pmon rows under a `# gpu …` header")
         if scanner.stray:
-            warnings.append(f"{path}: skipped {scanner.stray} lines that fit no `# gpu` header")
+            lines = "line" if scanner.stray == 1 else "lines"
+            warnings.append(f"{path}: skipped {scanner.stray} {lines} that fit no `# gpu` header")
         if not layouts[0].stamp_columns and not any(layout.stamp_columns for layout in layouts):
             warnings.append(
                 f"{path}: no date/time columns, so no snapshot has a time (record with "

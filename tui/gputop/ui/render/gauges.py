@@ -19,6 +19,7 @@ from gputop.model.units import (
     NA,
     fmt_bytes,
     fmt_celsius,
+    fmt_count,
     fmt_percent,
     fmt_used_of,
     fmt_watts,
@@ -397,7 +398,7 @@ def detail_parts(gpu: GpuSample) -> list[tuple[str, Level]]:
             )
         )
     if gpu.mig_mode:
-        parts.append((f"MIG on: {len(gpu.mig_devices)} devices", Level.OK))
+        parts.append((f"MIG on: {fmt_count(len(gpu.mig_devices), 'device')}", Level.OK))
     missing = missing_reasons(
         gpu, ("utilization.gpu", "memory.used", "power.draw", "power.limit", "temperature.gpu")
     )
