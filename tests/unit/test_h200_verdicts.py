@@ -24,11 +24,15 @@ import pytest
 
 from gputop.cli.main import main
 from gputop.cli.report import report_main
+from gputop.insight.diagnosis import Severity, diagnose
 from gputop.insight.report import GpuSummary, summarize
 from gputop.model import Snapshot
 from gputop.model.gpu_state import GpuState, sample_state
+from gputop.pipeline.core import throttled
 from gputop.sinks.smi_xml import SmiXmlWriter
 from gputop.sources.formats import open_recording
+from gputop.ui.render.gauges import Level, detail_parts, power_level
+from gputop.ui.render.panel_lines import worst_finding
 
 LIVE = Path(__file__).resolve().parents[2] / "snapshots" / "h200-live"
 STREAM = LIVE / "h200-train-stream.xml.gz"
@@ -190,3 +194,22 @@ def test_report_of_the_stream_says_busy_at_the_cap() -> None:
     verdict = (row["BUSY"], row["WAITING"], row["IDLE"], row["THROTTLED"])
     assert verdict == ("55s", "29s", "0s", "0s")
     assert "busy 55s, 100% of it at the 700W power cap (SM clock 1425-1920MHz)" in text
+
+
+def test_the_panel_says_busy_at_the_cap_as_information_not_a_warning() -> None:
+    """The panel showed "power capped since …" and a red power gauge at full load."""
+    stream = read(STREAM)
+    history = stream[:37]  # 06:43:18, in a burst, at 694 W of 700 W
+    gpu = history[-1].gpu(0)
+    assert gpu is not None and gpu.utilization.gpu == 97.0
+    findings = diagnose(history, 0)
+    shown = worst_finding(findings)
+    assert shown is not None
+    text, role = shown
+    assert text.startswith("busy at the 700W power cap since 06:43:13 (drawing 694W")
+    assert role == "value"
+    assert all(f.severity is Severity.INFO for f in findings)
+    assert power_level(gpu) is Level.OK
+    assert all(level in (Level.OK, Level.NA) for _, level in detail_parts(gpu))
+    # The history marks no throttling in a burst at the cap.
+    assert throttled(gpu) is False
