@@ -29,6 +29,7 @@ from gputop.insight.report import GpuSummary, summarize
 from gputop.model import Snapshot
 from gputop.model.gpu_state import GpuState, sample_state
 from gputop.pipeline.core import throttled
+from gputop.sinks.prometheus.tracker import ExportTracker
 from gputop.sinks.smi_xml import SmiXmlWriter
 from gputop.sources.formats import open_recording
 from gputop.ui.render.gauges import Level, detail_parts, power_level
@@ -213,3 +214,13 @@ def test_the_panel_says_busy_at_the_cap_as_information_not_a_warning() -> None:
     assert all(level in (Level.OK, Level.NA) for _, level in detail_parts(gpu))
     # The history marks no throttling in a burst at the cap.
     assert throttled(gpu) is False
+
+
+def test_the_exporters_gpu_state_is_busy_at_the_cap(runs: dict[str, list[Snapshot]]) -> None:
+    """`gputop_gpu_state` takes the one definition: busy at the cap, waiting between."""
+    tracker = ExportTracker()
+    states = [
+        tracker.update(snapshot, float(n))[0].state for n, snapshot in enumerate(runs["stream"])
+    ]
+    assert states == [sample_state(s.gpu(0)).value for s in runs["stream"]]
+    assert set(states) == {"busy", "waiting"}
