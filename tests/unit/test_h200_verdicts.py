@@ -24,9 +24,11 @@ import pytest
 
 from gputop.cli.main import main
 from gputop.cli.report import report_main
+from gputop.history.metrics import Metric
 from gputop.insight.diagnosis import Severity, diagnose
 from gputop.insight.report import GpuSummary, summarize
 from gputop.model import Snapshot
+from gputop.model.fields import GPU_BY_PATH
 from gputop.model.gpu_state import GpuState, sample_state
 from gputop.pipeline.core import throttled
 from gputop.sinks.prometheus.tracker import ExportTracker
@@ -224,3 +226,18 @@ def test_the_exporters_gpu_state_is_busy_at_the_cap(runs: dict[str, list[Snapsho
     ]
     assert states == [sample_state(s.gpu(0)).value for s in runs["stream"]]
     assert set(states) == {"busy", "waiting"}
+
+
+def test_dmons_pclk_is_the_sm_clock_the_panel_and_history_show(
+    runs: dict[str, list[Snapshot]],
+) -> None:
+    """dmon's pclk (processor clock) is the SM clock: `--query-gpu`'s clocks.current.sm
+    of the same run moves with it (1245-1515 MHz in a burst, 1980 between)."""
+    gpu = runs["dmon"][0].gpu(0)
+    assert gpu is not None and gpu.clocks.sm == 1440 and gpu.clocks.memory == 3201
+    assert ("sm 1440 mem 3201 MHz", Level.OK) in detail_parts(gpu)
+    assert GPU_BY_PATH[Metric.SM_CLOCK.value].read(gpu) == 1440
+    clocks = [g.clocks.sm for s in runs["dmon"] for g in s.gpus]
+    wide = [g.clocks.sm for s in runs["wide"] for g in s.gpus]
+    assert len(clocks) == len(runs["dmon"]) and None not in clocks and None not in wide
+    assert max(c or 0 for c in clocks) == max(c or 0 for c in wide) == 1980
