@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from gputop.model.fleet import FleetSnapshot
-from gputop.model.units import NA, fmt_count
+from gputop.model.units import NA
 from gputop.ui.render.fleet_rows import (
     COLUMN_INDEX,
     COLUMNS,
@@ -260,7 +260,7 @@ class FleetTable(ColumnSortKeys, FilteredTable):
     def _update_status(self, shown: int) -> None:
         column = COLUMNS[self.sort_column]
         parts = [
-            f"{shown} of {fmt_count(len(self._rows), 'node')}",
+            f"{shown} of {len(self._rows)} nodes",
             f"sort {column.label} {_ARROWS[self.sort_reverse]}",
         ]
         if self.filter_text:

@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from gputop.model import Snapshot
-from gputop.model.units import NA, fmt_count
+from gputop.model.units import NA
 from gputop.ui.render.owners import container_line
 from gputop.ui.render.process_rows import (
     COLUMN_INDEX,
@@ -709,7 +709,7 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
     def _update_status(self, shown: int) -> None:
         column = COLUMNS[self.sort_column]
         parts = [
-            f"{shown} of {fmt_count(len(self._rows), 'process', 'processes')}",
+            f"{shown} of {len(self._rows)} processes",
             f"sort {column.label} {_ARROWS[self.sort_reverse]}",
             f"type {self.type_filter.value}",
         ]
