@@ -92,13 +92,22 @@ def test_memory_and_power_thresholds() -> None:
     assert memory_level(card(memory=Memory(total=100, used=90))) is Level.WARN
     assert memory_level(card(memory=Memory(total=100, used=99))) is Level.CRIT
     assert memory_level(card(memory=Memory(total=None, used=99))) is Level.NA
-    assert power_level(card(power=Power(draw=395.0, limit=400.0))) is Level.CRIT
-    assert power_level(card(power=Power(draw=370.0, limit=400.0))) is Level.WARN
-    assert power_level(card(throttle_reasons=("sw_power_cap",))) is Level.CRIT
+    # A GPU at work draws up to its limit, and at full load runs at its power cap: that is
+    # information, never a warning colour (issue 25: an H200 training at 690-708 W of 700 W).
+    at_cap = card(power=Power(draw=395.0, limit=400.0), throttle_reasons=("sw_power_cap",))
+    assert power_level(card(power=Power(draw=395.0, limit=400.0))) is Level.OK
+    assert power_level(at_cap) is Level.OK
+    assert throttle_level(("sw_power_cap",), at_cap) is Level.OK
+    # The cap holding back a GPU at low utilization, the draw at the limit, is a warning;
+    # the power brake is critical whatever the load.
+    held_back = dataclasses.replace(at_cap, utilization=Utilization(gpu=4.0))
+    assert power_level(held_back) is Level.WARN
+    assert throttle_level(("sw_power_cap",), held_back) is Level.WARN
+    brake = card(throttle_reasons=("hw_power_brake_slowdown",))
+    assert power_level(brake) is Level.CRIT
     assert power_level(card(power=Power(draw=10.0, limit=None))) is Level.OK
-    assert throttle_level(("gpu_idle",)) is Level.OK
-    assert throttle_level(("sw_power_cap",)) is Level.WARN
-    assert throttle_level(("hw_thermal_slowdown", "gpu_idle")) is Level.CRIT
+    assert throttle_level(("gpu_idle",), card()) is Level.OK
+    assert throttle_level(("hw_thermal_slowdown", "gpu_idle"), card()) is Level.CRIT
 
 
 def test_lost_gpus_read_not_available_everywhere() -> None:

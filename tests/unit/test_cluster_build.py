@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gputop.insight.diagnosis import DEFAULT_THRESHOLDS
-from gputop.model import GpuSample, Memory, Owner
+from gputop.model import GpuSample, Memory, Owner, Power, Utilization
 from gputop.model.fields import MIB
 from gputop.model.fleet import GpuState
+from gputop.model.gpu_state import sample_state
 from gputop.sources.prometheus import window
 from gputop.sources.prometheus.build import NodeBuilder, is_blank
 from gputop.sources.prometheus.families import GPU_METRICS, Reading, host_of, owner_of
@@ -128,3 +131,51 @@ def test_gputop_exporter_series() -> None:
     assert (extras.state, extras.process_count) == ("waiting", 1)
     assert gpu.unavailable == ()  # every field the table exports came back
     assert gpu.lost is False and gpu.ecc_mode is True and gpu.clocks.graphics == 7
+
+
+def test_a_busy_gpu_at_its_power_cap_is_busy_over_the_window_too() -> None:
+    """Issue 25: the fleet view takes the states every view takes (model.gpu_state)."""
+    capped = GpuSample(
+        index=0,
+        power=Power(draw=690.0, limit=700.0),
+        throttle_reasons=("sw_power_cap",),
+    )
+    busy = window.classify(capped, utilization_mean=64.0, samples=20, memory_used_mean=0)
+    assert busy is GpuState.BUSY
+    held_back = window.classify(capped, utilization_mean=10.0, samples=20, memory_used_mean=0)
+    assert held_back is GpuState.THROTTLED
+    outlasting = replace(capped, power=Power(draw=300.0, limit=700.0))
+    held = 30 * 1024**3
+    assert (
+        window.classify(outlasting, utilization_mean=0.0, samples=20, memory_used_mean=held)
+        is GpuState.WAITING
+    )
+
+
+@pytest.mark.parametrize("util", [None, 0.0, 4.0, 12.0, 31.0, 97.0])
+@pytest.mark.parametrize("used", [None, 0, 300 * MIB, 30 * 1024**3])
+@pytest.mark.parametrize(
+    "reasons",
+    [None, (), ("sw_power_cap",), ("gpu_idle",), ("hw_slowdown",), ("sw_thermal_slowdown",)],
+)
+def test_one_sample_window_and_one_sample_are_judged_alike(
+    util: float | None, used: int | None, reasons: tuple[str, ...] | None
+) -> None:
+    """The window's state of a steady GPU is the sample's state, whatever the inputs."""
+    gpu = GpuSample(
+        index=0,
+        utilization=Utilization(gpu=util),
+        memory=Memory(used=used),
+        power=Power(draw=680.0, limit=700.0),
+        throttle_reasons=reasons,
+    )
+    over_window = window.classify(gpu, utilization_mean=util, samples=10, memory_used_mean=used)
+    one = sample_state(gpu)
+    if used is None and util is not None:
+        # An exporter's missing memory series: the window knows only what utilization says,
+        # so at low utilization it cannot tell idle from waiting (issue 29).
+        assert over_window is one or GpuState.UNKNOWN in (one, over_window)
+        if util < 5.0 and not reasons:
+            assert over_window is GpuState.UNKNOWN
+    else:
+        assert over_window is one

@@ -300,11 +300,38 @@ def test_throttling_that_ended_is_not_reported() -> None:
     assert diagnose(history(gpus), 0) == ()
 
 
-def test_power_cap() -> None:
-    (finding,) = conditions(steady(10, reasons=("sw_power_cap",), draw=398.0), 0)
+def test_a_busy_gpu_at_its_power_cap_is_busy_and_the_cap_is_a_fact() -> None:
+    """Issue 25: a training job runs a datacenter GPU at its power limit. Busy stays busy;
+    the cap is information beside it, not a warning."""
+    snapshots = steady(10, reasons=("sw_power_cap",), draw=398.0)
+    (finding,) = conditions(snapshots, 0)
     assert finding.kind is FindingKind.POWER
     assert finding.severity is Severity.INFO
-    assert finding.text == "power capped since 14:00:00 (drawing 398W of a 400W limit)"
+    assert finding.text == (
+        "busy at the 400W power cap since 14:00:00 (drawing 398W, SM clock 1410MHz)"
+    )
+    assert gpu_states(snapshots, 0) == [GpuState.BUSY] * 10
+
+
+def test_the_power_cap_at_low_utilization_holds_the_gpu_back() -> None:
+    snapshots = steady(10, util=8.0, reasons=("sw_power_cap",), draw=395.0)
+    (power, *_others) = conditions(snapshots, 0)
+    assert power.kind is FindingKind.POWER
+    assert power.severity is Severity.WARNING
+    assert power.text == (
+        "power capped at low utilization since 14:00:00 (drawing 395W of a 400W limit at 8% "
+        "utilization: the power limit, not the work, holds the GPU back)"
+    )
+    assert gpu_states(snapshots, 0) == [GpuState.THROTTLED] * 10
+
+
+def test_a_cap_that_outlasts_the_load_for_a_moment_is_no_throttling() -> None:
+    """The H200 still reports sw_power_cap a second after its load stopped, at 0% and half
+    its limit: that GPU is waiting, not held back, and nothing is said of the cap."""
+    gpus = [make_gpu(97.0, reasons=("sw_power_cap",), draw=398.0) for _ in range(10)]
+    gpus.append(make_gpu(0.0, reasons=("sw_power_cap",), draw=190.0))
+    assert gpu_states(history(gpus), 0)[-1] is GpuState.WAITING
+    assert FindingKind.POWER not in kinds(conditions(history(gpus), 0))
 
 
 def test_power_brake_is_a_warning() -> None:
@@ -317,6 +344,14 @@ def test_power_brake_is_a_warning() -> None:
 def test_hardware_slowdown_alone() -> None:
     (finding,) = conditions(steady(10, reasons=("hw_slowdown",)), 0)
     assert finding.kind is FindingKind.SLOWDOWN
+
+
+def test_a_hardware_slowdown_is_said_beside_a_busy_power_cap() -> None:
+    found = conditions(steady(10, reasons=("sw_power_cap", "hw_slowdown"), draw=398.0), 0)
+    assert kinds(found) == [FindingKind.SLOWDOWN, FindingKind.POWER]
+    assert gpu_states(steady(3, reasons=("sw_power_cap", "hw_slowdown")), 0) == (
+        [GpuState.THROTTLED] * 3
+    )
 
 
 def test_benign_clock_reasons_are_not_throttling() -> None:

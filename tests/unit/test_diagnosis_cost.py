@@ -54,7 +54,7 @@ def test_a_lasting_power_cap_reads_each_combination_of_reasons_once(
     # Combinations no other test uses: nothing is known of them yet.
     short, short_text = parses(monkeypatch, 15, ("applications_clocks_setting", "sw_power_cap"))
     long, long_text = parses(monkeypatch, WINDOW, ("sw_power_cap", "applications_clocks_setting"))
-    assert short_text == long_text == "power capped since 14:00:00 (drawing 398W of a 400W limit)"
+    assert short_text == long_text == "busy at the 400W power cap since 14:00:00 (drawing 398W)"
     # The same few readings whether the cap lasted 15 samples or the whole window.
     assert 0 < long == short
 

@@ -50,7 +50,10 @@ def test_dmon_values_match_the_file(path: Path) -> None:
             assert gpu.utilization.gpu == value(cells["sm"])
             assert gpu.utilization.memory == value(cells["mem"])
             assert gpu.clocks.memory == value(cells["mclk"])
-            assert gpu.clocks.graphics == value(cells["pclk"])
+            # pclk is the processor (SM) clock: the panel's "sm" and the SM clock chart.
+            assert gpu.clocks.sm == value(cells["pclk"])
+            assert gpu.clocks.graphics is None
+            assert gpu.reason("clocks.graphics") is Reason.NOT_IN_LOG
             if cells["mtemp"] == "-":
                 assert gpu.reason("temperature.memory") is Reason.NOT_AVAILABLE
             # What dmon has no column for is unknown, not zero.

@@ -113,6 +113,19 @@ def test_gpus_without_a_state_are_counted_as_unknown() -> None:
     assert (row.cell("waiting"), row.cell("unknown")) == ("1", "1")
 
 
+def test_a_throttled_gpu_has_its_own_count_not_busys() -> None:
+    """Busy means busy (at the power cap too); throttled, a real limit, is counted apart
+    rather than folded into busy."""
+    a = demo_fleet().nodes[0]
+    before = build_rows([a], TAKEN)[0]
+    windows = (dataclasses.replace(a.windows[0], state=GpuState.THROTTLED), *a.windows[1:])
+    row = build_rows([dataclasses.replace(a, windows=windows)], TAKEN)[0]
+    assert row.cell("throttled") == "1" and before.cell("throttled") == "0"
+    busy = int(before.cell("busy")) - (a.windows[0].state is GpuState.BUSY)
+    assert row.cell("busy") == str(busy)
+    assert row.cell("unknown") == before.cell("unknown")
+
+
 def test_sorting_puts_unknown_last_and_stale_oldest() -> None:
     rows = build_rows(demo_fleet().nodes, TAKEN)
     by_idle = sort_rows(rows, COLUMN_INDEX["idle"], reverse=True)

@@ -24,7 +24,7 @@ def test_the_headline_counts_a_stale_node_apart_as_the_screen_does() -> None:
 def test_held_idle_is_the_screens_memory_on_idle_and_waiting_gpus() -> None:
     fleet = demo_fleet()
     _, _, *lines = fleet_text(fleet).splitlines()
-    held = {line.split()[0]: line.split()[5] for line in lines}
+    held = {line.split()[0]: line.split()[6] for line in lines}
     screen = {row.host: row.cells[COLUMN_INDEX["held"]] for row in build_rows(fleet.nodes, TAKEN)}
     assert held == screen
     assert held["node-a"] != "0MiB"  # node-a's GPUs only wait: their memory is held

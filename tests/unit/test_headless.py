@@ -60,15 +60,16 @@ def test_once_multi_gpu_numbers(capsys: pytest.CaptureFixture[str]) -> None:
     assert "550.90.07" in lines[0] and "12.4" in lines[0] and "4 GPU(s)" in lines[0]
     gpu_lines = [line for line in lines if "NVIDIA GeForce RTX 3090" in line]
     assert len(gpu_lines) == 4
+    assert "Memory used/total GiB" in lines[1]
     # (util, used/total GiB, power draw, temperature) as the capture has them, rounded for
-    # display; memory in one unit.
+    # display; memory in one unit, said once in the header.
     for line, numbers in zip(
         gpu_lines,
         [
-            ("0%", "10.61/24.00GiB", "104W", "32C"),  # 10868 MiB, 104.12 W
-            ("0%", "10.54/24.00GiB", "116W", "31C"),  # 10788 MiB, 116.39 W
-            ("23%", "10.72/24.00GiB", "141W", "31C"),  # 10976 MiB, 140.68 W
-            ("0%", "10.87/24.00GiB", "152W", "31C"),  # 11134 MiB, 151.91 W
+            ("0%", "10.61/24.00", "104W", "32C"),  # 10868 MiB, 104.12 W
+            ("0%", "10.54/24.00", "116W", "31C"),  # 10788 MiB, 116.39 W
+            ("23%", "10.72/24.00", "141W", "31C"),  # 10976 MiB, 140.68 W
+            ("0%", "10.87/24.00", "152W", "31C"),  # 11134 MiB, 151.91 W
         ],
         strict=True,
     ):
@@ -99,8 +100,8 @@ def test_once_shows_na_not_zero(capsys: pytest.CaptureFixture[str]) -> None:
     mig_lines = [line for line in out.splitlines() if line.strip().startswith("MIG")]
     assert [line.split()[2] for line in mig_lines] == ["3", "4", "5", "6"]
     # In the GPU line's unit: 12 MiB of 19968 MiB.
-    assert all("1g.20gb" in line and "0.01/19.50GiB" in line for line in mig_lines)
-    assert "/80.00GiB" in gpu_line
+    assert all("1g.20gb" in line and "0.01/19.50" in line for line in mig_lines)
+    assert "/80.00" in gpu_line
 
 
 def test_once_through_the_real_command() -> None:

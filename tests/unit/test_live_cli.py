@@ -436,6 +436,24 @@ def test_e2e_an_inherited_nvidia_visible_devices_note_agrees_with_the_gpus_shown
     assert "sees only" not in note and "no GPU here" not in note
 
 
+def test_e2e_visible_devices_that_name_the_gpus_nvml_shows_say_nothing() -> None:
+    """Issue 25: the real H200 printed an NVIDIA_VISIBLE_DEVICES note on every headless run,
+    though the one GPU it names is the one NVML shows. A note is for a disagreement."""
+    h200 = str(ROOT / "snapshots" / "h200-live" / "h200-train-stream.xml.gz")
+    uuid = "GPU-90bf0311-6a59-dc47-3958-189cf6182603"
+    for value in ("0", uuid, "all"):
+        result = gputop("--once", fake=h200, NVIDIA_VISIBLE_DEVICES=value)
+        assert result.returncode == 0, result.stderr
+        assert "VISIBLE_DEVICES" not in result.stderr, value
+    single = gputop("--once", fake=h200, NVIDIA_VISIBLE_DEVICES="0", CUDA_VISIBLE_DEVICES="0")
+    assert "VISIBLE_DEVICES" not in single.stderr
+    # Another GPU's UUID, or two GPUs where NVML shows one: said.
+    other = gputop("--once", fake=h200, NVIDIA_VISIBLE_DEVICES="GPU-0a66")
+    assert "NVIDIA_VISIBLE_DEVICES=GPU-0a66" in other.stderr and "NVML shows 1 GPU" in other.stderr
+    two = gputop("--once", fake=h200, NVIDIA_VISIBLE_DEVICES="0,1")
+    assert "not applied as asked" in two.stderr
+
+
 @pytest.mark.parametrize(
     ("spec", "words"),
     [("zero", "expected an index"), ("9", "nothing matches '9'; GPUs here: 0 GPU-8ad6666a")],

@@ -25,6 +25,7 @@ ROWS = {
     "`--query-gpu` CSV, `nounits`": ("csv", "query-gpu-8xh100-virtualclient.csv"),
     "`--query-gpu` CSV, `noheader`": ("csv", None),
     "`--query-compute-apps` CSV": ("csv", None),
+    "gputop's `--log` CSV": ("gputop-csv", None),
 }
 
 

@@ -128,6 +128,17 @@ def test_seek_time_says_when_it_was_not_exact() -> None:
     assert note is not None and "closest before" in note and "21:34:16" in note
 
 
+def test_seek_time_to_a_second_goes_to_that_seconds_document() -> None:
+    """The go-to dialog's 21:34:15 is that second, as `--at` is."""
+    player = ReplayPlayer(
+        ListTimeline([T0 + timedelta(seconds=i, milliseconds=600) for i in range(5)])
+    )
+    index, exact = player.seek_time(T0 + timedelta(seconds=3), timedelta(seconds=1))
+    assert (index, exact) == (3, True) and player.status().note is None
+    index, exact = player.seek_time(T0 + timedelta(seconds=3))
+    assert (index, exact) == (2, False)
+
+
 def test_speed_ladder_is_clamped_and_labelled() -> None:
     player = ReplayPlayer(every_second(3), speed=3.0)
     assert player.speed in (2.0, 4.0)

@@ -35,6 +35,7 @@ from gputop.model import (
     Snapshot,
     Utilization,
 )
+from gputop.model.units import fmt_count
 from gputop.sinks.smi_xml import snapshot_to_xml
 
 GIB = 1024**3
@@ -147,7 +148,8 @@ def test_gpu_without_power_has_no_energy_and_untimed_snapshots_are_left_out() ->
     assert only.samples == 2
     assert only.energy_wh is None
     assert only.peak_power_w is None
-    assert "1 snapshots without a timestamp left out" in render_table(summary)
+    assert "\n1 snapshot without a timestamp left out\n" in render_table(summary)
+    assert "; 2 samples; busy 1s; " in render_table(summary)
 
 
 def test_report_json_of_a_recording_file(tmp_path: Path) -> None:
@@ -175,6 +177,9 @@ def test_report_json_of_a_recording_file(tmp_path: Path) -> None:
         "utilization_p50_pct": 25.0,
         "utilization_p95_pct": 38.5,
         "busy_s": 0.0,
+        "busy_at_power_cap_s": 0.0,
+        "power_cap_w": None,
+        "power_cap_sm_clock_mhz": None,
         "waiting_s": 2.0,
         "idle_s": 0.0,
         "throttled_s": 1.0,
@@ -184,6 +189,7 @@ def test_report_json_of_a_recording_file(tmp_path: Path) -> None:
         "memory_total_bytes": 80 * GIB,
         "peak_power_w": 200.0,
         "energy_wh": 0.1389,
+        "unavailable": {},
     }
     assert idler["idle_s"] == 3.0
     assert idler["energy_wh"] == 0.0417
@@ -198,11 +204,12 @@ def test_report_table_without_charts_when_not_a_terminal(tmp_path: Path) -> None
     assert lines[0] == (f"{path}: 5 snapshots, 2024-09-18 14:00:00 to 2024-09-18 14:00:10 (10s)")
     header = lines[2].split()
     assert header[:5] == ["GPU", "TIME", "UTIL", "P50", "P95"]
+    assert header[5:9] == ["BUSY", "WAITING", "IDLE", "THROTTLED"]
     assert lines[3].split() == [
-        "0", "10s", "25%", "25%", "38%", "0s", "2s", "1s", "3072MiB", "200W", "0.14Wh",
+        "0", "10s", "25%", "25%", "38%", "0s", "2s", "0s", "1s", "3072MiB", "200W", "0.14Wh",
     ]  # fmt: skip
     assert lines[4].split() == [
-        "1", "10s", "0%", "0%", "0%", "3s", "0s", "0s", "0MiB", "50W", "0.04Wh",
+        "1", "10s", "0%", "0%", "0%", "0s", "0s", "3s", "0s", "0MiB", "50W", "0.04Wh",
     ]  # fmt: skip
     assert "GPU 0: NVIDIA A100-SXM4-80GB (GPU-aaaa)" in text
     assert "utilization %" not in text
@@ -407,7 +414,7 @@ def test_time_going_backwards_is_counted_and_not_integrated() -> None:
     assert summary.backward_steps == 1
     (idler,) = summary.gpus
     assert idler.idle_s == 3.0  # 0-1, 1-2, then (2 -> 1 is a gap), 1-2
-    assert "time went backwards 1 times" in render_table(summary)
+    assert "time went backwards once (" in render_table(summary)
     parts = [
         ReportBuilder(origin=T0).add_all(snapshots[:3]),
         ReportBuilder(origin=T0).add_all(snapshots[3:]),
@@ -512,3 +519,14 @@ def test_charts_are_left_out_when_time_went_back(tmp_path: Path) -> None:
     out = io.StringIO()
     assert report_main([str(path), "--charts"], stdout=out) == 0
     assert "charts left out: time went backwards" in out.getvalue()
+
+
+def test_one_snapshot_and_one_sample_read_in_the_singular() -> None:
+    """Issue 25: "1 snapshots", "1 samples"."""
+    text = render_table(summarize([Snapshot(T0, (_idler(0),))]))
+    assert text.startswith("recording: 1 snapshot, ")
+    assert "; 1 sample; " in text
+    assert "1 snapshots" not in text and "1 samples" not in text
+    assert fmt_count(1, "process", "processes") == "1 process"
+    assert fmt_count(2, "process", "processes") == "2 processes"
+    assert fmt_count(0, "snapshot") == "0 snapshots"

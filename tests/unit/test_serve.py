@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import re
 import shutil
+import signal
 import ssl
 import subprocess
 import time
@@ -33,7 +34,8 @@ from gputop.sources.redact import without_commands
 from gputop.sources.shared import SnapshotPublisher, SnapshotSubscriber, private_socket_dir
 from gputop.ui.screens.help import help_sections
 from support.browser import serving
-from support.command import ROOT
+from support.command import ROOT, gputop_command
+from support.net import free_port
 
 FOUR = ROOT / "snapshots" / "rtx3090x4-procs-v12.xml"
 
@@ -417,3 +419,41 @@ def test_bad_tls_files_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path
     code = cli.main(["serve", "--tls-cert", str(cert), "--tls-key", str(cert)])
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and "--tls-cert" in err
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` has a handler for SIGTERM (``SigCgt`` in /proc)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
+def test_sigterm_while_the_driver_starts_exits_0_as_export_does() -> None:
+    """Issue 25: `gputop serve` exited 143 on SIGTERM where `export` exits 0. NVML can take
+    seconds to start; a service manager's stop then must still be a clean one."""
+    command, environ = gputop_command(str(FOUR), GPUTOP_FAKE_NVML_LATENCY="0, nvmlInitWithFlags=30")
+    server = subprocess.Popen(
+        [*command, "serve", "--listen", f"127.0.0.1:{free_port()}"],
+        cwd=ROOT,
+        env=environ,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _catches_sigterm(server.pid):
+            assert server.poll() is None, server.stderr.read() if server.stderr else ""
+            assert time.monotonic() < deadline, "serve never took SIGTERM over"
+            time.sleep(0.05)
+        server.send_signal(signal.SIGTERM)
+        code = server.wait(15)
+        err = server.stderr.read() if server.stderr else ""
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(5)
+    assert code == 0, err
+    assert "Traceback" not in err

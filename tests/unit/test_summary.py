@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from fakes.nvml_scenarios import gpu_sample, h100_mig_box, mig_gpu, snapshot
+from gputop.model import Memory
 from gputop.sinks.summary import format_summary
 from gputop.sources.smi.recording import Recording
 
@@ -36,7 +38,7 @@ def test_mig_lines_line_up_when_instance_ids_reach_two_digits() -> None:
     gis = {line.split()[2] for line in mig_lines}
     assert {"7", "13"} <= gis  # one and two digits on one box
     # Every column after the ids starts where the others do.
-    for column in ("CI", "SMs", "GiB"):
+    for column in ("CI", "SMs", "/"):
         assert len({line.index(column) for line in mig_lines}) == 1, column
 
 
@@ -83,3 +85,34 @@ def test_a_csv_logs_time_is_shown_to_the_second_as_an_xml_captures_is() -> None:
         assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d   driver ", header), header
         if first is not None:
             assert header.startswith(first), header
+
+
+def test_whole_names_and_one_memory_unit_in_the_table() -> None:
+    """Issue 25: `--once` cut "NVIDIA RTX PRO 6000 Blackwell Server Edition" at 28
+    characters and mixed `4/40960MiB`, `0.00/79.65GiB` and `88.4GiB / n/a` in one table."""
+    mib, gib = 1024**2, 1024**3
+    long_name = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    gpus = (
+        replace(gpu_sample(0), name=long_name, memory=Memory(used=4 * mib, total=40960 * mib)),
+        replace(gpu_sample(1), memory=Memory(used=0, total=int(79.65 * gib))),
+        replace(gpu_sample(2), memory=Memory(used=int(88.4 * gib), total=None)),
+    )
+    lines = format_summary(snapshot(*gpus)).splitlines()
+    header, rows = lines[1], lines[2:5]
+    assert long_name in rows[0]
+    assert "Memory used/total GiB" in header
+    memory = [next(cell for cell in row.split() if "/" in cell and cell != "/") for row in rows]
+    assert memory == ["<0.01/40.00", "0.00/79.65", "88.40/n/a"]
+    assert not any(re.search(r"\d(MiB|GiB)", row) for row in rows)
+    # The memory column lines up under its title, whatever the names' lengths.
+    title_end = header.index("GiB") + len("GiB")
+    assert {row.index(cell) + len(cell) for row, cell in zip(rows, memory, strict=True)} == {
+        title_end
+    }
+
+
+def test_a_small_box_reads_in_mib() -> None:
+    mib = 1024**2
+    gpu = replace(gpu_sample(0), memory=Memory(used=300 * mib, total=512 * mib))
+    lines = format_summary(snapshot(gpu)).splitlines()
+    assert "Memory used/total MiB" in lines[1] and "300/512" in lines[2]

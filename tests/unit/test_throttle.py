@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gputop.insight.diagnosis import (
@@ -10,7 +12,7 @@ from gputop.insight.diagnosis import (
     slowdown_reasons,
     thermal_reasons,
 )
-from gputop.model import GpuSample, Power, ThrottleKind, ThrottleReason
+from gputop.model import GpuSample, Power, ThrottleKind, ThrottleReason, Utilization
 from gputop.sinks.smi_xml import CLOCK_EVENT_REASONS
 from gputop.sources.nvml.codes import throttle_names
 from gputop.ui.render.gauges import Level, power_level, throttle_level
@@ -52,13 +54,32 @@ def test_gauges_and_diagnosis_classify_by_kind(reason: ThrottleReason, spell: ob
     limiting = kind in (ThrottleKind.POWER, ThrottleKind.THERMAL, ThrottleKind.HARDWARE)
     assert limiting_reasons([name]) == ((name,) if limiting else ())
     severe = kind is ThrottleKind.THERMAL or reason.value.startswith("hw_")
-    expected = Level.CRIT if severe else Level.OK if kind is ThrottleKind.BENIGN else Level.WARN
-    assert throttle_level([name]) is expected
-    gpu = GpuSample(index=0, power=Power(draw=10.0, limit=300.0), throttle_reasons=(name,))
-    assert (power_level(gpu) is Level.CRIT) is (kind is ThrottleKind.POWER)
+    # At full load the power cap is how the GPU runs (information); at low utilization with
+    # the draw at the limit it holds the GPU back (a warning).
+    busy = GpuSample(
+        index=0,
+        utilization=Utilization(gpu=97.0),
+        power=Power(draw=690.0, limit=700.0),
+        throttle_reasons=(name,),
+    )
+    held_back = replace(busy, utilization=Utilization(gpu=3.0))
+    for gpu, cap in ((busy, Level.OK), (held_back, Level.WARN)):
+        expected = (
+            Level.CRIT
+            if severe
+            else Level.OK
+            if kind is ThrottleKind.BENIGN
+            else cap
+            if reason is ThrottleReason.SW_POWER_CAP
+            else Level.WARN
+        )
+        assert throttle_level([name], gpu) is expected
+        brake = reason is ThrottleReason.HW_POWER_BRAKE_SLOWDOWN
+        power = Level.CRIT if brake else cap if reason is ThrottleReason.SW_POWER_CAP else Level.OK
+        assert power_level(gpu) is power
 
 
 def test_a_name_nvidia_smi_does_not_have_warns_and_limits_nothing() -> None:
     assert ThrottleReason.parse("clocks_new_reason") is None
-    assert throttle_level(["clocks_new_reason"]) is Level.WARN
+    assert throttle_level(["clocks_new_reason"], GpuSample(index=0)) is Level.WARN
     assert limiting_reasons(["clocks_new_reason"]) == ()

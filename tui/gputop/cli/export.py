@@ -28,8 +28,6 @@ from gputop.cli.options import Options
 from gputop.cli.validate import Parser, interval_seconds
 from gputop.cli.web_config import Authenticator, WebConfig, load_web_config
 from gputop.errors import BadArguments
-from gputop.insight.diagnosis import gpu_state
-from gputop.model import GpuSample
 from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed, LiveFeed, ReplayFeed
@@ -192,10 +190,6 @@ def _say(message: str) -> None:
     print(f"gputop: {terminal_safe(message)}", file=sys.stderr, flush=True)
 
 
-def _classify(gpu: GpuSample) -> str:
-    return gpu_state(gpu).value
-
-
 def stale_after(interval: float) -> float:
     """Seconds without a new live sample before it is marked stale: a few intervals, and at
     least the NVML source's own wait for a slow GPU with a second to spare."""
@@ -227,7 +221,7 @@ def export_main(argv: Sequence[str]) -> int:
     selection = GpuSelection.parse(ns.gpu) if ns.gpu is not None else None
     live = ns.replay is None
     latest = LatestSample(
-        ExportTracker(_classify),
+        ExportTracker(),
         host=ns.hostname,
         # A capture that names no host still gets a Hostname label, as dcgm-exporter's
         # series always have: this machine's, the one serving it.

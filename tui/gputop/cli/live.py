@@ -172,7 +172,7 @@ def run_live(
         # Headless, a failed poll ends the run (with the error's exit code).
         feed = LiveFeed(source, first=first, tolerant=False)
         pipeline = Pipeline(feed, interval=options.interval, selection=selection, recorder=recorder)
-        note = describe_visible_devices(env, len(first.gpus))
+        note = describe_visible_devices(env, len(first.gpus), [gpu.uuid for gpu in first.gpus])
         if note is not None:
             print(f"gputop: note: {terminal_safe(note)}", file=err)
         if options.pick is not None:

@@ -37,6 +37,7 @@ from gputop.insight.report import (
 )
 from gputop.model import Snapshot
 from gputop.model.safe_text import terminal_safe
+from gputop.model.units import fmt_count
 from gputop.sources.csvlog import CsvRecording
 from gputop.sources.format_names import DMON
 from gputop.sources.formats import format_names
@@ -459,7 +460,8 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         print(f"gputop: warning: {terminal_safe(warning)}", file=sys.stderr)
     if warnings:
         print(
-            f"gputop: the report covers the {summary.snapshots} snapshots that could be read",
+            f"gputop: the report covers the {fmt_count(summary.snapshots, 'snapshot')} that "
+            "could be read",
             file=sys.stderr,
         )
     if args.json:

@@ -17,12 +17,14 @@ from __future__ import annotations
 import argparse
 import shlex
 import shutil
+import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from gputop.cli.options import Options
@@ -270,14 +272,36 @@ class Sampler:
         self._thread.join(2.0)
 
 
+class _Stop(BaseException):
+    """SIGTERM before the web server took the signal over (a driver slow to start, the
+    recording being checked): stop as Ctrl-C does. A BaseException, as KeyboardInterrupt
+    is, so that no ``except Exception`` on the way swallows it."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise _Stop
+
+
 def serve_main(argv: Sequence[str], parse_options: ParseOptions) -> int:
-    """Run ``gputop serve``; returns the exit status.
+    """Run ``gputop serve``; returns the exit status: 0 once stopped by SIGTERM or Ctrl-C,
+    as ``gputop export``, whenever it comes (while serving, aiohttp's own handler stops the
+    server; before that, this one).
 
     Raises:
         BadArguments: bad options, an unreadable auth file or TLS files, a port in use.
         NoDriver, NoPermission: live, and NVML cannot be used here.
         BadCapture: ``--replay`` names no readable recording.
     """
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return _serve_main(argv, parse_options)
+    except _Stop:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _serve_main(argv: Sequence[str], parse_options: ParseOptions) -> int:
     request = parse_serve(argv, parse_options)
     from gputop.cli.serve_web import load_auth, tls_context
 

@@ -6,8 +6,9 @@ input-bound; python train.py at 98% CPU)``) and stays quiet about a GPU that is 
 
 Two entry points:
 
-* :func:`gpu_state` classifies one sample (busy / waiting / idle / throttled / unknown); the
-  recording report adds up time per state.
+* :func:`gpu_state` classifies one sample (busy / waiting / idle / throttled / unknown, as
+  ``model.gpu_state`` defines them for every view); the recording report adds up time per
+  state.
 * :func:`diagnose` looks at the recent history of one GPU and returns :class:`Finding` values.
 
 Utilization the driver does not report (``None``, e.g. under MIG) never counts as 0: a rule
@@ -25,9 +26,14 @@ from functools import partial
 from typing import NamedTuple
 
 from gputop.insight.textfmt import fmt_clock, fmt_duration, seconds_between
-from gputop.model import GpuSample, ProcessSample, Reason, Snapshot, ThrottleKind, ThrottleReason
+from gputop.model import GpuSample, ProcessSample, Snapshot, ThrottleKind, ThrottleReason
+from gputop.model.gpu_state import DEFAULT_THRESHOLDS as STATE_DEFAULTS
+from gputop.model.gpu_state import GpuState as GpuState
+from gputop.model.gpu_state import compute_processes as compute_processes
+from gputop.model.gpu_state import holds_work as holds_work
+from gputop.model.gpu_state import power_holds_back, sample_state
 from gputop.model.throttle import reasons_of_kind
-from gputop.model.units import fmt_bytes, fmt_celsius, fmt_mhz, fmt_watts, ratio
+from gputop.model.units import fmt_bytes, fmt_celsius, fmt_mhz, fmt_percent, fmt_watts, ratio
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +45,11 @@ class DiagnosisThresholds:
     min_span_s: float = 10.0
     """The averaging rules stay silent until the window covers at least this many seconds:
     one sample at 0% is not evidence of anything."""
-    low_utilization_pct: float = 30.0
+    low_utilization_pct: float = STATE_DEFAULTS.low_utilization_pct
     """A GPU holding work below this utilization is waiting rather than busy."""
-    idle_utilization_pct: float = 5.0
+    idle_utilization_pct: float = STATE_DEFAULTS.idle_utilization_pct
     """At or above this utilization something runs, even when no process is listed."""
-    held_memory_bytes: int = 1024**3
+    held_memory_bytes: int = STATE_DEFAULTS.held_memory_bytes
     """Memory in use that counts as work loaded when no process is listed (containers often
     cannot see the processes, but the memory they hold still shows)."""
     memory_full_fraction: float = 0.95
@@ -97,21 +103,6 @@ class Finding:
     """When the condition began, as far as the history given shows; None when unknown."""
 
 
-class GpuState(str, enum.Enum):
-    """What a GPU was doing in one sample."""
-
-    BUSY = "busy"
-    """Utilization at or above ``low_utilization_pct``."""
-    WAITING = "waiting"
-    """Work is loaded (a compute process, or memory held) but utilization is low."""
-    IDLE = "idle"
-    """Nothing loaded and utilization near 0 (or not reported)."""
-    THROTTLED = "throttled"
-    """Clocks held down by heat, a power cap or a hardware slowdown (wins over the others)."""
-    UNKNOWN = "unknown"
-    """Lost, missing, or not enough reported to tell (e.g. MIG with processes)."""
-
-
 # -- throttle reasons ---------------------------------------------------------------------
 # Classified by ThrottleReason.kind; names come from the model as the source spelled them.
 
@@ -143,50 +134,12 @@ def limiting_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
 # -- one sample ---------------------------------------------------------------------------
 
 
-def compute_processes(gpu: GpuSample) -> tuple[ProcessSample, ...]:
-    """Processes that can do work on the GPU; graphics-only ones (a desktop) do not count."""
-    return tuple(p for p in gpu.processes if p.type is None or "C" in p.type.upper())
-
-
-def holds_work(gpu: GpuSample, thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS) -> bool | None:
-    """Whether work is loaded on the GPU: a compute process, memory held, or kernels running.
-
-    None when nothing reported lets us tell (no process list, no memory, no utilization).
-    """
-    if any(p.type is None or "C" in p.type.upper() for p in gpu.processes):
-        return True
-    util = gpu.utilization.gpu
-    if util is not None and util >= thresholds.idle_utilization_pct:
-        return True
-    if not gpu.processes:
-        used = gpu.memory.used
-        if used is not None and used >= thresholds.held_memory_bytes:
-            return True
-        if used is None and (util is None or gpu.reason("memory.used") is Reason.NOT_IN_LOG):
-            # A log without memory (`--query-gpu=utilization.gpu`) nor processes: a GPU at
-            # 0% may hold a stalled job's memory or nothing at all.
-            return None
-    return False
-
-
 def gpu_state(
     gpu: GpuSample | None, thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS
 ) -> GpuState:
-    """Classify one sample of a GPU (None: the GPU is missing from that snapshot)."""
-    if gpu is None or gpu.lost:
-        return GpuState.UNKNOWN
-    if limiting_reasons(gpu.throttle_reasons):
-        return GpuState.THROTTLED
-    util = gpu.utilization.gpu
-    if util is not None and util >= thresholds.low_utilization_pct:
-        return GpuState.BUSY
-    held = holds_work(gpu, thresholds)
-    if held is None:
-        return GpuState.UNKNOWN
-    if not held:
-        return GpuState.IDLE
-    # Work loaded, utilization unknown (MIG): could be anything.
-    return GpuState.UNKNOWN if util is None else GpuState.WAITING
+    """Classify one sample of a GPU (None: the GPU is missing from that snapshot): the
+    model's :func:`~gputop.model.gpu_state.sample_state`, with these thresholds."""
+    return sample_state(gpu, thresholds)
 
 
 def gpu_states(
@@ -444,7 +397,11 @@ def _activity(
 
 
 def _throttling(
-    snapshots: Sequence[Snapshot], gpu_index: int, gpu: GpuSample, latest: datetime | None
+    snapshots: Sequence[Snapshot],
+    gpu_index: int,
+    gpu: GpuSample,
+    latest: datetime | None,
+    th: DiagnosisThresholds,
 ) -> list[Finding]:
     findings: list[Finding] = []
     thermal = thermal_reasons(gpu.throttle_reasons)
@@ -464,27 +421,11 @@ def _throttling(
                 since,
             )
         )
-    power = power_reasons(gpu.throttle_reasons)
-    if power:
-        since = _since(snapshots, gpu_index, _reasons_test(power_reasons))
-        brake = any(
-            ThrottleReason.parse(r) is ThrottleReason.HW_POWER_BRAKE_SLOWDOWN for r in power
-        )
-        if brake:
-            text = (
-                f"power brake{_since_text(since, latest)} ({', '.join(power)}: the board's "
-                "power supply asked the GPU to slow down)"
-            )
-        else:
-            draw = gpu.power
-            evidence = ", ".join(power)
-            if draw.draw is not None and draw.limit is not None:
-                evidence = f"drawing {fmt_watts(draw.draw)} of a {fmt_watts(draw.limit)} limit"
-            text = f"power capped{_since_text(since, latest)} ({evidence})"
-        severity = Severity.WARNING if brake else Severity.INFO
-        findings.append(Finding(FindingKind.POWER, severity, text, since))
+    power = _power_finding(snapshots, gpu_index, gpu, latest, th)
+    if power is not None:
+        findings.append(power)
     slowdown = slowdown_reasons(gpu.throttle_reasons)
-    if slowdown and not thermal and not power:
+    if slowdown and not thermal and (power is None or power.severity is Severity.INFO):
         since = _since(snapshots, gpu_index, _reasons_test(slowdown_reasons))
         findings.append(
             Finding(
@@ -496,6 +437,53 @@ def _throttling(
             )
         )
     return findings
+
+
+def _power_finding(
+    snapshots: Sequence[Snapshot],
+    gpu_index: int,
+    gpu: GpuSample,
+    latest: datetime | None,
+    th: DiagnosisThresholds,
+) -> Finding | None:
+    """The power brake, or the power cap: a warning where it holds the GPU back (the
+    state is throttled), a fact where the GPU is busy at it (the way a datacenter GPU runs
+    a training job), nothing where the reason only outlasts the load for a moment."""
+    power = power_reasons(gpu.throttle_reasons)
+    if not power:
+        return None
+    since = _since(snapshots, gpu_index, _reasons_test(power_reasons))
+    if any(ThrottleReason.parse(r) is ThrottleReason.HW_POWER_BRAKE_SLOWDOWN for r in power):
+        text = (
+            f"power brake{_since_text(since, latest)} ({', '.join(power)}: the board's "
+            "power supply asked the GPU to slow down)"
+        )
+        return Finding(FindingKind.POWER, Severity.WARNING, text, since)
+    draw, limit = gpu.power.draw, gpu.power.limit
+    if power_holds_back(gpu, th):
+        drawing = (
+            f"drawing {fmt_watts(draw)} of a {fmt_watts(limit)} limit at "
+            if draw is not None and limit is not None
+            else ""
+        )
+        text = (
+            f"power capped at low utilization{_since_text(since, latest)} ({drawing}"
+            f"{fmt_percent(gpu.utilization.gpu)} utilization: the power limit, not the work, "
+            "holds the GPU back)"
+        )
+        return Finding(FindingKind.POWER, Severity.WARNING, text, since)
+    util = gpu.utilization.gpu
+    if util is None or util < th.low_utilization_pct:
+        return None  # the cap outlasting the load by a moment: the GPU is not held back
+    cap = f"the {fmt_watts(limit)} power cap" if limit is not None else "the power cap"
+    # Busy, or throttled by something else (heat), which its own finding says.
+    cap = f"busy at {cap}" if gpu_state(gpu, th) is GpuState.BUSY else f"at {cap}"
+    evidence = [f"drawing {fmt_watts(draw)}"] if draw is not None else []
+    if gpu.clocks.sm is not None:
+        evidence.append(f"SM clock {fmt_mhz(gpu.clocks.sm)}")
+    shown = f" ({', '.join(evidence)})" if evidence else ""
+    text = f"{cap}{_since_text(since, latest)}{shown}"
+    return Finding(FindingKind.POWER, Severity.INFO, text, since)
 
 
 def _memory_full(
@@ -592,7 +580,8 @@ def diagnose(
         now: the current time, to tell stale data; None skips that rule (replay).
         thresholds: the numbers the rules compare against.
 
-    A healthy busy GPU gets no finding at all.
+    A healthy busy GPU gets no finding but, when it works at its power cap, that fact
+    (information, not a warning).
     """
     if not snapshots:
         return ()
@@ -642,7 +631,7 @@ def diagnose(
             )
         )
     points = _recent(snapshots, gpu_index, thresholds.window_s)
-    findings.extend(_throttling(snapshots, gpu_index, gpu, latest))
+    findings.extend(_throttling(snapshots, gpu_index, gpu, latest, thresholds))
     for finding in (
         _activity(snapshots, gpu_index, points, thresholds),
         _memory_full(snapshots, gpu_index, gpu, latest, thresholds),

@@ -3,8 +3,8 @@
 Two ways to gather them, with the same figures: ``KeptGpu`` keeps every sample (for the
 charts, and for a gap threshold worked out once all are in), ``RunningGpu`` adds the figures
 up as samples come and keeps none (the gap threshold known from the start). ``StateCache``
-classifies samples read column by column as ``gpu_state`` classifies the samples they stand
-for.
+classifies samples read column by column as ``sample_verdict`` classifies the samples they
+stand for.
 """
 
 from __future__ import annotations
@@ -19,15 +19,38 @@ from itertools import compress, repeat
 from operator import eq, getitem, le
 from typing import TypeVar, cast
 
-from gputop.insight.diagnosis import DiagnosisThresholds, GpuState, gpu_state
+from gputop.insight.diagnosis import DiagnosisThresholds, GpuState
 from gputop.insight.series import known, percentile, value_or_nan
 from gputop.insight.steps import Intervals, StepSums, count_stats
-from gputop.model import GpuSample, Memory, Reason, Utilization
+from gputop.model import GpuSample, Memory, Power, Reason, Utilization
 from gputop.model.columns import GpuColumns, SnapshotColumns
+from gputop.model.gpu_state import Verdict, cap_binds, sample_verdict
 
 STATES: tuple[GpuState, ...] = tuple(GpuState)
 STATE_CODE = {state: code for code, state in enumerate(STATES)}
 """Each state's number in a GPU's array of states."""
+AT_CAP = len(STATES)
+"""The number of a busy sample at the power cap: busy, and counted apart as well, for the
+share of busy time at the cap."""
+CODES = len(STATES) + 1
+_BUSY = STATE_CODE[GpuState.BUSY]
+
+
+def verdict_code(verdict: Verdict) -> int:
+    """A verdict's number in a GPU's array of states."""
+    if verdict.at_power_cap and verdict.state is GpuState.BUSY:
+        return AT_CAP
+    return STATE_CODE[verdict.state]
+
+
+@dataclass(frozen=True, slots=True)
+class PowerCap:
+    """What a GPU did while busy at its power cap."""
+
+    limit_w: float | None
+    """The highest power limit reported in those samples."""
+    sm_clock_mhz: tuple[float, float] | None
+    """The lowest and highest SM clock in those samples; None when none reported it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +72,15 @@ class GpuSummary:
     utilization_mean_pct: float | None
     utilization_p50_pct: float | None
     utilization_p95_pct: float | None
-    busy_s: float
+    busy_s: float | None
+    """None when no sample reported utilization: busy cannot be told."""
     waiting_s: float | None
     """None when the recording holds no memory use (nor processes) for this GPU: then
     waiting (work loaded, little done) cannot be told from idle (nothing loaded)."""
     idle_s: float | None
-    throttled_s: float
+    throttled_s: float | None
+    """None when no sample reported clock-event reasons (a log without that column): a
+    throttled GPU cannot be told from one that is not."""
     unknown_s: float
     gap_s: float
     peak_memory_used_bytes: int | None
@@ -62,6 +88,25 @@ class GpuSummary:
     peak_power_w: float | None
     energy_wh: float | None
     """None when no sample reported power."""
+    busy_at_cap_s: float | None = None
+    """Busy time at the power cap (part of ``busy_s``); None where the reasons were never
+    reported."""
+    power_cap: PowerCap | None = None
+    """The power limit and SM clocks of the busy samples at the cap; None when there were
+    none."""
+
+    @property
+    def throttle_known(self) -> bool:
+        """Whether the recording says when clocks were held back (reasons reported)."""
+        return self.throttled_s is not None
+
+    @property
+    def busy_at_cap_share(self) -> float | None:
+        """The share of busy time at the power cap (0 to 1); None when not known or there
+        was no busy time."""
+        if self.busy_at_cap_s is None or not self.busy_s:
+            return None
+        return self.busy_at_cap_s / self.busy_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +130,76 @@ def _peak(a: _N | None, b: _N | None) -> _N | None:
     return a if b is None else max(a, b)
 
 
+class CapTally:
+    """What a GPU's samples say about clock-event reasons: how many reported them, and the
+    power limit and SM clocks of those busy at the power cap."""
+
+    __slots__ = ("capped", "limit", "reported", "sm_high", "sm_low")
+
+    def __init__(self) -> None:
+        self.reported = 0
+        """Samples that reported their clock-event reasons (an empty list counts)."""
+        self.capped = 0
+        self.limit: float | None = None
+        self.sm_low: float | None = None
+        self.sm_high: float | None = None
+
+    def add(self, gpu: GpuSample, code: int) -> None:
+        if gpu.throttle_reasons is not None:
+            self.reported += 1
+        if code == AT_CAP:
+            self.capped += 1
+            self.limit = _peak(self.limit, gpu.power.limit)
+            sm = gpu.clocks.sm
+            if sm is not None:
+                self.sm_low = sm if self.sm_low is None else min(self.sm_low, sm)
+                self.sm_high = _peak(self.sm_high, float(sm))
+
+    def add_columns(self, gpu: GpuColumns, codes: bytes) -> None:
+        reasons = gpu.throttle_reasons
+        if reasons is None:
+            return
+        self.reported += len(reasons) - reasons.count(None)
+        capped = codes.count(AT_CAP)
+        if not capped:
+            return
+        self.capped += capped
+        at_cap = codes.translate(_AT_CAP_ONLY)
+        if gpu.power_limit is not None:
+            self.limit = _peak(self.limit, _top(list(compress(gpu.power_limit, at_cap))))
+        if gpu.clocks_sm is not None:
+            clocks = [c for c in compress(gpu.clocks_sm, at_cap) if c == c]
+            if clocks:
+                low, high = min(clocks), max(clocks)
+                self.sm_low = low if self.sm_low is None else min(self.sm_low, low)
+                self.sm_high = _peak(self.sm_high, high)
+
+    def merge(self, later: CapTally) -> None:
+        self.reported += later.reported
+        self.capped += later.capped
+        self.limit = _peak(self.limit, later.limit)
+        if later.sm_low is not None:
+            self.sm_low = later.sm_low if self.sm_low is None else min(self.sm_low, later.sm_low)
+        self.sm_high = _peak(self.sm_high, later.sm_high)
+
+    def power_cap(self) -> PowerCap | None:
+        if not self.capped:
+            return None
+        clocks = None
+        if self.sm_low is not None and self.sm_high is not None:
+            clocks = (self.sm_low, self.sm_high)
+        return PowerCap(limit_w=self.limit, sm_clock_mhz=clocks)
+
+
+_AT_CAP_ONLY = bytes(int(code == AT_CAP) for code in range(256))
+
+
 class KeptGpu:
     """One GPU's samples, every one kept (for the charts, and for a gap threshold worked
     out once all are in)."""
 
     __slots__ = (
+        "caps",
         "end",
         "index",
         "memory_total",
@@ -105,6 +215,7 @@ class KeptGpu:
     )
 
     def __init__(self, gpu: GpuSample | GpuColumns) -> None:
+        self.caps = CapTally()
         self.index = gpu.index
         self.name = gpu.name
         self.uuid = gpu.uuid
@@ -118,7 +229,9 @@ class KeptGpu:
         self.power = array("d")
         self.states = bytearray()
 
-    def add(self, moment: datetime, offset: float, gpu: GpuSample, state: GpuState) -> None:
+    def add(self, moment: datetime, offset: float, gpu: GpuSample, verdict: Verdict) -> None:
+        code = verdict_code(verdict)
+        self.caps.add(gpu, code)
         if self.start is None:
             self.start = moment
         self.end = moment
@@ -128,7 +241,7 @@ class KeptGpu:
         self.utilization.append(value_or_nan(gpu.utilization.gpu))
         draw = gpu.power.draw
         self.power.append(value_or_nan(draw))
-        self.states.append(STATE_CODE[state])
+        self.states.append(code)
         used = gpu.memory.used
         if used is not None and (self.peak_memory is None or used > self.peak_memory):
             self.peak_memory = used
@@ -143,6 +256,7 @@ class KeptGpu:
         """The GPU's samples in a run of snapshots."""
         if not run.offsets:
             return
+        self.caps.add_columns(gpu, states)
         self.start = self.start or run.first
         self.end = run.last
         self.name = self.name or gpu.name
@@ -158,6 +272,7 @@ class KeptGpu:
 
     def extend(self, later: KeptGpu) -> None:
         """Append the samples of ``later``, which come after this one's."""
+        self.caps.merge(later.caps)
         self.name = self.name or later.name
         self.uuid = self.uuid or later.uuid
         self.start = self.start or later.start
@@ -172,7 +287,7 @@ class KeptGpu:
         self.peak_power = _peak(self.peak_power, later.peak_power)
 
     def summary(self, max_gap_s: float) -> GpuSummary:
-        sums = StepSums(len(STATES))
+        sums = StepSums(CODES)
         sums.add(self.times, self.power, self.states, max_gap_s)
         utils = sorted(known(self.utilization))
         stats = (
@@ -199,6 +314,7 @@ class RunningGpu:
     intervals longer than that are kept aside until the summary settles them."""
 
     __slots__ = (
+        "caps",
         "end",
         "first",
         "index",
@@ -218,6 +334,7 @@ class RunningGpu:
     def __init__(
         self, gpu: GpuSample | GpuColumns, max_gap_s: float, *, deferred: bool = False
     ) -> None:
+        self.caps = CapTally()
         self.index = gpu.index
         self.name = gpu.name
         self.uuid = gpu.uuid
@@ -228,7 +345,7 @@ class RunningGpu:
         self.start: datetime | None = None
         self.end: datetime | None = None
         self.samples = 0
-        self.sums = StepSums(len(STATES), deferred=deferred)
+        self.sums = StepSums(CODES, deferred=deferred)
         self.utilization: Counter[float] = Counter()
         """How many samples had each utilization (NaN: not reported)."""
         self.first: tuple[float, float, int] | None = None
@@ -236,14 +353,16 @@ class RunningGpu:
         self.last: tuple[float, float, int] | None = None
         """(time, power, state) of the last sample: the next interval starts there."""
 
-    def add(self, moment: datetime, offset: float, gpu: GpuSample, state: GpuState) -> None:
+    def add(self, moment: datetime, offset: float, gpu: GpuSample, verdict: Verdict) -> None:
+        code = verdict_code(verdict)
+        self.caps.add(gpu, code)
         self.start = self.start or moment
         self.end = moment
         self.name = self.name or gpu.name
         self.uuid = self.uuid or gpu.uuid
         draw = value_or_nan(gpu.power.draw)
-        self._join((offset, draw, STATE_CODE[state]))
-        self.last = (offset, draw, STATE_CODE[state])
+        self._join((offset, draw, code))
+        self.last = (offset, draw, code)
         self.samples += 1
         self.utilization[value_or_nan(gpu.utilization.gpu)] += 1
         self.peak_memory = _peak(self.peak_memory, gpu.memory.used)
@@ -258,6 +377,7 @@ class RunningGpu:
         offsets, power = run.offsets, gpu.power
         if not offsets:
             return
+        self.caps.add_columns(gpu, states)
         self.start = self.start or run.first
         self.end = run.last
         self.name = self.name or gpu.name
@@ -284,6 +404,7 @@ class RunningGpu:
 
     def extend(self, later: RunningGpu) -> None:
         """Take in the figures of ``later``, whose samples come after this one's."""
+        self.caps.merge(later.caps)
         if later.first is not None:
             self._join(later.first)
             self.last = later.last
@@ -337,6 +458,8 @@ def _summary(
 ) -> GpuSummary:
     per_state = [part.value for part in sums.per_state]
     held_known = gpu.peak_memory is not None
+    reasons_known = gpu.caps.reported > 0
+    busy = per_state[_BUSY] + per_state[AT_CAP]
     return GpuSummary(
         index=gpu.index,
         name=gpu.name,
@@ -349,29 +472,31 @@ def _summary(
         utilization_mean_pct=stats[1],
         utilization_p50_pct=stats[2],
         utilization_p95_pct=stats[3],
-        busy_s=per_state[STATE_CODE[GpuState.BUSY]],
+        busy_s=busy if stats[0] else None,
         waiting_s=per_state[STATE_CODE[GpuState.WAITING]] if held_known else None,
         idle_s=per_state[STATE_CODE[GpuState.IDLE]] if held_known else None,
-        throttled_s=per_state[STATE_CODE[GpuState.THROTTLED]],
+        throttled_s=per_state[STATE_CODE[GpuState.THROTTLED]] if reasons_known else None,
         unknown_s=per_state[STATE_CODE[GpuState.UNKNOWN]],
         gap_s=sums.gap_s.value,
         peak_memory_used_bytes=gpu.peak_memory,
         memory_total_bytes=gpu.memory_total,
         peak_power_w=gpu.peak_power,
         energy_wh=sums.energy_j.value / 3600 if gpu.peak_power is not None else None,
+        busy_at_cap_s=per_state[AT_CAP] if reasons_known else None,
+        power_cap=gpu.caps.power_cap(),
     )
 
 
-_StateKey = tuple[float, int, "tuple[str, ...] | None"]
+_StateKey = tuple[float, int, "tuple[str, ...] | None", bool]
 _NO_MEMORY_COLUMN = 2
 _MEMORY_MISSING = 3
 
 
 class StateCache(dict[_StateKey, int]):
     """The state number of a sample of columns, by what decides it: utilization, memory
-    held (0 below the threshold, 1 at or above, 2 no such column, 3 not reported) and
-    clock-event reasons.
-    Each new combination is classified by ``gpu_state`` itself, on a sample holding just
+    held (0 below the threshold, 1 at or above, 2 no such column, 3 not reported),
+    clock-event reasons and whether the draw confirms a power cap (``cap_binds``).
+    Each new combination is classified by ``sample_verdict`` itself, on a sample holding just
     those values, so columns are classified as the samples they stand for."""
 
     def __init__(self, thresholds: DiagnosisThresholds) -> None:
@@ -381,16 +506,18 @@ class StateCache(dict[_StateKey, int]):
         self._by_held = [_OneCase(self, held) for held in range(_MEMORY_MISSING + 1)]
 
     def __missing__(self, key: _StateKey) -> int:
-        utilization, held, reasons = key
+        utilization, held, reasons, binds = key
         used = None if held > 1 else self._thresholds.held_memory_bytes if held else 0
         gpu = GpuSample(
             index=0,
             utilization=Utilization(gpu=None if utilization != utilization else utilization),
             memory=Memory(used=used),
+            # Power unknown lets a reported cap bind; a draw of none of a limit does not.
+            power=Power() if binds else Power(draw=0.0, limit=1.0),
             throttle_reasons=reasons,
             unavailable=(("memory.used", Reason.NOT_IN_LOG),) if held == _NO_MEMORY_COLUMN else (),
         )
-        code = self[key] = STATE_CODE[gpu_state(gpu, self._thresholds)]
+        code = self[key] = verdict_code(sample_verdict(gpu, self._thresholds))
         return code
 
     def of(self, gpu: GpuColumns) -> bytes:
@@ -418,7 +545,16 @@ class StateCache(dict[_StateKey, int]):
             return bytes(map(getitem, codes, held))
         reasons = gpu.throttle_reasons
         cases = repeat(held) if isinstance(held, int) else held
-        return bytes(map(self.__getitem__, zip(gpu.utilization, cases, reasons, strict=False)))
+        binds: Iterable[bool] = repeat(True)
+        if gpu.power_limit is not None:
+            binds = map(_binds, gpu.power, gpu.power_limit)
+        keys = zip(gpu.utilization, cases, reasons, binds, strict=False)
+        return bytes(map(self.__getitem__, keys))
+
+
+def _binds(draw: float, limit: float) -> bool:
+    """``cap_binds`` for a column's draw and limit (NaN: not reported)."""
+    return cap_binds(None if draw != draw else draw, None if limit != limit else limit)
 
 
 class _OneCase(dict[float, int]):
@@ -430,7 +566,7 @@ class _OneCase(dict[float, int]):
         self._held = held
 
     def __missing__(self, utilization: float) -> int:
-        code = self[utilization] = self._states[(utilization, self._held, None)]
+        code = self[utilization] = self._states[(utilization, self._held, None, True)]
         return code
 
 
@@ -443,6 +579,6 @@ class _ByUtilization(dict[float, tuple[int, ...]]):
 
     def __missing__(self, utilization: float) -> tuple[int, ...]:
         codes = self[utilization] = tuple(
-            self._states[(utilization, held, None)] for held in range(_MEMORY_MISSING + 1)
+            self._states[(utilization, held, None, True)] for held in range(_MEMORY_MISSING + 1)
         )
         return codes

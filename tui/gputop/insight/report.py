@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 from itertools import compress, islice, repeat
 from operator import eq, lt, sub
 
-from gputop.insight.diagnosis import DEFAULT_THRESHOLDS, DiagnosisThresholds, gpu_state
+from gputop.insight.diagnosis import DEFAULT_THRESHOLDS, DiagnosisThresholds
 from gputop.insight.gpu_figures import STATES as STATES
 from gputop.insight.gpu_figures import GpuSummary as GpuSummary
 from gputop.insight.gpu_figures import GpuTrace as GpuTrace
@@ -47,8 +47,9 @@ from gputop.insight.textfmt import fmt_duration
 from gputop.model import GpuSample, Snapshot
 from gputop.model.columns import GpuColumns, SnapshotColumns
 from gputop.model.fields import IDENTITY
+from gputop.model.gpu_state import sample_verdict
 from gputop.model.machine import Machine, Machines
-from gputop.model.units import NA, fmt_bytes, fmt_percent, fmt_watts
+from gputop.model.units import NA, fmt_bytes, fmt_count, fmt_percent, fmt_watts
 
 MIN_AUTO_GAP_S = 10.0
 """The automatic gap threshold is three sampling intervals, but never below this."""
@@ -140,7 +141,7 @@ class ReportBuilder:
         self._offsets.append(offset)
         thresholds = self._thresholds
         for key, gpu in zip(_keys(snapshot.gpus), snapshot.gpus, strict=True):
-            self._accumulator(key, gpu).add(moment, offset, gpu, gpu_state(gpu, thresholds))
+            self._accumulator(key, gpu).add(moment, offset, gpu, sample_verdict(gpu, thresholds))
 
     def _accumulator(self, key: str, gpu: GpuSample | GpuColumns) -> KeptGpu | RunningGpu:
         accumulator = self._gpus.get(key)
@@ -372,17 +373,30 @@ def gpu_to_json(gpu: GpuSummary) -> dict[str, object]:
         "utilization_mean_pct": _round(gpu.utilization_mean_pct, 2),
         "utilization_p50_pct": _round(gpu.utilization_p50_pct, 2),
         "utilization_p95_pct": _round(gpu.utilization_p95_pct, 2),
-        "busy_s": round(gpu.busy_s, 3),
+        "busy_s": _round(gpu.busy_s, 3),
+        "busy_at_power_cap_s": _round(gpu.busy_at_cap_s, 3),
+        "power_cap_w": None if gpu.power_cap is None else _round(gpu.power_cap.limit_w, 2),
+        "power_cap_sm_clock_mhz": _clock_range(gpu),
         "waiting_s": _round(gpu.waiting_s, 3),
         "idle_s": _round(gpu.idle_s, 3),
-        "throttled_s": round(gpu.throttled_s, 3),
+        "throttled_s": _round(gpu.throttled_s, 3),
         "unknown_s": round(gpu.unknown_s, 3),
         "gap_s": round(gpu.gap_s, 3),
         "peak_memory_used_bytes": gpu.peak_memory_used_bytes,
         "memory_total_bytes": gpu.memory_total_bytes,
         "peak_power_w": _round(gpu.peak_power_w, 2),
         "energy_wh": _round(gpu.energy_wh, 4),
+        "unavailable": unavailable(gpu),
     }
+
+
+def _clock_range(gpu: GpuSummary) -> dict[str, float] | None:
+    """The SM clock range of the busy samples at the power cap, as ``{"min", "max"}``."""
+    cap = gpu.power_cap
+    if cap is None or cap.sm_clock_mhz is None:
+        return None
+    low, high = cap.sm_clock_mhz
+    return {"min": low, "max": high}
 
 
 def summary_to_json(summary: RecordingSummary) -> dict[str, object]:
@@ -419,8 +433,9 @@ _COLUMNS = (
     ("UTIL", ">"),
     ("P50", ">"),
     ("P95", ">"),
-    ("IDLE", ">"),
+    ("BUSY", ">"),
     ("WAITING", ">"),
+    ("IDLE", ">"),
     ("THROTTLED", ">"),
     ("PEAK MEM", ">"),
     ("PEAK PWR", ">"),
@@ -435,13 +450,65 @@ def _row(gpu: GpuSummary) -> tuple[str, ...]:
         fmt_percent(gpu.utilization_mean_pct),
         fmt_percent(gpu.utilization_p50_pct),
         fmt_percent(gpu.utilization_p95_pct),
-        NA if gpu.idle_s is None else fmt_duration(gpu.idle_s),
-        NA if gpu.waiting_s is None else fmt_duration(gpu.waiting_s),
-        fmt_duration(gpu.throttled_s),
+        _duration(gpu.busy_s),
+        _duration(gpu.waiting_s),
+        _duration(gpu.idle_s),
+        _duration(gpu.throttled_s),
         fmt_bytes(gpu.peak_memory_used_bytes),
         fmt_watts(gpu.peak_power_w),
         fmt_energy(gpu.energy_wh),
     )
+
+
+def _duration(seconds: float | None) -> str:
+    return NA if seconds is None else fmt_duration(seconds)
+
+
+NO_REASONS = "the recording holds no clock-event (throttle) reasons"
+"""Why THROTTLED (and the time at the power cap) is n/a."""
+NO_MEMORY = "the recording holds no memory use, so waiting cannot be told from idle"
+NO_UTILIZATION = "no sample reported utilization"
+
+
+def unavailable(gpu: GpuSummary) -> dict[str, str]:
+    """Each figure of ``gpu`` the recording cannot give (None), with why."""
+    why: dict[str, str] = {}
+    if gpu.busy_s is None:
+        why["busy_s"] = NO_UTILIZATION
+    if gpu.waiting_s is None:
+        why["waiting_s"] = NO_MEMORY
+    if gpu.idle_s is None:
+        why["idle_s"] = NO_MEMORY
+    if gpu.throttled_s is None:
+        why["throttled_s"] = NO_REASONS
+    if gpu.busy_at_cap_s is None:
+        why["busy_at_power_cap_s"] = NO_REASONS
+    if gpu.peak_power_w is None:
+        why["peak_power_w"] = why["energy_wh"] = "no sample reported power draw"
+    if gpu.peak_memory_used_bytes is None:
+        why["peak_memory_used_bytes"] = "no sample reported memory use"
+    return why
+
+
+def busy_text(gpu: GpuSummary) -> str:
+    """``busy 56s, 95% of it at the 700W power cap (SM clock 1245-1470MHz)``: the busy time
+    with the share of it at the power cap, a fact beside the state."""
+    if gpu.busy_s is None:
+        return f"busy {NA} ({NO_UTILIZATION})"
+    text = f"busy {fmt_duration(gpu.busy_s)}"
+    share = gpu.busy_at_cap_share
+    cap = gpu.power_cap
+    if share is None or cap is None:
+        return text
+    limit = (
+        f"the {fmt_watts(cap.limit_w)} power cap" if cap.limit_w is not None else "the power cap"
+    )
+    text += f", {share * 100:.0f}% of it at {limit}"
+    if cap.sm_clock_mhz is not None:
+        low, high = cap.sm_clock_mhz
+        clocks = f"{low:.0f}MHz" if low == high else f"{low:.0f}-{high:.0f}MHz"
+        text += f" (SM clock {clocks})"
+    return text
 
 
 def _when(moment: datetime | None) -> str:
@@ -456,14 +523,17 @@ def render_table(summary: RecordingSummary) -> str:
         else "start and end unknown"
     )
     lines = [
-        f"{summary.source or 'recording'}: {summary.snapshots} snapshots, "
+        f"{summary.source or 'recording'}: {fmt_count(summary.snapshots, 'snapshot')}, "
         f"{span} ({fmt_duration(summary.duration_s)})"
     ]
     if summary.untimed_snapshots:
-        lines.append(f"{summary.untimed_snapshots} snapshots without a timestamp left out")
-    if summary.backward_steps:
         lines.append(
-            f"time went backwards {summary.backward_steps} times (a clock change, or files not "
+            f"{fmt_count(summary.untimed_snapshots, 'snapshot')} without a timestamp left out"
+        )
+    if summary.backward_steps:
+        times = "once" if summary.backward_steps == 1 else f"{summary.backward_steps} times"
+        lines.append(
+            f"time went backwards {times} (a clock change, or files not "
             "in time order): those steps count towards nothing, every time below is the sum "
             "of the intervals that went forward"
         )
@@ -484,20 +554,27 @@ def render_table(summary: RecordingSummary) -> str:
         total = f" of {fmt_bytes(gpu.memory_total_bytes)}" if gpu.memory_total_bytes else ""
         lines.append(
             f"GPU {gpu.index}: {gpu.name or NA} ({gpu.uuid or 'no UUID'}); "
-            f"{gpu.samples} samples; busy {fmt_duration(gpu.busy_s)}; "
+            f"{fmt_count(gpu.samples, 'sample')}; {busy_text(gpu)}; "
             f"peak memory {fmt_bytes(gpu.peak_memory_used_bytes)}{total}"
             + (f"; {fmt_duration(gpu.gap_s)} in gaps" if gpu.gap_s else "")
         )
         if gpu.idle_s is None:
             lines.append(
-                f"GPU {gpu.index}: the recording holds no memory use, so waiting cannot be "
-                f"told from idle: {fmt_duration(gpu.unknown_s)} at low or unknown utilization "
-                "is either"
+                f"GPU {gpu.index}: WAITING and IDLE n/a: {NO_MEMORY}: "
+                f"{fmt_duration(gpu.unknown_s)} at low or unknown utilization is either"
             )
+        if gpu.throttled_s is None:
+            lines.append(
+                f"GPU {gpu.index}: THROTTLED n/a: {NO_REASONS} (`--query-gpu` with "
+                "clocks_event_reasons.active, `-q -x` or gputop's own recordings hold them)"
+            )
+    low = DEFAULT_THRESHOLDS.low_utilization_pct
     lines.append(
-        "UTIL is the mean over samples; IDLE: nothing loaded; WAITING: work loaded but "
-        f"utilization below {DEFAULT_THRESHOLDS.low_utilization_pct:.0f}%; gaps over "
-        f"{fmt_duration(summary.max_gap_s)} are not counted."
+        f"UTIL is the mean over samples; BUSY: utilization {low:.0f}% or more, at the power "
+        f"cap too; WAITING: work loaded but utilization below {low:.0f}%; IDLE: nothing "
+        "loaded; THROTTLED: held back by heat, a hardware slowdown, the power brake, or the "
+        f"power cap at low utilization; gaps over {fmt_duration(summary.max_gap_s)} are not "
+        "counted."
     )
     return "\n".join(lines)
 

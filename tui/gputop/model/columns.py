@@ -36,6 +36,11 @@ class GpuColumns:
     """The last memory.total reported in the run."""
     throttle_reasons: Sequence[tuple[str, ...] | None] | None
     """The active clock-event reasons of each snapshot; None when the log has none."""
+    power_limit: Sequence[float] | None = None
+    """power.limit in W, NaN where not reported; None when the log has no such column (or
+    no reasons, for which alone it is read: whether a power cap binds)."""
+    clocks_sm: Sequence[float] | None = None
+    """The SM clock in MHz, NaN where not reported; None as ``power_limit``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,24 +7,12 @@ old the newest sample is, each GPU's state over a window) sits beside it.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from gputop.model.gpu_state import GpuState as GpuState
 from gputop.model.sample import Snapshot
-
-
-class GpuState(enum.Enum):
-    """What a GPU did over the fleet's window (PromQL ``avg_over_time``), not in one sample."""
-
-    BUSY = "busy"
-    WAITING = "waiting"
-    """Memory held, compute idle: a job holds the GPU and does not use it."""
-    IDLE = "idle"
-    THROTTLED = "throttled"
-    UNKNOWN = "unknown"
-    """Too few samples in the window, or no utilization series."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +21,8 @@ class GpuWindow:
 
     index: int
     state: GpuState
+    """What the GPU did over the fleet's window (PromQL ``avg_over_time``), not in one
+    sample; UNKNOWN also when the window holds too few samples or no utilization series."""
     utilization_mean: float | None = None
     memory_used_mean: int | None = None
     """Bytes."""

@@ -88,3 +88,9 @@ def ratio(used: float | None, total: float | None) -> float | None:
     if used is None or total is None or total <= 0:
         return None
     return min(max(used / total, 0.0), 1.0)
+
+
+def fmt_count(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 snapshot``, ``2 snapshots``: a count with its noun in the right number
+    (``plural`` where adding an s does not make it: ``process``, ``processes``)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

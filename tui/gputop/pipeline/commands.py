@@ -8,7 +8,7 @@ pipeline import them where a key press makes or handles one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +32,11 @@ class Seek:
 
 @dataclass(frozen=True, slots=True)
 class SeekTime:
-    """Replay: go to the last document taken at or before ``moment``."""
+    """Replay: go to the document a time names: the first taken within ``within`` of
+    ``moment`` (the second of a time given to the second), else the last one before."""
 
     moment: datetime
+    within: timedelta = timedelta(0)
 
 
 @dataclass(frozen=True, slots=True)

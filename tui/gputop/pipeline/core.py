@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from gputop.history import HistoryStore, Metric
-from gputop.insight.diagnosis import Finding, limiting_reasons
+from gputop.insight.diagnosis import Finding
 from gputop.model import GpuSample, Snapshot
+from gputop.model.gpu_state import GpuState, sample_state
 from gputop.model.machine import same_machine
 from gputop.pipeline.feed import Arrival, Feed, Move
 from gputop.pipeline.in_view import InView
@@ -52,10 +53,11 @@ def _same_machine_tail(snapshots: Sequence[Snapshot]) -> Sequence[Snapshot]:
 
 
 def throttled(gpu: GpuSample) -> bool | None:
-    """Whether a reason that limits the clocks is active (the diagnosis's rule), for history."""
+    """Whether the GPU is throttled as every view says it (``model.gpu_state``: a busy GPU
+    at its power cap is not), for history; None where the reasons are not reported."""
     if gpu.throttle_reasons is None:
         return None
-    return bool(limiting_reasons(gpu.throttle_reasons))
+    return sample_state(gpu) is GpuState.THROTTLED
 
 
 def new_history() -> HistoryStore:

@@ -243,7 +243,7 @@ class ReplayFeed:
             return self._moved(before, player.seek(command.index))
         if isinstance(command, SeekTime):
             before = player.position
-            after, _exact = player.seek_time(command.moment)
+            after, _exact = player.seek_time(command.moment, command.within)
             return self._moved(before, after)
         if isinstance(command, ChangeSpeed):
             player.change_speed(command.steps)

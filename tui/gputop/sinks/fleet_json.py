@@ -105,8 +105,8 @@ def fleet_text(fleet: FleetSnapshot) -> str:
         f"{counts[GpuState.WAITING]} waiting, {counts[GpuState.IDLE]} idle, "
         f"{counts[GpuState.THROTTLED]} throttled, {counts[GpuState.UNKNOWN]} unknown"
         f"{stale_text} (over {fleet.window_seconds:g} s{interval})",
-        f"{'host':<28} {'GPUs':>4} {'busy':>4} {'wait':>4} {'idle':>4} {'held idle':>10} "
-        f"{'power':>8} {'age':>7}",
+        f"{'host':<28} {'GPUs':>4} {'busy':>4} {'wait':>4} {'idle':>4} {'thrl':>4} "
+        f"{'held idle':>10} {'power':>8} {'age':>7}",
     ]
     for node in fleet.nodes:
         states = [w.state for w in node.windows]
@@ -120,7 +120,8 @@ def fleet_text(fleet: FleetSnapshot) -> str:
         lines.append(
             f"{terminal_safe(node.key):<28.28} {len(node.snapshot.gpus):>4} "
             f"{states.count(GpuState.BUSY):>4} {states.count(GpuState.WAITING):>4} "
-            f"{states.count(GpuState.IDLE):>4} {fmt_bytes(held):>10} {power:>8} {age_text:>7}"
+            f"{states.count(GpuState.IDLE):>4} {states.count(GpuState.THROTTLED):>4} "
+            f"{fmt_bytes(held):>10} {power:>8} {age_text:>7}"
         )
     if fleet.one_shot:
         lines.append(ONE_SHOT_NOTE)

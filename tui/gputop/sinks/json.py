@@ -7,6 +7,7 @@ from typing import Any
 
 from gputop.model import ContainerView, GpuSample, Owner, Snapshot
 from gputop.model.fields import GPU_FIELDS, MIG_FIELDS, PROCESS_FIELDS, Field, Value
+from gputop.model.gpu_state import sample_verdict
 
 
 def snapshot_dict(snapshot: Snapshot) -> dict[str, Any]:
@@ -76,6 +77,10 @@ def _gpu_dict(gpu: GpuSample) -> dict[str, Any]:
     out["processes"] = [_fields_dict(PROCESS_FIELDS, process) for process in gpu.processes]
     out["holders"] = [holder_dict(owner) for owner in gpu.holders]
     out["unavailable"] = {path: reason.value for path, reason in gpu.unavailable}
+    # The state as every view says it (``model.gpu_state``), in this one sample.
+    verdict = sample_verdict(gpu)
+    out["state"] = verdict.state.value
+    out["at_power_cap"] = verdict.at_power_cap if gpu.throttle_reasons is not None else None
     return out
 
 

@@ -6,15 +6,10 @@ from dataclasses import dataclass
 
 from gputop.model import GpuSample, MigDeviceSample, Owner, ProcessSample, Snapshot
 from gputop.model.safe_text import terminal_safe
-from gputop.model.units import (
-    fmt_celsius,
-    fmt_memory_pair,
-    fmt_mib,
-    fmt_percent,
-    fmt_text,
-    fmt_used_of,
-    fmt_watts,
-)
+from gputop.model.units import NA, fmt_celsius, fmt_mib, fmt_percent, fmt_text, fmt_watts
+
+_MIB = 1024 * 1024
+_GIB = 1024 * _MIB
 
 
 def format_summary(snapshot: Snapshot) -> str:
@@ -26,15 +21,19 @@ def format_summary(snapshot: Snapshot) -> str:
         if snapshot.timestamp
         else "time n/a"
     )
+    devices = [device for gpu in snapshot.gpus for device in gpu.mig_devices]
+    # The whole name, however long ("NVIDIA RTX PRO 6000 Blackwell Server Edition"), and
+    # memory in one unit for every row, said once in the header.
+    name_width = max((len(fmt_text(gpu.name)) for gpu in snapshot.gpus), default=4)
+    unit = _MemoryUnit.of(snapshot)
     lines = [
         f"{stamp}   driver {fmt_text(snapshot.driver_version)}   "
         f"CUDA {fmt_text(snapshot.cuda_version)}   {len(snapshot.gpus)} GPU(s)",
-        f"{'GPU':>3}  {'Name':<28} {'Util':>5} {'Memory used / total':>21} "
+        f"{'GPU':>3}  {'Name':<{name_width}} {'Util':>5} {unit.title:>21} "
         f"{'Power / limit':>13} {'Temp':>5} {'Fan':>5} {'Perf':>4}",
     ]
     if snapshot.container is not None:
         lines.insert(1, f"This container: {snapshot.container.describe()}")
-    devices = [device for gpu in snapshot.gpus for device in gpu.mig_devices]
     # Ids as wide as the widest (GI 7 above GI 13), so the columns after them line up.
     widths = _MigWidths(
         gi=max((len(fmt_text(_id(d.gpu_instance_id))) for d in devices), default=1),
@@ -42,11 +41,11 @@ def format_summary(snapshot: Snapshot) -> str:
         profile=max((len(_profile(d)) for d in devices), default=9),
     )
     for gpu in snapshot.gpus:
-        lines.append(_gpu_line(gpu))
+        lines.append(_gpu_line(gpu, name_width, unit))
         if gpu.holders:
             lines.append(f"{'':>3}  held by {_holders(gpu.holders)}")
         for device in gpu.mig_devices:
-            line = _mig_line(device, widths)
+            line = _mig_line(device, widths, unit)
             lines.append(f"{line}  held by {_holders(device.holders)}" if device.holders else line)
     footnote = _derived_footnote(devices)
     if footnote:
@@ -69,12 +68,53 @@ def format_summary(snapshot: Snapshot) -> str:
                 f"{len(others)} of these belong to other containers (their PIDs are the "
                 f"host's), using {fmt_mib(memory).strip()} of GPU memory"
             )
+    elif snapshot.gpus and all(gpu.reason("processes") for gpu in snapshot.gpus):
+        lines.append("Processes: n/a (not in this recording)")
     else:
         lines.append("No processes.")
     # Names, owners and versions come from outside: no line may carry a control character
     # (a newline in a pod's name would forge a line). Names are made safe before they are
     # cut to their column (``fmt_text``), so that the columns line up.
     return "\n".join(map(terminal_safe, lines))
+
+
+@dataclass(frozen=True)
+class _MemoryUnit:
+    """The one unit a summary's memory columns are in: GiB when any amount reaches one
+    (two decimals, one where a GPU has 100 GiB or more), else MiB."""
+
+    unit: str
+    decimals: int
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> _MemoryUnit:
+        amounts = [
+            value
+            for gpu in snapshot.gpus
+            for memory in (gpu.memory, *(device.memory for device in gpu.mig_devices))
+            for value in (memory.used, memory.total)
+            if value is not None
+        ]
+        if not amounts or max(amounts) < _GIB:
+            return cls("MiB", 0)
+        return cls("GiB", 1 if max(amounts) >= 100 * _GIB else 2)
+
+    @property
+    def title(self) -> str:
+        return f"Memory used/total {self.unit}"
+
+    def amount(self, value: int | None) -> str:
+        if value is None:
+            return NA
+        if self.unit == "MiB":
+            return "<1" if 0 < value < _MIB else str(value // _MIB)
+        shown = f"{value / _GIB:.{self.decimals}f}"
+        smallest = 10**-self.decimals
+        # Held memory never reads as none: under the last decimal it is "<0.01".
+        return f"<{smallest:.{self.decimals}f}" if value > 0 and float(shown) == 0 else shown
+
+    def pair(self, used: int | None, total: int | None) -> str:
+        return f"{self.amount(used)}/{self.amount(total)}"
 
 
 def owner_text(owner: Owner | None) -> str | None:
@@ -103,15 +143,14 @@ def _holders(holders: tuple[Owner, ...]) -> str:
     return ", ".join(owner_text(owner) or "?" for owner in holders)
 
 
-def _gpu_line(gpu: GpuSample) -> str:
+def _gpu_line(gpu: GpuSample, width: int, unit: _MemoryUnit) -> str:
     name = fmt_text(gpu.name)
     if gpu.lost:
-        return f"{gpu.index:>3}  {name[:28]:<28} GPU lost"
-    used, total = gpu.memory.used, gpu.memory.total
-    memory = fmt_memory_pair(used, total)  # one unit, as the TUI shows it
+        return f"{gpu.index:>3}  {name:<{width}} GPU lost"
+    memory = unit.pair(gpu.memory.used, gpu.memory.total)
     power = f"{fmt_watts(gpu.power.draw)} / {fmt_watts(gpu.power.limit)}"
     return (
-        f"{gpu.index:>3}  {name[:28]:<28} {fmt_percent(gpu.utilization.gpu):>5} {memory:>21} "
+        f"{gpu.index:>3}  {name:<{width}} {fmt_percent(gpu.utilization.gpu):>5} {memory:>21} "
         f"{power:>13} {fmt_celsius(gpu.temperature.gpu):>5} {fmt_percent(gpu.fan_speed):>5} "
         f"{fmt_text(gpu.performance_state):>4}"
     )
@@ -145,16 +184,12 @@ def _derived_footnote(devices: list[MigDeviceSample]) -> str | None:
     return f"     * profile worked out from {' or '.join(sources)}, not read from the driver"
 
 
-def _mig_line(device: MigDeviceSample, widths: _MigWidths) -> str:
+def _mig_line(device: MigDeviceSample, widths: _MigWidths, unit: _MemoryUnit) -> str:
     profile = _profile(device)
     gi = fmt_text(_id(device.gpu_instance_id))
     ci = fmt_text(_id(device.compute_instance_id))
     ids = f"GI {gi:>{widths.gi}} CI {ci:>{widths.ci}}"
-    used, total = device.memory.used, device.memory.total
-    if used is not None and total is not None:
-        memory = fmt_used_of(used, total)  # the GPU line's unit
-    else:
-        memory = f"{fmt_mib(used)} / {fmt_mib(total)}"
+    memory = unit.pair(device.memory.used, device.memory.total)  # the GPU lines' unit
     sms = "n/a" if device.sm_count is None else str(device.sm_count)
     return f"{'':>3}  MIG {ids} {profile:<{max(9, widths.profile)}} {sms:>3} SMs {memory:>21}"
 

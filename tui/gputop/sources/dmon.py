@@ -49,7 +49,9 @@ DMON_COLUMNS: dict[str, str] = {
     "enc": "utilization.encoder",
     "dec": "utilization.decoder",
     "mclk": "clocks.memory",
-    "pclk": "clocks.graphics",
+    # "Proc and Mem Clocks" (`-s c`): pclk is the processor clock, the SM clock that
+    # `--query-gpu=clocks.current.sm` and NVML's NVML_CLOCK_SM give (equal on the H200 log).
+    "pclk": "clocks.sm",
     "fb": "memory.used",
     "sbecc": "ecc_errors.volatile_corrected",
     "dbecc": "ecc_errors.volatile_uncorrected",
@@ -332,9 +334,7 @@ def _dmon_sample(
         memory=Memory(used=_int(values, "memory.used", _MIB)),
         temperature=Temperature(gpu=get("temperature.gpu"), memory=get("temperature.memory")),
         power=Power(draw=get("power.draw")),
-        clocks=Clocks(
-            graphics=_int(values, "clocks.graphics"), memory=_int(values, "clocks.memory")
-        ),
+        clocks=Clocks(sm=_int(values, "clocks.sm"), memory=_int(values, "clocks.memory")),
         ecc_errors=EccErrors(
             volatile_corrected=_int(values, "ecc_errors.volatile_corrected"),
             volatile_uncorrected=_int(values, "ecc_errors.volatile_uncorrected"),
@@ -398,7 +398,8 @@ def open_monitor_log(
         if not log.wait_for(0):
             raise BadCapture(f"{path}: no dmon/pmon rows under a `# gpu …` header")
         if scanner.stray:
-            warnings.append(f"{path}: skipped {scanner.stray} lines that fit no `# gpu` header")
+            lines = "line" if scanner.stray == 1 else "lines"
+            warnings.append(f"{path}: skipped {scanner.stray} {lines} that fit no `# gpu` header")
         if not layouts[0].stamp_columns and not any(layout.stamp_columns for layout in layouts):
             warnings.append(
                 f"{path}: no date/time columns, so no snapshot has a time (record with "

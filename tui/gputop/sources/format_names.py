@@ -11,6 +11,8 @@ XML = "xml"
 CSV = "csv"
 TEXT = "text"
 DMON = "dmon"
+GPUTOP_CSV = "gputop-csv"
+"""gputop's own `--log` CSV."""
 
-FORMAT_NAMES: tuple[str, ...] = (XML, CSV, TEXT, DMON)
+FORMAT_NAMES: tuple[str, ...] = (XML, CSV, TEXT, DMON, GPUTOP_CSV)
 """In the order ``formats.FORMATS`` tries them."""

@@ -26,7 +26,7 @@ from typing import Protocol
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
-from gputop.sources import csvlog, dmon
+from gputop.sources import csvlog, dmon, gputop_log
 from gputop.sources import format_names as names
 from gputop.sources.csvlog.apps import AppsLog, WithApps, sampling_interval
 from gputop.sources.following import WAIT_SLICE
@@ -135,6 +135,13 @@ FORMATS: list[Format] = [
         dmon.looks_like,
         _text_log(dmon.open_monitor_log),
         dmon.open_monitor_log,
+    ),
+    Format(
+        names.GPUTOP_CSV,
+        "gputop's own `--log` CSV",
+        gputop_log.looks_like,
+        _text_log(gputop_log.open_gputop_log),
+        gputop_log.open_gputop_log,
     ),
 ]
 """Tried in order on a file's first bytes; the first that says yes reads it."""

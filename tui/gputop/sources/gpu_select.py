@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -207,19 +207,26 @@ def _device_list(value: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-def describe_visible_devices(environ: Mapping[str, str], gpus: int) -> str | None:
-    """Say what NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES name, or None when neither is set.
+def describe_visible_devices(
+    environ: Mapping[str, str], gpus: int, uuids: Sequence[str | None] = ()
+) -> str | None:
+    """Say where NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES and what NVML shows disagree;
+    None when neither is set, or both say what NVML shows.
 
-    ``gpus`` is how many GPUs NVML enumerates, which is what gputop shows. The container
-    runtime reads NVIDIA_VISIBLE_DEVICES once, when it starts a container; the variable is
-    also inherited by shells and jobs where no runtime acted on it (a host login that sets
-    it, ``docker exec`` into a container started otherwise). So the note never claims what
-    the runtime did: it says what the variable asks for and what NVML shows, and points out
-    when the two disagree.
+    ``gpus`` is how many GPUs NVML enumerates, which is what gputop shows, and ``uuids``
+    their UUIDs. The container runtime reads NVIDIA_VISIBLE_DEVICES once, when it starts a
+    container; the variable is also inherited by shells and jobs where no runtime acted on
+    it (a host login that sets it, ``docker exec`` into a container started otherwise). So
+    the note never claims what the runtime did: where the variable asks for other GPUs than
+    NVML shows (another count, a UUID NVML does not have, GPUs where it asked for none), it
+    says what was asked and what NVML shows. Where they agree (``NVIDIA_VISIBLE_DEVICES=0``
+    and the one GPU NVML shows), nothing is said: a headless run's stderr is for what
+    matters.
 
     gputop numbers GPUs as NVML does (PCI bus order). CUDA numbers them fastest first unless
     ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, and renumbers the visible ones from 0, so the same
-    number can mean different GPUs in a CUDA program and here.
+    number can mean different GPUs in a CUDA program and here: said unless CUDA's numbers
+    are NVML's (every GPU, in order, one GPU or PCI bus order).
     """
     notes: list[str] = []
     shown = f"NVML shows {gpus} GPU{'' if gpus == 1 else 's'}"
@@ -227,33 +234,45 @@ def describe_visible_devices(environ: Mapping[str, str], gpus: int) -> str | Non
     if nvidia is not None:
         value = nvidia.strip()
         if value.lower() == "all":
-            notes.append(
-                f"NVIDIA_VISIBLE_DEVICES=all asks a container runtime for every host GPU; {shown}"
-            )
+            pass  # every GPU: whatever NVML shows is what was asked
         elif value.lower() in ("", "none", "void"):
-            asked = (
-                f"NVIDIA_VISIBLE_DEVICES={value or '(empty)'} asks a container runtime for no GPU"
-            )
             if gpus:
-                asked += f", yet {shown}: it was not applied here, and gputop shows what NVML sees"
-            notes.append(asked)
+                notes.append(
+                    f"NVIDIA_VISIBLE_DEVICES={value or '(empty)'} asks a container runtime for "
+                    f"no GPU, yet {shown}: it was not applied here, and gputop shows what NVML "
+                    "sees"
+                )
         else:
             devices = _device_list(value)
-            asked = f"NVIDIA_VISIBLE_DEVICES={value} asks a container runtime for host GPU(s) " + (
-                ", ".join(devices)
-            )
-            if gpus == len(devices):
-                asked += f"; {shown}, numbered from 0 here whatever the host numbers them"
-            else:
-                asked += (
-                    f", yet {shown}: it was not applied as asked here, and gputop shows what "
-                    "NVML sees"
+            if gpus != len(devices) or _unknown_uuids(devices, uuids):
+                notes.append(
+                    f"NVIDIA_VISIBLE_DEVICES={value} asks a container runtime for host GPU(s) "
+                    f"{', '.join(devices)}, yet {shown}: it was not applied as asked here, "
+                    "and gputop shows what NVML sees"
                 )
-            notes.append(asked)
     cuda = environ.get("CUDA_VISIBLE_DEVICES")
-    if cuda is not None:
+    if cuda is not None and not _cuda_numbers_are_nvmls(cuda, gpus, environ):
         notes.append(_describe_cuda(cuda, gpus, environ))
     return "; ".join(notes) if notes else None
+
+
+def _unknown_uuids(devices: Sequence[str], uuids: Sequence[str | None]) -> bool:
+    """Whether a GPU UUID (or prefix) the variable names is none of those NVML shows."""
+    known = [uuid.lower() for uuid in uuids if uuid]
+    if not known:
+        return False
+    return any(
+        item.lower().startswith("gpu-") and not any(u.startswith(item.lower()) for u in known)
+        for item in devices
+    )
+
+
+def _cuda_numbers_are_nvmls(cuda: str, gpus: int, environ: Mapping[str, str]) -> bool:
+    """CUDA sees every GPU under NVML's number: all listed, in order, in NVML's order."""
+    items = _device_list(cuda)
+    if not gpus or items != [str(n) for n in range(gpus)]:
+        return False
+    return gpus == 1 or environ.get("CUDA_DEVICE_ORDER", "").strip().upper() == "PCI_BUS_ID"
 
 
 def _describe_cuda(cuda: str, gpus: int, environ: Mapping[str, str]) -> str:

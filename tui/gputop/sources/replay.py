@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
 from gputop.model.machine import Machines
-from gputop.sources.seek import Span, span_of
+from gputop.sources.seek import Span, TimeTarget, index_of, span_of
 
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
 """The speeds ``[`` and ``]`` move through; 1.0 plays at the recording's own pace."""
@@ -347,12 +347,16 @@ class ReplayPlayer:
             self._paused = self._position < self._length - 1
         return self._position
 
-    def seek_time(self, moment: datetime) -> tuple[int, bool]:
-        """Go to the last document taken at or before ``moment``; True when its time matches."""
-        index = self._timeline.index_at(moment)
+    def seek_time(self, moment: datetime, within: timedelta = timedelta(0)) -> tuple[int, bool]:
+        """Go to the document the time names (``seek.index_of``: the first taken within
+        ``within`` of ``moment``, the second a time given to the second stands for, else the
+        last one taken at or before it); True when one was taken in that span (at
+        ``moment`` itself, for an instant)."""
+        target = TimeTarget(moment, within)
+        index = index_of(self._timeline, target)
         self.seek(index)
         found = self._timeline.timestamp(index)
-        exact = found is not None and found == moment
+        exact = found is not None and (moment <= found < target.end if within else found == moment)
         if not exact:
             shown = "no timestamp" if found is None else found.strftime("%Y-%m-%d %H:%M:%S")
             where = "closest before" if found is not None and found <= moment else "nearest"

@@ -2,9 +2,11 @@
 
 A target is a document index (``42``; ``-1`` is the last) or a time: ISO
 (``2024-09-18 21:34:12``, ``T`` allowed) or a clock time (``21:34:12``, ``21:34``) on the date
-of a reference document. A time outside the recording is refused at either end, with the
-recording's span in the message: showing the first or last document instead would pass it
-off as that time.
+of a reference document. A time means as much as it says: ``21:34:12`` is that second, so a
+log row at 21:34:12.525 is its document (the first of that second), ``21:34`` that minute,
+``21:34:12.5`` that instant (the last document at or before it). A time outside the recording
+is refused at either end, with the recording's span in the message: showing the first or
+last document instead would pass it off as that time.
 """
 
 from __future__ import annotations
@@ -12,6 +14,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class TimeTarget:
+    """A time a user gave, and how long it stands for: the second of ``21:34:12``, the
+    minute of ``21:34``, nothing of ``21:34:12.250`` (an instant)."""
+
+    start: datetime
+    within: timedelta = timedelta(0)
+
+    @property
+    def end(self) -> datetime:
+        """Where the span it stands for ends (not in it)."""
+        return self.start + self.within
 
 
 class TargetError(ValueError):
@@ -72,7 +88,7 @@ def time_examples(reference: datetime | None) -> str:
     return f"{reference:%H:%M:%S} or {reference:{_STAMP}}"
 
 
-def parse_target(text: str, span: Span, reference: datetime | None = None) -> int | datetime:
+def parse_target(text: str, span: Span, reference: datetime | None = None) -> int | TimeTarget:
     """What a user typed as a target: an index (``0 <= index < span.length``) or a time.
 
     A clock time is placed on the date of ``reference`` (the shown document's; by default
@@ -99,11 +115,23 @@ def parse_target(text: str, span: Span, reference: datetime | None = None) -> in
     moment = _moment(text, span, reference)
     if span.start is None or span.end is None:
         raise TargetError("this recording has no timestamps: use an index")
-    if moment < span.start:
+    target = TimeTarget(moment, _precision(text))
+    if target.end <= span.start if target.within else moment < span.start:
         raise TargetError(f"{moment:{_STAMP}} is before the recording starts: it {span.describe()}")
     if moment > span.end:
         raise TargetError(f"{moment:{_STAMP}} is after the recording ends: it {span.describe()}")
-    return moment
+    return target
+
+
+def _precision(text: str) -> timedelta:
+    """How long a time as written stands for: a second (``21:34:12``), a minute
+    (``21:34``), a day (``2024-09-18``), or an instant (a fraction of a second given)."""
+    clock = text.replace("T", " ").split(" ")[-1] if ":" in text else ""
+    if not clock:
+        return timedelta(days=1)
+    if "." in clock or "," in clock:
+        return timedelta(0)
+    return timedelta(seconds=1) if clock.count(":") >= 2 else timedelta(minutes=1)
 
 
 def _moment(text: str, span: Span, reference: datetime | None) -> datetime:
@@ -146,9 +174,28 @@ def _on_a_recorded_day(clock: time, day: date, span: Span) -> datetime:
     return min(candidates, key=outside)  # the first of equals: ``day`` itself
 
 
+_TICK = timedelta(microseconds=1)
+
+
+def index_of(timeline: Seekable, target: TimeTarget) -> int:
+    """The document a time names: the first taken within the span it stands for (the second
+    of ``21:34:12``), else the last one taken before it."""
+    if not target.within:
+        return timeline.index_at(target.start)
+    last = timeline.index_at(target.end - _TICK)
+    stamp = timeline.timestamp(last)
+    if stamp is None or not target.start <= stamp < target.end:
+        return last  # none in that span: the closest before it
+    before = timeline.index_at(target.start - _TICK)
+    found = timeline.timestamp(before)
+    first = before if found is not None and found >= target.start else before + 1
+    found = timeline.timestamp(first) if first <= last else None
+    return first if found is not None and target.start <= found < target.end else last
+
+
 def resolve_target(timeline: Seekable, text: str) -> int:
-    """The index of the document ``text`` names: at that index, or the last one taken at or
-    before that time.
+    """The index of the document ``text`` names: at that index, or the one that time names
+    (:func:`index_of`).
 
     Raises:
         TargetError: as :func:`parse_target`.
@@ -157,4 +204,4 @@ def resolve_target(timeline: Seekable, text: str) -> int:
     target = parse_target(text, span)
     if isinstance(target, int):
         return target
-    return timeline.index_at(target)
+    return index_of(timeline, target)

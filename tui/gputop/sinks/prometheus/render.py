@@ -24,6 +24,7 @@ from prometheus_client.metrics_core import Metric
 
 from gputop.model import GpuSample, MigDeviceSample, Snapshot
 from gputop.model.fields import GPU_FIELDS, MIG_FIELDS, PROCESS_FIELDS, Field, Value
+from gputop.model.gpu_state import GpuState
 from gputop.model.throttle import ThrottleReason
 from gputop.sinks.prometheus import dcgm
 from gputop.sinks.prometheus.labels import (
@@ -37,8 +38,8 @@ from gputop.sinks.prometheus.labels import (
 )
 from gputop.sinks.prometheus.tracker import GpuExtras
 
-STATES = ("busy", "waiting", "idle", "throttled", "unknown")
-"""``gputop_gpu_state``'s states (``gputop.insight.diagnosis.GpuState``), each a series."""
+STATES = tuple(state.value for state in GpuState)
+"""``gputop_gpu_state``'s states (``gputop.model.gpu_state.GpuState``), each a series."""
 
 _go_float = cast(Callable[[float], str], _client_utils.floatToGoString)
 """prometheus-client's value formatting (``+Inf``, ``1e+06`` as Go writes them)."""

@@ -15,15 +15,20 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from gputop.model import GpuSample, Snapshot
+from gputop.model.gpu_state import GpuState, sample_state
 from gputop.model.throttle import ThrottleReason
 from gputop.sinks.prometheus.dcgm import CLOCK_EVENT_NAMES, DEFAULT_CLOCK_EVENTS_WINDOW_MS
 
 Classify = Callable[[GpuSample], str]
-"""A GPU sample's state: ``busy``, ``waiting``, ``idle``, ``throttled`` or ``unknown``
-(``gputop.insight.diagnosis.gpu_state``, handed in by the command)."""
+"""A GPU sample's state: ``busy``, ``waiting``, ``idle``, ``throttled`` or ``unknown``."""
 
-WAITING = "waiting"
-UNKNOWN = "unknown"
+WAITING = GpuState.WAITING.value
+UNKNOWN = GpuState.UNKNOWN.value
+
+
+def state_of(gpu: GpuSample) -> str:
+    """The sample's state as every view defines it (``model.gpu_state``)."""
+    return sample_state(gpu).value
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +75,10 @@ class ExportTracker:
     """Per GPU (by UUID), the clock events of the last window and the start of a waiting run."""
 
     def __init__(
-        self, classify: Classify, *, window_ms: int = DEFAULT_CLOCK_EVENTS_WINDOW_MS
+        self, classify: Classify = state_of, *, window_ms: int = DEFAULT_CLOCK_EVENTS_WINDOW_MS
     ) -> None:
-        """Classify each GPU sample with ``classify``; count clock events over ``window_ms``."""
+        """Classify each GPU sample with ``classify`` (by default as every view does);
+        count clock events over ``window_ms``."""
         self._classify = classify
         self.window_ms = window_ms
         self._tracks: dict[str, _GpuTrack] = {}

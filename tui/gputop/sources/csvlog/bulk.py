@@ -37,7 +37,7 @@ _LOWER_START = re.compile(rb"\n[a-z]")
 _MAX_CACHED = 1 << 16
 """Distinct cells remembered per column (a log's values repeat: watts, MiB, percents)."""
 
-_NUMBERS = frozenset({"utilization.gpu", "power.draw"})
+_NUMBERS = frozenset({"utilization.gpu", "power.draw", "power.limit", "clocks.sm"})
 _BYTES = frozenset({"memory.used", "memory.total"})
 
 
@@ -268,9 +268,16 @@ class RunReader:
                 return None  # the row parser would look in the path's other columns
             values[path] = found
         reasons = None
+        # What the report says of a power cap (whether it binds, the SM clocks under it):
+        # read only with the reasons it is about.
+        cap: dict[str, list[Any] | None] = {"power.limit": None, "clocks.sm": None}
         if self._reasons is not None:
             picked = [cells[first + at :: stride] for at in self._reason_at]
             reasons = list(map(self._reasons.__getitem__, zip(*picked, strict=True)))
+            for path in cap:
+                column = self._column(path)
+                if column is not None and len(self._where[path]) == 1:
+                    cap[path] = self._values(column, cells[first + column[0] :: stride])
         count = len(cells) // stride
         total = self._column("memory.total")
         totals = None if total is None else cells[first + total[0] :: stride]
@@ -286,6 +293,8 @@ class RunReader:
             memory_used=values["memory.used"],
             memory_total=memory_total,
             throttle_reasons=reasons,
+            power_limit=cap["power.limit"],
+            clocks_sm=cap["clocks.sm"],
         )
 
 

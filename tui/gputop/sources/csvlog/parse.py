@@ -304,19 +304,32 @@ def throttle_reasons(values: Mapping[str, Any]) -> tuple[str, ...] | None:
 
 def _gpu(schema: Schema, cells: Sequence[str], position: int) -> tuple[GpuSample, dict[str, Any]]:
     values, missing = row_values(schema.columns, cells)
+    return gpu_sample(values, missing, schema.absent, position), values
+
+
+def gpu_sample(
+    values: Mapping[str, Any],
+    missing: Mapping[str, Reason],
+    absent: Sequence[tuple[str, Reason]],
+    position: int,
+) -> GpuSample:
+    """A GPU from a row's values by model path, why the paths its cells hold no value for
+    are missing, and the paths the log has no column for (``absent``); ``position``: its
+    place in the snapshot, its index when the row gives none."""
     get = values.get
     reasons = throttle_reasons(values)
-    if reasons is not None:
-        missing.pop("throttle_reasons", None)
     unavailable: dict[str, Reason] = {}
     for path, reason in missing.items():
         if path.startswith("throttle_reasons."):
             if reasons is None:
                 unavailable.setdefault("throttle_reasons", reason)
+        elif path == "throttle_reasons":
+            if reasons is None:
+                unavailable[path] = reason
         elif path not in ("timestamp", "driver_version", "attached_gpus", "host"):
             unavailable[path] = reason
     index = get("index")
-    gpu = GpuSample(
+    return GpuSample(
         index=index if isinstance(index, int) else position,
         name=get("name"),
         uuid=get("uuid"),
@@ -367,9 +380,8 @@ def _gpu(schema: Schema, cells: Sequence[str], position: int) -> tuple[GpuSample
         throttle_reasons=reasons,
         mig_mode=get("mig_mode"),
         lost=missing.get("name") is Reason.GPU_LOST,
-        unavailable=(*unavailable.items(), *schema.absent),
+        unavailable=(*unavailable.items(), *absent),
     )
-    return gpu, values
 
 
 def with_processes(

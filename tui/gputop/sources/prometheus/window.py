@@ -1,32 +1,25 @@
 """A GPU's state over the fleet's window: busy, waiting, idle or throttled.
 
-The thresholds are the diagnosis's (``insight/diagnosis.py`` ``DiagnosisThresholds``; a test
-keeps the two equal; a source may not import ``insight``), applied to PromQL's
-``avg_over_time`` of utilization and memory instead of one sample: a job that stalls for a
-minute is waiting, not idle for a moment.
+The states and thresholds are the ones every view uses (``model/gpu_state.py``), applied to
+PromQL's ``avg_over_time`` of utilization and memory instead of one sample: a job that stalls
+for a minute is waiting, not idle for a moment. The clock-event reasons and the power draw
+are the newest sample's.
 """
 
 from __future__ import annotations
 
-from gputop.model import GpuSample, ThrottleReason
+from gputop.model import GpuSample
 from gputop.model.fleet import GpuState, GpuWindow
+from gputop.model.gpu_state import DEFAULT_THRESHOLDS, cap_binds, judge
 
-LOW_UTILIZATION_PCT = 30.0
+LOW_UTILIZATION_PCT = DEFAULT_THRESHOLDS.low_utilization_pct
 """At or above this mean utilization the GPU was busy."""
-IDLE_UTILIZATION_PCT = 5.0
+IDLE_UTILIZATION_PCT = DEFAULT_THRESHOLDS.idle_utilization_pct
 """At or above this mean utilization something ran, even with no memory held."""
-HELD_MEMORY_BYTES = 1024**3
+HELD_MEMORY_BYTES = DEFAULT_THRESHOLDS.held_memory_bytes
 """Mean memory in use that counts as work loaded (a job holding the GPU)."""
 MIN_SAMPLES = 2
 """Fewer utilization samples in the window than this say nothing about it."""
-
-
-def _limiting(gpu: GpuSample) -> bool:
-    for name in gpu.throttle_reasons or ():
-        reason = ThrottleReason.parse(name)
-        if reason is not None and reason.limiting:
-            return True
-    return False
 
 
 def classify(
@@ -46,27 +39,30 @@ def classify(
             pass
     if gpu.lost:
         return GpuState.UNKNOWN
-    if _limiting(gpu):
-        return GpuState.THROTTLED
     memory = memory_used_mean if memory_used_mean is not None else gpu.memory.used
-    held_memory = memory is not None and memory >= HELD_MEMORY_BYTES
-    processes = bool(process_count)
+    loaded = bool(process_count) or (memory is not None and memory >= HELD_MEMORY_BYTES)
+    held: bool | None
     if utilization_mean is None:
         # MIG, or an exporter without utilization: idle only when nothing is loaded at all.
-        if not processes and memory is not None and not held_memory:
-            return GpuState.IDLE
-        return GpuState.UNKNOWN
-    if samples < MIN_SAMPLES:
-        return GpuState.UNKNOWN
-    if utilization_mean >= LOW_UTILIZATION_PCT:
-        return GpuState.BUSY
-    if processes or held_memory or utilization_mean >= IDLE_UTILIZATION_PCT:
-        return GpuState.WAITING
-    if memory is None and process_count is None:
+        held = loaded or memory is None
+    elif loaded or utilization_mean >= IDLE_UTILIZATION_PCT:
+        held = True
+    elif memory is None and process_count is None:
         # Low utilization, but nothing says whether work is loaded (an exporter without
         # DCGM_FI_DEV_FB_USED): idle and held-but-waiting look the same here.
+        held = None
+    else:
+        held = False
+    reasons = gpu.throttle_reasons
+    state = judge(
+        utilization_mean,
+        held,
+        reasons,
+        binds=cap_binds(gpu.power.draw, gpu.power.limit) if reasons else True,
+    ).state
+    if utilization_mean is not None and samples < MIN_SAMPLES and state is not GpuState.THROTTLED:
         return GpuState.UNKNOWN
-    return GpuState.IDLE
+    return state
 
 
 def gpu_window(

@@ -27,6 +27,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("busy", "BUSY", right=True, descending=True),
     Column("waiting", "WAIT", right=True, descending=True),
     Column("idle", "IDLE", right=True, descending=True),
+    Column("throttled", "THROTTLED", right=True, descending=True),
     Column("unknown", "UNKNOWN", right=True, descending=True),
     Column("util", "UTIL", right=True, descending=True),
     Column("held", "HELD IDLE", right=True, descending=True),
@@ -34,14 +35,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("age", "AGE", right=True, descending=True),
     Column("exporter", "EXPORTER", right=False, descending=False),
 )
-"""UNKNOWN: GPUs with too few samples in the window, or no utilization series, to say; HELD
+"""THROTTLED: GPUs held back by heat, a hardware slowdown, the power brake, or the power cap
+at low utilization (a GPU busy at its power cap counts as busy); UNKNOWN: GPUs with too few
+samples in the window, or no utilization series, to say; HELD
 IDLE: GPU memory held on GPUs that are idle or waiting (memory a job keeps and does
 not use); UTIL: mean utilization over the window of the node's GPUs."""
 
 COLUMN_INDEX = {column.key: index for index, column in enumerate(COLUMNS)}
-
-BUSY_STATES = frozenset({GpuState.BUSY, GpuState.THROTTLED})
-"""A throttled GPU is working (slower): it counts as busy."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +104,13 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
     """The row of ``node``, its age counted to ``now`` (the answer's time)."""
     windows = node.windows
     gpus = len(node.snapshot.gpus) or len(windows)
-    busy = count(windows, BUSY_STATES)
+    busy = count(windows, (GpuState.BUSY,))
     waiting = count(windows, (GpuState.WAITING,))
     idle = count(windows, (GpuState.IDLE,))
+    throttled = count(windows, (GpuState.THROTTLED,))
     # A GPU without a window (no series of it in the window) is as unknown as one whose
     # window says so.
-    unknown = gpus - busy - waiting - idle
+    unknown = gpus - busy - waiting - idle - throttled
     known = bool(windows)
     util = mean_utilization(node)
     held = held_memory(node)
@@ -128,6 +129,7 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
         number(busy),
         number(waiting),
         number(idle),
+        number(throttled),
         str(unknown),
         fmt_percent(util),
         fmt_bytes(held),
@@ -141,6 +143,7 @@ def build_row(node: NodeView, now: datetime) -> FleetRow:
         float(busy) if known else None,
         float(waiting) if known else None,
         float(idle) if known else None,
+        float(throttled) if known else None,
         float(unknown),
         util,
         None if held is None else float(held),

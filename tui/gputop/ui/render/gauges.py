@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 from gputop.model import GpuSample, Reason, ThrottleKind, ThrottleReason
 from gputop.model.fields import GPU_FIELDS
-from gputop.model.throttle import reasons_of_kind
+from gputop.model.gpu_state import power_holds_back
 from gputop.model.units import (
     NA,
     fmt_bytes,
     fmt_celsius,
+    fmt_count,
     fmt_percent,
     fmt_used_of,
     fmt_watts,
@@ -60,9 +61,6 @@ FALLBACK_TEMP_CRIT = 90.0
 FALLBACK_TEMP_SCALE = 100.0
 MEM_WARN = 0.85
 MEM_CRIT = 0.95
-POWER_WARN = 0.90
-POWER_CRIT = 0.98
-"""At or above this fraction of the enforced limit the GPU is at its power cap."""
 
 FIELD_LABELS: dict[str, str] = {field.path: field.label for field in GPU_FIELDS}
 """Short names for the fields whose absence the detail line explains (the field table's)."""
@@ -94,17 +92,17 @@ def memory_level(gpu: GpuSample) -> Level:
 
 
 def power_level(gpu: GpuSample) -> Level:
-    """Critical at the power cap (by draw, or the driver says power throttles the clocks)."""
+    """Power drawn up to the limit is a GPU at work (a training job runs at its cap), not
+    a fault: the gauge stands out only where power holds the GPU back, as the state says
+    (``model.gpu_state``): critical for the power brake, a warning for the cap at low
+    utilization."""
     if gpu.power.draw is None or gpu.lost:
         return Level.NA
-    if reasons_of_kind(gpu.throttle_reasons, ThrottleKind.POWER):
-        return Level.CRIT
-    fraction = ratio(gpu.power.draw, gpu.power.limit)
-    if fraction is None:
+    if not power_holds_back(gpu):
         return Level.OK
-    if fraction >= POWER_CRIT:
-        return Level.CRIT
-    return Level.WARN if fraction >= POWER_WARN else Level.OK
+    brake = ThrottleReason.HW_POWER_BRAKE_SLOWDOWN
+    reasons = gpu.throttle_reasons or ()
+    return Level.CRIT if any(ThrottleReason.parse(r) is brake for r in reasons) else Level.WARN
 
 
 def utilization_level(gpu: GpuSample) -> Level:
@@ -112,15 +110,17 @@ def utilization_level(gpu: GpuSample) -> Level:
     return Level.NA if gpu.utilization.gpu is None or gpu.lost else Level.OK
 
 
-def throttle_level(reasons: Sequence[str]) -> Level:
-    """Critical for thermal or hardware slowdowns, a warning for a power cap, else fine."""
+def throttle_level(reasons: Sequence[str], gpu: GpuSample) -> Level:
+    """Critical for thermal or hardware slowdowns; a warning for the power cap where it
+    holds ``gpu`` back (at low utilization), information where the GPU is busy at it; else
+    fine."""
     parsed = [ThrottleReason.parse(name) for name in reasons]
     if any(reason is not None and reason.severe for reason in parsed):
         return Level.CRIT
     # A name nvidia-smi does not have is not known to be harmless.
-    if any(reason is None or reason.kind is not ThrottleKind.BENIGN for reason in parsed):
+    if any(reason is None or reason.kind is ThrottleKind.UNKNOWN for reason in parsed):
         return Level.WARN
-    return Level.OK
+    return Level.WARN if power_holds_back(gpu) else Level.OK
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,11 +394,11 @@ def detail_parts(gpu: GpuSample) -> list[tuple[str, Level]]:
         parts.append(
             (
                 "throttle: " + ", ".join(r.replace("_", " ") for r in reasons),
-                throttle_level(reasons),
+                throttle_level(reasons, gpu),
             )
         )
     if gpu.mig_mode:
-        parts.append((f"MIG on: {len(gpu.mig_devices)} devices", Level.OK))
+        parts.append((f"MIG on: {fmt_count(len(gpu.mig_devices), 'device')}", Level.OK))
     missing = missing_reasons(
         gpu, ("utilization.gpu", "memory.used", "power.draw", "power.limit", "temperature.gpu")
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -15,10 +14,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from gputop.sources.replay import ReplayStatus
-from gputop.sources.seek import TargetError, parse_target, time_examples
+from gputop.sources.seek import TargetError, TimeTarget, parse_target, time_examples
 
 
-class GotoDialog(ModalScreen[int | datetime | None]):
+class GotoDialog(ModalScreen[int | TimeTarget | None]):
     """Ask where to go; dismisses with an index, a time, or None (cancelled)."""
 
     CSS_PATH = Path(__file__).parent / "dialogs.tcss"

@@ -33,6 +33,7 @@ from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
 
 if TYPE_CHECKING:
     from gputop.pipeline.commands import Command
+    from gputop.sources.seek import TimeTarget
     from gputop.ui.widgets.mig_tree import MigTree
 
 PartType = TypeVar("PartType", bound=Widget)
@@ -517,11 +518,11 @@ class MainScreen(StyledOnceScreen):
         from gputop.pipeline.commands import Seek, SeekTime
         from gputop.ui.screens.goto import GotoDialog
 
-        def answered(target: int | datetime | None) -> None:
+        def answered(target: int | TimeTarget | None) -> None:
             if isinstance(target, int):
                 self._submit(Seek(target))
             elif target is not None:
-                self._submit(SeekTime(target))
+                self._submit(SeekTime(target.start, target.within))
 
         self.app.push_screen(GotoDialog(tick.replay), answered)
 

@@ -38,8 +38,8 @@ _ARROWS = {False: "▲", True: "▼"}
 _SORT = Binding.Group("Sort", compact=True)
 
 NARROW_HIDDEN: tuple[tuple[int, frozenset[str]], ...] = (
-    (64, frozenset({"exporter", "unknown", "util", "power"})),
-    (100, frozenset({"exporter", "unknown"})),
+    (64, frozenset({"exporter", "unknown", "throttled", "util", "power"})),
+    (100, frozenset({"exporter", "unknown", "throttled"})),
 )
 """(below this width, the columns dropped): the counts and the host stay longest."""
 
