@@ -40,6 +40,9 @@ Q_TEXT = SNAPSHOTS / "rtx4090x8-procs-535-q.txt"
 XML = SNAPSHOTS / "rtx3090x4-procs-v12.xml"
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 """What splits a line of a text log (so a text log's name cannot hold it)."""
+Q_TEXT_CANNOT_HOLD = LINE_BREAKS + "\t\x00"
+"""Besides line breaks: a tab is layout to the `-q` reader (expanded, as nvidia-smi's own
+columns are) and a NUL marks a binary file, refused with one line."""
 XML_CHARS = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -144,7 +147,9 @@ def read_names(path: Path) -> tuple[str | None, list[str | None]]:
 def test_a_q_text_log(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, gpu: str, process: str
 ) -> None:
-    gpu, process = (text.translate({ord(c): None for c in LINE_BREAKS}) for text in (gpu, process))
+    gpu, process = (
+        text.translate({ord(c): None for c in Q_TEXT_CANNOT_HOLD}) for text in (gpu, process)
+    )
     plain = benign(capsys, "q", q_log(tmp_path / "plain-q.txt", "Plain GPU", "python"))
     found = outputs(capsys, q_log(tmp_path / "q.txt", gpu, process))
     assert_shown_not_obeyed(found, plain, process)
