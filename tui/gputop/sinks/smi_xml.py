@@ -230,6 +230,44 @@ def _ecc_errors(doc: _Document, errors: EccErrors) -> None:
     doc.close("ecc_errors")
 
 
+def _yes_no(value: bool) -> str:
+    return "Yes" if value else "No"
+
+
+def _memory_repair(doc: _Document, gpu: GpuSample) -> None:
+    """``<retired_pages>`` and ``<remapped_rows>``, as nvidia-smi nests them; left out when
+    the source never reported them."""
+    u = gpu.unavailable
+    pages = gpu.retired_pages
+    if _reported(
+        u, "retired_pages.single_bit", "retired_pages.double_bit", "retired_pages.pending"
+    ):
+        doc.open("retired_pages")
+        for tag, value, path in (
+            ("multiple_single_bit_retirement", pages.single_bit, "retired_pages.single_bit"),
+            ("double_bit_retirement", pages.double_bit, "retired_pages.double_bit"),
+        ):
+            doc.open(tag)
+            doc.value("retired_count", value, u, path, str)
+            doc.close(tag)
+        doc.value("pending_retirement", pages.pending, u, "retired_pages.pending", _yes_no)
+        doc.close("retired_pages")
+    rows = gpu.remapped_rows
+    if _reported(
+        u,
+        "remapped_rows.correctable",
+        "remapped_rows.uncorrectable",
+        "remapped_rows.pending",
+        "remapped_rows.failure",
+    ):
+        doc.open("remapped_rows")
+        doc.value("remapped_row_corr", rows.correctable, u, "remapped_rows.correctable", str)
+        doc.value("remapped_row_unc", rows.uncorrectable, u, "remapped_rows.uncorrectable", str)
+        doc.value("remapped_row_pending", rows.pending, u, "remapped_rows.pending", _yes_no)
+        doc.value("remapped_row_failure", rows.failure, u, "remapped_rows.failure", _yes_no)
+        doc.close("remapped_rows")
+
+
 def _optional_id(value: int | None) -> str:
     return "N/A" if value is None else str(value)
 
@@ -308,6 +346,7 @@ def _gpu(doc: _Document, gpu: GpuSample) -> None:
         doc.value("current_ecc", gpu.ecc_mode, u, "ecc_mode", _flag)
         doc.close("ecc_mode")
     _ecc_errors(doc, gpu.ecc_errors)
+    _memory_repair(doc, gpu)
     temperature = gpu.temperature
     doc.open("temperature")
     doc.value("gpu_temp", temperature.gpu, u, "temperature.gpu", celsius)
