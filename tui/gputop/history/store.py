@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gputop.history.events import EventHistory
 from gputop.history.metrics import FIELD_READERS, Metric, Reader, Series, gpu_key
 from gputop.history.ring import Ring
 from gputop.model import Snapshot
@@ -153,6 +154,8 @@ class HistoryStore:
         self._end = 0
         self._lock = threading.Lock()
         self._reader = HistoryReader(self)
+        self.events = EventHistory()
+        """The run's health events (``history.events``), filed with the snapshots."""
 
     @property
     def capacity(self) -> int:
@@ -190,6 +193,8 @@ class HistoryStore:
             self._append(snapshot)
 
     def _append(self, snapshot: Snapshot) -> None:
+        if snapshot.events:
+            self.events.add(snapshot.events)
         stamp = snapshot.timestamp
         moment = None if stamp is None else stamp.timestamp()
         if moment is not None:
@@ -291,6 +296,7 @@ class HistoryStore:
             self._open_id = None
             self._ticks = 0
             self._end = 0
+            self.events.clear()
             for snapshot in snapshots:
                 self._append(snapshot)
 

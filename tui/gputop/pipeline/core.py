@@ -232,6 +232,7 @@ class Pipeline:
             findings=self._diagnosis(window),
             sinks=self._sinks,
             waiting=feed.waiting,
+            events=self._history.events.kept,
             in_view=self._in_view,
         )
 

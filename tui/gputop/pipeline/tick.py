@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from gputop.history import EMPTY_READER, EMPTY_VIEW, HistoryReader, HistoryView, Metric
 from gputop.insight.diagnosis import Finding
 from gputop.model import Snapshot
+from gputop.model.health import HealthEvent
 from gputop.pipeline.in_view import InView
 
 if TYPE_CHECKING:
@@ -66,6 +67,9 @@ class Tick:
     """Where live snapshots are being written, and which of those writes failed."""
     waiting: str | None = None
     """The source is not ready yet (a slow driver start): what it is waiting for."""
+    events: tuple[HealthEvent, ...] = ()
+    """The health events the history keeps (XID errors, ...), oldest first
+    (``gputop.history.events``): the same tuple from tick to tick until one arrives."""
     in_view: InView | None = None
     """Where a view says which processes it shows (live, with a host lookup that reads only
     those every tick); the same object in every tick of a run. None: nobody listens."""

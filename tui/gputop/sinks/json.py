@@ -7,6 +7,8 @@ from typing import Any
 
 from gputop.model import ContainerView, GpuSample, Owner, Snapshot
 from gputop.model.fields import GPU_FIELDS, MIG_FIELDS, PROCESS_FIELDS, Field, Value
+from gputop.model.gpu_health import gpu_problems
+from gputop.model.health import HealthEvent
 
 
 def snapshot_dict(snapshot: Snapshot) -> dict[str, Any]:
@@ -20,6 +22,23 @@ def snapshot_dict(snapshot: Snapshot) -> dict[str, Any]:
         "attached_gpus": snapshot.attached_gpus,
         "container": _container_dict(snapshot.container),
         "gpus": [_gpu_dict(gpu) for gpu in snapshot.gpus],
+        "events": [event_dict(event) for event in snapshot.events],
+    }
+
+
+def event_dict(event: HealthEvent) -> dict[str, Any]:
+    """A health event (``events``: those that arrived since the previous snapshot)."""
+    return {
+        "time": event.time.isoformat(),
+        "gpu": event.gpu,
+        "uuid": event.uuid,
+        "kind": event.kind.value,
+        "xid": event.xid,
+        "severity": event.severity.value,
+        "action": event.action.value,
+        "description": event.description,
+        "gpu_instance_id": event.gpu_instance_id,
+        "compute_instance_id": event.compute_instance_id,
     }
 
 
@@ -75,6 +94,10 @@ def _gpu_dict(gpu: GpuSample) -> dict[str, Any]:
     ]
     out["processes"] = [_fields_dict(PROCESS_FIELDS, process) for process in gpu.processes]
     out["holders"] = [holder_dict(owner) for owner in gpu.holders]
+    out["problems"] = [
+        {"severity": problem.severity.value, "problem": problem.text}
+        for problem in gpu_problems(gpu)
+    ]
     out["unavailable"] = {path: reason.value for path, reason in gpu.unavailable}
     return out
 
