@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from gputop.model.fleet_health import FleetHealth
 from gputop.model.sample import Snapshot
 
 
@@ -69,6 +70,9 @@ class FleetSnapshot:
     error: str | None = None
     """One line when the last query failed (server down, 401, not Prometheus); the nodes are
     then the last good answer, kept so the view does not go blank."""
+    health: FleetHealth | None = None
+    """XIDs and firing alerts per node (``gputop.sources.prometheus.health``); None when the
+    source reads no Prometheus server."""
 
 
 HELD_STATES = frozenset({GpuState.IDLE, GpuState.WAITING})
