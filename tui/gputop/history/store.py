@@ -30,6 +30,7 @@ from gputop.history.events import EventHistory
 from gputop.history.metrics import FIELD_READERS, Metric, Reader, Series, gpu_key
 from gputop.history.ring import Ring
 from gputop.model import Snapshot
+from gputop.model.health import HealthEvent
 
 if TYPE_CHECKING:
     from gputop.history.window import HistoryWindow
@@ -408,6 +409,10 @@ class HistoryReader:
     def window(self, key: str, seconds: float | None) -> HistoryWindow:
         """See :meth:`HistoryStore.window`."""
         return self._store.window(key, seconds)
+
+    def events(self) -> tuple[HealthEvent, ...]:
+        """The health events the history keeps, oldest first (``history.events``)."""
+        return self._store.events.kept
 
 
 EMPTY_READER = HistoryStore(capacity=1, metrics=(), coarse_capacity=1).reader

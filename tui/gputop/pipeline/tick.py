@@ -70,6 +70,9 @@ class Tick:
     events: tuple[HealthEvent, ...] = ()
     """The health events the history keeps (XID errors, ...), oldest first
     (``gputop.history.events``): the same tuple from tick to tick until one arrives."""
+    alarms: tuple[tuple[int, str], ...] = ()
+    """(GPU index, what to say) for each GPU with a critical health event or problem not
+    acknowledged yet (``gputop.pipeline.health_alarm``): the panel's red line."""
     in_view: InView | None = None
     """Where a view says which processes it shows (live, with a host lookup that reads only
     those every tick); the same object in every tick of a run. None: nobody listens."""
@@ -80,6 +83,13 @@ class Tick:
             if index == gpu_index:
                 return findings
         return ()
+
+    def alarm_for(self, gpu_index: int) -> str | None:
+        """GPU ``gpu_index``'s health alarm, None when it has none (or it was acknowledged)."""
+        for index, text in self.alarms:
+            if index == gpu_index:
+                return text
+        return None
 
     @property
     def live(self) -> bool:
