@@ -11,6 +11,7 @@ from pathlib import Path
 from fakes.nvml_scenarios import gpu_sample, snapshot
 from gputop.history import HistoryStore
 from gputop.history.events import EventHistory
+from gputop.insight.health_log import HealthLog
 from gputop.model import EccErrors, Reason, Snapshot
 from gputop.model.gpu_health import gpu_problems
 from gputop.model.health import (
@@ -31,6 +32,7 @@ from gputop.sinks.smi_xml import snapshot_to_xml
 from gputop.sinks.summary import format_summary
 from gputop.sources.gpu_select import GpuSelection
 from gputop.sources.smi.xml import parse_document
+from support.command import gputop
 from support.metrics import document, find, series
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
@@ -240,3 +242,81 @@ def test_the_exporter_writes_the_memory_repair_counters_under_dcgms_names() -> N
     assert find(values, "DCGM_FI_DEV_ROW_REMAP_PENDING", gpu="1") == [1.0]
     assert find(values, "DCGM_FI_DEV_ROW_REMAP_FAILURE", gpu="1") == [0.0]
     assert find(values, "DCGM_FI_DEV_RETIRED_DBE", gpu="0") == [0.0]
+
+
+# --- recordings carry events; `gputop report` lists health over time ---------------------
+
+
+def _stream() -> list[Snapshot]:
+    base = snapshot(gpu_sample(0), gpu_sample(1))
+    out = []
+    for second in range(8):
+        moment = T0 + timedelta(seconds=second)
+        gpus = list(base.gpus)
+        if 2 <= second < 5:
+            gpus[1] = replace(gpus[1], remapped_rows=RemappedRows(0, 1, True, False))
+        if second >= 5:
+            gpus[1] = replace(gpus[1], remapped_rows=RemappedRows(0, 1, False, False))
+        if second in (3, 4):
+            gpus[0] = replace(gpus[0], throttle_reasons=("hw_thermal_slowdown",))
+        events = (xid_event(moment, 1, 63, uuid=gpus[1].uuid),) if second == 2 else ()
+        out.append(replace(base, timestamp=moment, gpus=tuple(gpus), events=events))
+    return out
+
+
+def test_events_round_trip_through_gputops_own_xml() -> None:
+    shot = replace(
+        snapshot(gpu_sample(0)),
+        events=(
+            xid_event(T0, 0, 79, uuid="GPU-a"),
+            xid_event(T0, 0, 31, gpu_instance_id=2, compute_instance_id=0),
+            kind_event(T0, 0, Kind.PAGE_RETIREMENT_FAILURE),
+        ),
+    )
+    back = parse_document(snapshot_to_xml(shot))
+    assert back.events == shot.events
+    assert parse_document(snapshot_to_xml(snapshot(gpu_sample(0)))).events == ()
+
+
+def test_the_health_log_lists_changes_with_times_and_parts_merge_as_one() -> None:
+    stream = _stream()
+    whole = HealthLog()
+    for shot in stream:
+        whole.add(shot)
+    texts = [(c.time and c.time.second, c.gpu, c.text) for c in whole.changes]
+    assert (2, 1, "XID 63: row remapping or page retirement recorded: reset to apply: "
+            "drain the GPU and reset it") in texts  # fmt: skip
+    assert (2, 1, "row remap pending: reset the GPU to apply it (began)") in texts
+    assert (2, 1, "rows remapped after uncorrectable errors: 0 -> 1") in texts
+    assert (5, 1, "row remap pending: reset the GPU to apply it (ended)") in texts
+    assert (3, 0, "thermal slowdown (hw_thermal_slowdown) (began)") in texts
+    assert (5, 0, "thermal slowdown (hw_thermal_slowdown) (ended)") in texts
+    for cut in (1, 3, 4, 6):
+        first, second = HealthLog(), HealthLog()
+        for shot in stream[:cut]:
+            first.add(shot)
+        for shot in stream[cut:]:
+            second.add(shot)
+        merged = HealthLog.merged([first, second])
+        assert sorted(map(repr, merged.changes)) == sorted(map(repr, whole.changes)), cut
+
+
+def test_report_of_a_recording_lists_health_changes_with_times(tmp_path: Path) -> None:
+    path = tmp_path / "health.xml"
+    path.write_bytes(b"".join(snapshot_to_xml(shot) for shot in _stream()))
+    text = gputop("report", path)
+    assert text.returncode == 0, text.stderr
+    section = text.stdout[text.stdout.index("Health (events and changes):") :]
+    assert "2026-11-28 09:00:02  GPU 1  critical XID 63" in section
+    assert "2026-11-28 09:00:02  GPU 1  critical row remap pending" in section
+    assert "2026-11-28 09:00:05  GPU 1  info     row remap pending" in section
+    as_json = gputop("report", "--json", path)
+    assert as_json.returncode == 0, as_json.stderr
+    changes = json.loads(as_json.stdout)["health"]
+    began = "row remap pending: reset the GPU to apply it (began)"
+    assert {"time": "2026-11-28T09:00:02", "gpu": 1, "severity": "critical", "change": began} in (
+        changes
+    )
+    healthy = tmp_path / "healthy.xml"
+    healthy.write_bytes(snapshot_to_xml(snapshot(gpu_sample(0))))
+    assert "Health" not in gputop("report", healthy).stdout

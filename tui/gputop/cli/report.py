@@ -28,6 +28,7 @@ from typing import TextIO
 
 from gputop.cli.validate import Parser, gap_seconds, jobs_count
 from gputop.errors import BadArguments, BadCapture, GputopError
+from gputop.insight.health_log import health_json, health_text
 from gputop.insight.report import (
     MIN_AUTO_GAP_S,
     ReportBuilder,
@@ -416,11 +417,17 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
             f"gputop: the report covers the {summary.snapshots} snapshots that could be read",
             file=sys.stderr,
         )
+    health = builder.health
     if args.json:
-        json.dump(summary_to_json(summary), out, indent=2)
+        document = summary_to_json(summary)
+        document["health"] = health_json(health.changes)
+        json.dump(document, out, indent=2)
         out.write("\n")
         return 0
     out.write(render_table(summary) + "\n")
+    said = health_text(health.changes, health.dropped)
+    if said is not None:
+        out.write("\n" + said + "\n")
     if builder.backward_steps and (args.charts or interactive):
         out.write("\ncharts left out: time went backwards, so there is no one time axis\n")
     elif args.charts or (args.charts is None and interactive):

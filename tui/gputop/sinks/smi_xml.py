@@ -383,6 +383,9 @@ def _gpu(doc: _Document, gpu: GpuSample) -> None:
     doc.close("gpu")
 
 
+EVENTS_TAG = "gputop_health_events"
+
+
 def snapshot_to_xml(snapshot: Snapshot) -> bytes:
     """One complete `nvidia-smi -q -x` document holding ``snapshot``."""
     doc = _Document()
@@ -396,8 +399,33 @@ def snapshot_to_xml(snapshot: Snapshot) -> bytes:
         doc.leaf("attached_gpus", str(snapshot.attached_gpus))
     for gpu in snapshot.gpus:
         _gpu(doc, gpu)
+    _events(doc, snapshot)
     doc.close("nvidia_smi_log")
     return (PROLOG + doc.text()).encode("utf-8")
+
+
+def _events(doc: _Document, snapshot: Snapshot) -> None:
+    """gputop's own element (nvidia-smi has none): the health events that came with this
+    snapshot, so that a replay and `gputop report` of the recording see them too. Readers
+    of nvidia-smi XML skip an element they do not know."""
+    if not snapshot.events:
+        return
+    doc.open(EVENTS_TAG)
+    for event in snapshot.events:
+        doc.open("event")
+        doc.leaf("time", event.time.isoformat())
+        doc.leaf("gpu", str(event.gpu))
+        doc.leaf("kind", event.kind.name.lower())
+        for tag, value in (
+            ("uuid", event.uuid),
+            ("xid", event.xid),
+            ("gpu_instance_id", event.gpu_instance_id),
+            ("compute_instance_id", event.compute_instance_id),
+        ):
+            if value is not None:
+                doc.leaf(tag, str(value))
+        doc.close("event")
+    doc.close(EVENTS_TAG)
 
 
 class SmiXmlWriter:
