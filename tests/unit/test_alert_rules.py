@@ -322,3 +322,13 @@ def test_bad_flags_are_one_line_and_exit_2(
 def test_alert_rules_main_is_what_main_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert alert_rules_main([]) == 0
     assert capsys.readouterr().out == rules_yaml(Thresholds())
+
+
+def test_the_readme_holds_the_rule_file_as_the_command_prints_it() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Health and alerts") :]
+    section = section[: section.index("\n## ", 1)]
+    start = section.index("```yaml\n# GPU health alerts") + len("```yaml\n")
+    shown = section[start : section.index("```", start)]
+    assert shown == rules_yaml(Thresholds())
+    assert "rule_files:" in section and "promtool check rules" in section
