@@ -40,8 +40,11 @@ def _events_until(source: NvmlSource, count: int) -> list[Snapshot]:
 
 
 def _source(fake: FakeNvml) -> NvmlSource:
+    """A source whose watcher runs: it starts at the second poll."""
     pynvml.nvmlInit()
-    return NvmlSource(pynvml, deadline=None, host="testhost", events=True)
+    source = NvmlSource(pynvml, deadline=None, host="testhost", events=True)
+    source.poll()
+    return source
 
 
 def test_an_injected_xid_reaches_the_next_poll_with_gpu_code_severity_action() -> None:
@@ -75,7 +78,7 @@ def test_events_come_once_in_order_and_name_their_mig_instance() -> None:
     with installed(fake):
         source = _source(fake)
         try:
-            source.poll()  # the watcher starts over the handles of the first poll
+            source.poll()  # the watcher starts at the second poll
             fake.inject_xid(0, 13, gi=3, ci=0)
             fake.inject_xid(0, 31, gi=5, ci=1)
             fake.inject_event(0, pynvml.nvmlEventTypeDoubleBitEccError)
@@ -125,6 +128,20 @@ def test_a_gpu_that_supports_only_xids_is_registered_for_xids() -> None:
             assert watcher.registered == {0: pynvml.nvmlEventTypeXidCriticalError}
         finally:
             watcher.close()
+
+
+def test_one_poll_starts_no_watcher() -> None:
+    fake = FakeNvml(snapshot(gpu_sample(0)))
+    with installed(fake):
+        pynvml.nvmlInit()
+        source = NvmlSource(pynvml, deadline=None, host="testhost", events=True)
+        try:
+            source.poll()
+            assert fake.counts_since(0)["nvmlEventSetCreate"] == 0
+            started = time.monotonic()
+        finally:
+            source.close()
+        assert time.monotonic() - started < 0.3  # nothing to wait for at close
 
 
 def test_no_event_api_says_why_and_polls_go_on() -> None:

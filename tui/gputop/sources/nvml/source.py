@@ -226,8 +226,10 @@ class NvmlSource:
         """Last poll's process rows per GPU."""
         self._watch_events = events
         self._events: EventWatcher | None = None
-        """Started after the first poll, over the handles the samplers opened: it makes no
-        call of its own on a GPU but registering it."""
+        """Started at the second poll, over the handles the samplers opened: it makes no
+        call of its own on a GPU but registering it, and a one-shot run (``--once``) that
+        polls once never starts it nor waits for it to stop."""
+        self._polls = 0
         self._lost = LostWatch()
 
     @property
@@ -250,11 +252,12 @@ class NvmlSource:
             self._rows = rows
         if self._enrich is not None:
             gpus = self._enrich(gpus)
+        self._polls += 1
         if self._events is not None:
             events = self._events.drain()
         else:
             events = ()
-            if self._watch_events:
+            if self._watch_events and self._polls >= 2:
                 self._events = start_watcher(self._nvml, self._watched())
         return Snapshot(
             timestamp=taken,
