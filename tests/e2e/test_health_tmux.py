@@ -61,7 +61,7 @@ def test_an_injected_xid_shows_red_on_its_panel_until_a_acknowledges_it(
     assert "XID" not in term.screen()
     with cues.open("a", encoding="utf-8") as out:
         out.write("xid 2 79\n")
-    screen = term.wait_for("⚠ XID 79: GPU has fallen off the bus", "Acknowledge alarms")
+    screen = term.wait_for("⚠ XID 79: GPU has fallen off the bus", "Ack alarms")
     assert screen.count("XID 79") == 1, screen  # GPU 2's panel only
     # On GPU 2's panel: below its title and in its column (GPU 3's panel is beside it).
     lines = screen.splitlines()
@@ -77,7 +77,7 @@ def test_an_injected_xid_shows_red_on_its_panel_until_a_acknowledges_it(
     assert red > 2 * green and red > blue, colour
     term.press("a")
     term.wait_until(
-        lambda shown: "XID 79" not in shown and "Acknowledge alarms" not in shown,
+        lambda shown: "XID 79" not in shown and "Ack alarms" not in shown,
         "the alarm acknowledged, the key no longer offered",
     )
     # A new XID on the same GPU raises it again.

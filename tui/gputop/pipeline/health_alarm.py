@@ -2,17 +2,19 @@
 
 A GPU is in alarm when a critical health event came for it (an XID 79, a double-bit ECC
 error, ...) or when it has a critical problem now (a row remap pending or failed, an
-uncorrectable ECC count, lost: ``gputop.model.gpu_health``). The views show the alarm (the
-panel's red line) until the user acknowledges it (``pipeline.commands.Acknowledge``, the
-``a`` key); a new critical event, or a problem that goes away and comes back, raises it
-again. Runs on the pipeline's thread: the tick carries the result (``Tick.alarms``).
+uncorrectable ECC count: ``gputop.model.gpu_health``). A GPU lost is not an alarm here: its
+panel already says so in red (the LOST badge and the diagnosis, with the time it went).
+The views show the alarm (the panel's red line) until the user acknowledges it
+(``pipeline.commands.Acknowledge``, the ``a`` key); a new critical event, or a problem
+that goes away and comes back, raises it again. Runs on the pipeline's thread: the tick
+carries the result (``Tick.alarms``).
 """
 
 from __future__ import annotations
 
-from gputop.model import Snapshot
-from gputop.model.gpu_health import gpu_problems
-from gputop.model.health import HealthEvent, Severity
+from gputop.model import GpuSample, Snapshot
+from gputop.model.gpu_health import Problem, gpu_problems
+from gputop.model.health import HealthEvent, Kind, Severity
 
 Alarm = tuple[int, str]
 """(GPU index, what to say)."""
@@ -45,7 +47,7 @@ class Alarms:
         first = total - len(events)
         out: list[Alarm] = []
         for gpu in snapshot.gpus:
-            problems = [p for p in gpu_problems(gpu) if p.severity is Severity.CRITICAL]
+            problems = _critical(gpu)
             acked = self._acked_problems.get(gpu.index)
             if acked is not None:
                 acked &= {p.key for p in problems}  # gone, then back: an alarm again
@@ -53,7 +55,10 @@ class Alarms:
             fresh = [
                 event
                 for number, event in enumerate(events, start=first)
-                if number >= seen and event.gpu == gpu.index and event.critical
+                if number >= seen
+                and event.gpu == gpu.index
+                and event.critical
+                and event.kind is not Kind.GPU_LOST
             ]
             said = [f"{fresh[-1].title()}: {fresh[-1].action.value}"] if fresh else []
             said += [p.text for p in problems if acked is None or p.key not in acked]
@@ -73,6 +78,9 @@ class Alarms:
             if gpu is not None and sample.index != gpu:
                 continue
             self._seen_events[sample.index] = total
-            self._acked_problems[sample.index] = {
-                p.key for p in gpu_problems(sample) if p.severity is Severity.CRITICAL
-            }
+            self._acked_problems[sample.index] = {p.key for p in _critical(sample)}
+
+
+def _critical(gpu: GpuSample) -> list[Problem]:
+    """The GPU's critical problems but its being lost (said by its panel already)."""
+    return [p for p in gpu_problems(gpu) if p.severity is Severity.CRITICAL and p.key != "lost"]

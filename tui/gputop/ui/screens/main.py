@@ -157,7 +157,7 @@ class MainScreen(StyledOnceScreen):
         Binding("home", "seek(0)", "Start", show=False, priority=True),
         Binding("end", "seek(-1)", "End", show=False, priority=True),
         # Offered (in the footer too) while some GPU has a health alarm: see check_action.
-        Binding("a", "acknowledge", "Acknowledge alarms"),
+        Binding("a", "acknowledge", "Ack alarms"),
         Binding("plus", "interval(-1)", "Poll faster", show=False),
         Binding("minus", "interval(1)", "Poll slower", show=False),
         # Reached when the process table does not take the signal keys (read-only, or the
