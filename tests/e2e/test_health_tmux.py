@@ -18,6 +18,7 @@ FOUR = REPO / "snapshots" / "rtx3090x4-procs-v12.xml"
 if shutil.which("tmux") is None:  # pragma: no cover - CI installs tmux (.ci/run)
     pytest.fail("tmux is required for the end-to-end tests", pytrace=False)
 
+WAIT = 30.0
 _COLOUR = re.compile(r"\x1b\[([0-9;]*)m")
 
 
@@ -55,7 +56,8 @@ def test_an_injected_xid_shows_red_on_its_panel_until_a_acknowledges_it(
         "GPUTOP_FAKE_NVML": str(FOUR),
         "GPUTOP_FAKE_NVML_CUES": str(cues),
     }
-    term = Terminal(tmp_path, ["--interval", "0.5"], env, size=(160, 45))
+    # Each wait may take WAIT s: the cue, the watcher, a poll and a frame, on a loaded box.
+    term = Terminal(tmp_path, ["--interval", "0.5"], env, size=(160, 45), timeout=WAIT)
     terminal.append(term)
     term.wait_for("live", *(f" {index} · NVIDIA GeForce RTX 3090" for index in range(4)))
     assert "XID" not in term.screen()
