@@ -302,7 +302,11 @@ class _Event(NamedTuple):
 
 
 class _Events:
-    """Event sets: which GPUs and types each listens to, and its events not yet read."""
+    """Event sets: which GPUs and types each listens to, and its events not yet read.
+
+    An event put before any set listens for it waits for the first set that registers for
+    its GPU and type (a real driver would drop it): a test that cues an XID cannot know when
+    the program under test registers, and means the program to see it."""
 
     def __init__(self) -> None:
         self.supported = TROUBLE_EVENTS
@@ -311,6 +315,7 @@ class _Events:
         self._next = 0
         self._sets: dict[int, dict[int, int]] = {}
         self._waiting: dict[int, list[_Event]] = {}
+        self._unheard: list[_Event] = []
 
     def create(self) -> int:
         with self._ready:
@@ -331,6 +336,11 @@ class _Events:
             if listening is None:
                 return False
             listening[gpu] = listening.get(gpu, 0) | mask
+            heard = [e for e in self._unheard if e.gpu == gpu and e.type & mask]
+            if heard:
+                self._unheard = [e for e in self._unheard if e not in heard]
+                self._waiting[handle].extend(heard)
+                self._ready.notify_all()
         return True
 
     @property
@@ -345,9 +355,13 @@ class _Events:
 
     def put(self, event: _Event) -> None:
         with self._ready:
+            heard = False
             for handle, listening in self._sets.items():
                 if listening.get(event.gpu, 0) & event.type:
                     self._waiting[handle].append(event)
+                    heard = True
+            if not heard:
+                self._unheard.append(event)
             self._ready.notify_all()
 
     def wait(self, handle: int, seconds: float) -> _Event | None:

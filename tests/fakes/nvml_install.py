@@ -15,7 +15,8 @@ calls :func:`install_from_environment` before gputop starts. Optional faults:
 * ``GPUTOP_FAKE_NVML_INIT_LOG=FILE``: each process that starts NVML appends its PID to FILE
   (how a test counts the processes that sample: `gputop serve` must be the only one).
 * ``GPUTOP_FAKE_NVML_CUES=FILE``: health on cue. The fake reads lines appended to FILE (every
-  0.05 s) and acts on each once: ``xid GPU CODE [GI CI]`` delivers a critical XID event,
+  0.05 s) and acts on each once: ``xid GPU CODE [GI CI]`` delivers a critical XID event (to
+  the first event set that registers for it, if none listens yet),
   ``event GPU TYPE [DATA]`` any NVML event type (its pynvml name or number), ``set GPU
   PATH=VALUE ...`` makes the GPU report new health counters (``remapped_rows.pending=1``,
   ``ecc_errors.volatile_uncorrected=2``, ``retired_pages.double_bit=1``), ``lose GPU`` takes

@@ -253,3 +253,16 @@ def test_a_bad_cue_is_refused() -> None:
     fake = FakeNvml(snapshot(gpu_sample(0)))
     with pytest.raises(ValueError):
         apply_cue(fake, "explode 0")
+
+
+def test_an_xid_cued_before_the_watcher_listens_waits_for_it() -> None:
+    """The fake holds a cued event until a set registers (a test cannot know when)."""
+    fake = FakeNvml(snapshot(gpu_sample(0)))
+    fake.inject_xid(0, 95)
+    with installed(fake):
+        source = _source(fake)  # one poll: the watcher starts at the next
+        try:
+            carried = _events_until(source, 1)
+        finally:
+            source.close()
+    assert [e.xid for snap in carried for e in snap.events] == [95]
