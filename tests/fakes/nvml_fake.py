@@ -29,7 +29,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import pynvml  # noqa: TID251 -- the fake sits under the real pynvml
@@ -46,6 +46,7 @@ NVML_ERROR_NOT_SUPPORTED: int = pynvml.NVML_ERROR_NOT_SUPPORTED
 NVML_ERROR_NO_PERMISSION: int = pynvml.NVML_ERROR_NO_PERMISSION
 NVML_PSTATE_UNKNOWN: int = pynvml.NVML_PSTATE_UNKNOWN
 NVML_SUCCESS: int = pynvml.NVML_SUCCESS
+NVML_ERROR_TIMEOUT: int = pynvml.NVML_ERROR_TIMEOUT
 
 MIB = 1024 * 1024
 _U32_NONE = 0xFFFFFFFF
@@ -276,6 +277,116 @@ def _slices(profile: str | None) -> tuple[int, int]:
     return slices, slices
 
 
+TROUBLE_EVENTS: int = (
+    pynvml.nvmlEventTypeXidCriticalError
+    | pynvml.nvmlEventTypeDoubleBitEccError
+    | pynvml.nvmlEventTypeSingleBitEccErrorStorm
+    | pynvml.nvmlEventTypeDramRetirementEvent
+    | pynvml.nvmlEventTypeDramRetirementFailure
+    | pynvml.nvmlEventTypeNonFatalPoisonError
+    | pynvml.nvmlEventTypeFatalPoisonError
+    | pynvml.nvmlEventTypeGpuUnavailableError
+    | pynvml.nvmlEventTypeGpuRecoveryAction
+)
+"""The event types a GPU of the fake supports by default (an H200 registers for critical
+XIDs, `../shared/realdata/h200-live/nvml-costs-and-gpm.json`)."""
+_EVENT_SET_BASE = 0x50000000
+
+
+class _Event(NamedTuple):
+    gpu: int
+    type: int
+    data: int
+    gi: int | None
+    ci: int | None
+
+
+class _Events:
+    """Event sets: which GPUs and types each listens to, and its events not yet read.
+
+    An event put before any set listens for it waits for the first set that registers for
+    its GPU and type (a real driver would drop it): a test that cues an XID cannot know when
+    the program under test registers, and means the program to see it."""
+
+    def __init__(self) -> None:
+        self.supported = TROUBLE_EVENTS
+        """What nvmlDeviceGetSupportedEventTypes answers (a test may narrow it)."""
+        self._ready = threading.Condition()
+        self._next = 0
+        self._sets: dict[int, dict[int, int]] = {}
+        self._waiting: dict[int, list[_Event]] = {}
+        self._unheard: list[_Event] = []
+
+    def create(self) -> int:
+        with self._ready:
+            self._next += 1
+            handle = _EVENT_SET_BASE + self._next
+            self._sets[handle] = {}
+            self._waiting[handle] = []
+        return handle
+
+    def free(self, handle: int) -> bool:
+        with self._ready:
+            self._waiting.pop(handle, None)
+            return self._sets.pop(handle, None) is not None
+
+    def register(self, handle: int, gpu: int, mask: int) -> bool:
+        with self._ready:
+            listening = self._sets.get(handle)
+            if listening is None:
+                return False
+            listening[gpu] = listening.get(gpu, 0) | mask
+            heard = [e for e in self._unheard if e.gpu == gpu and e.type & mask]
+            if heard:
+                self._unheard = [e for e in self._unheard if e not in heard]
+                self._waiting[handle].extend(heard)
+                self._ready.notify_all()
+        return True
+
+    @property
+    def registered(self) -> dict[int, int]:
+        """GPU -> every event type some set listens to on it."""
+        with self._ready:
+            out: dict[int, int] = {}
+            for listening in self._sets.values():
+                for gpu, mask in listening.items():
+                    out[gpu] = out.get(gpu, 0) | mask
+            return out
+
+    def put(self, event: _Event) -> None:
+        with self._ready:
+            heard = False
+            for handle, listening in self._sets.items():
+                if listening.get(event.gpu, 0) & event.type:
+                    self._waiting[handle].append(event)
+                    heard = True
+            if not heard:
+                self._unheard.append(event)
+            self._ready.notify_all()
+
+    def wait(self, handle: int, seconds: float) -> _Event | None:
+        deadline = time.monotonic() + seconds
+        with self._ready:
+            while True:
+                queue = self._waiting.get(handle)
+                if queue:
+                    return queue.pop(0)
+                left = deadline - time.monotonic()
+                if left <= 0 or queue is None:
+                    return None
+                self._ready.wait(left)
+
+
+def _retired_field(gpu: GpuSample, field_id: int) -> int | None:
+    pages = gpu.retired_pages
+    value: int | bool | None = {
+        pynvml.NVML_FI_DEV_RETIRED_SBE: pages.single_bit,
+        pynvml.NVML_FI_DEV_RETIRED_DBE: pages.double_bit,
+        pynvml.NVML_FI_DEV_RETIRED_PENDING: pages.pending,
+    }.get(field_id)
+    return None if value is None else int(value)
+
+
 def cuda_code(text: str | None) -> int | None:
     """``12.2`` -> 12020, as ``nvmlSystemGetCudaDriverVersion`` reports it."""
     if not text:
@@ -320,6 +431,8 @@ class FakeNvml:
         self._gpm_live: set[int] = set()
         self._gpm_samples: dict[int, tuple[int, int, int]] = {}
         self._mig_generation: dict[int, int] = {}
+        self.events = _Events()
+        """Health events: what the GPUs support, who listens, what is waiting to be read."""
         self.library = FakeLibrary(self)
         """The object to install as ``pynvml.nvmlLib``."""
 
@@ -353,6 +466,31 @@ class FakeNvml:
         it answer INVALID_ARGUMENT); new ones come from nvmlDeviceGetMigDeviceHandleByIndex."""
         with self._lock:
             self._mig_generation[gpu] = self._mig_generation.get(gpu, 0) + 1
+
+    def inject_event(
+        self, gpu: int, event_type: int, data: int = 0, gi: int | None = None, ci: int | None = None
+    ) -> None:
+        """Deliver an NVML event of ``event_type`` on GPU ``gpu`` now, to every event set
+        registered for that type (``gi``/``ci``: the MIG instance it names)."""
+        self.events.put(_Event(gpu, event_type, data, gi, ci))
+
+    def inject_xid(self, gpu: int, code: int, gi: int | None = None, ci: int | None = None) -> None:
+        """A critical XID error ``code`` on GPU ``gpu`` now (as the driver announces one)."""
+        self.inject_event(gpu, pynvml.nvmlEventTypeXidCriticalError, code, gi, ci)
+
+    def set_gpu(self, gpu: int, **changes: Any) -> None:
+        """From now on GPU ``gpu`` reports ``changes`` (GpuSample fields: ``ecc_errors``,
+        ``remapped_rows``, ``retired_pages``, ...) at every tick."""
+        self.snapshots = tuple(
+            replace(
+                snapshot,
+                gpus=tuple(
+                    replace(sample, **changes) if position == gpu else sample
+                    for position, sample in enumerate(snapshot.gpus)
+                ),
+            )
+            for snapshot in self.snapshots
+        )
 
     def lose(self, gpu: int) -> None:
         """GPU ``gpu`` falls off the bus now."""
@@ -420,6 +558,10 @@ class FakeNvml:
         return tuple(_arg_key(arg) for arg in args)
 
     def _dispatch(self, fn: _CFunction, args: tuple[Any, ...]) -> Any:
+        if fn.name == "nvmlEventSetWait_v2":
+            # Waiting for an event is idle time, not the work of a call: kept out of the
+            # time the benchmarks read.
+            return self._run(fn, args)
         started = time.perf_counter_ns()
         try:
             return self._run(fn, args)
@@ -755,6 +897,7 @@ class FakeNvml:
         for slot in range(int(count.value)):
             entry = array[slot]
             entry.timestamp = int(time.time() * 1e6)
+            retired = _retired_field(gpu, entry.fieldId)
             if (
                 entry.fieldId == pynvml.NVML_FI_DEV_MEMORY_TEMP
                 and gpu.temperature.memory is not None
@@ -762,6 +905,10 @@ class FakeNvml:
                 entry.nvmlReturn = pynvml.NVML_SUCCESS
                 entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
                 entry.value.uiVal = round(gpu.temperature.memory)
+            elif retired is not None:
+                entry.nvmlReturn = pynvml.NVML_SUCCESS
+                entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+                entry.value.ullVal = retired
             else:
                 entry.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
         return NVML_SUCCESS
@@ -860,6 +1007,64 @@ class FakeNvml:
             "corrected" if corrected else "uncorrected"
         )
         return self._gpu_value(handle, out, lambda g: getattr(g.ecc_errors, name))
+
+    def nvmlDeviceGetRemappedRows(
+        self, handle: Any, correctable: Any, uncorrectable: Any, pending: Any, failure: Any
+    ) -> int:
+        target = self._target(handle)
+        if target is None or target[1] is not None:
+            return NVML_ERROR_INVALID_ARGUMENT
+        rows = target[0].remapped_rows
+        values = (rows.correctable, rows.uncorrectable, rows.pending, rows.failure)
+        if any(value is None for value in values):
+            return NVML_ERROR_NOT_SUPPORTED
+        for ref, value in zip((correctable, uncorrectable, pending, failure), values, strict=True):
+            _put(ref, int(value or 0))
+        return NVML_SUCCESS
+
+    # ----- events -------------------------------------------------------------------------
+
+    def nvmlEventSetCreate(self, out: Any) -> int:
+        _put_handle(out, self.events.create())
+        return NVML_SUCCESS
+
+    def nvmlEventSetFree(self, event_set: Any) -> int:
+        return (
+            NVML_SUCCESS
+            if self.events.free(_handle_value(event_set))
+            else (NVML_ERROR_INVALID_ARGUMENT)
+        )
+
+    def nvmlDeviceGetSupportedEventTypes(self, handle: Any, out: Any) -> int:
+        if self._target(handle) is None:
+            return NVML_ERROR_INVALID_ARGUMENT
+        _put(out, self.events.supported)
+        return NVML_SUCCESS
+
+    def nvmlDeviceRegisterEvents(self, handle: Any, types: Any, event_set: Any) -> int:
+        target = self._target(handle)
+        if target is None or target[1] is not None:
+            return NVML_ERROR_INVALID_ARGUMENT
+        mask = int(types.value if isinstance(types, ctypes._SimpleCData) else types)
+        if mask & ~self.events.supported:
+            return NVML_ERROR_NOT_SUPPORTED
+        gpu = _decode(_handle_value(handle))[0]
+        if not self.events.register(_handle_value(event_set), gpu, mask):
+            return NVML_ERROR_INVALID_ARGUMENT
+        return NVML_SUCCESS
+
+    def nvmlEventSetWait_v2(self, event_set: Any, out: Any, timeout: Any) -> int:
+        millis = int(timeout.value if isinstance(timeout, ctypes._SimpleCData) else timeout)
+        event = self.events.wait(_handle_value(event_set), millis / 1000)
+        if event is None:
+            return NVML_ERROR_TIMEOUT
+        data = _obj(out)
+        data.device = ctypes.cast(ctypes.c_void_p(_gpu_handle(event.gpu)), pynvml.c_nvmlDevice_t)
+        data.eventType = event.type
+        data.eventData = event.data
+        data.gpuInstanceId = _U32_NONE if event.gi is None else event.gi
+        data.computeInstanceId = _U32_NONE if event.ci is None else event.ci
+        return NVML_SUCCESS
 
     def nvmlDeviceGetCurrentClocksEventReasons(self, handle: Any, out: Any) -> int:
         def mask(g: GpuSample) -> int | None:

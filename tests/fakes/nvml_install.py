@@ -14,12 +14,22 @@ calls :func:`install_from_environment` before gputop starts. Optional faults:
   ``0.00005,nvmlInitWithFlags=0.2``: so does every call but the named ones, which take their own.
 * ``GPUTOP_FAKE_NVML_INIT_LOG=FILE``: each process that starts NVML appends its PID to FILE
   (how a test counts the processes that sample: `gputop serve` must be the only one).
+* ``GPUTOP_FAKE_NVML_CUES=FILE``: health on cue. The fake reads lines appended to FILE (every
+  0.05 s) and acts on each once: ``xid GPU CODE [GI CI]`` delivers a critical XID event (to
+  the first event set that registers for it, if none listens yet),
+  ``event GPU TYPE [DATA]`` any NVML event type (its pynvml name or number), ``set GPU
+  PATH=VALUE ...`` makes the GPU report new health counters (``remapped_rows.pending=1``,
+  ``ecc_errors.volatile_uncorrected=2``, ``retired_pages.double_bit=1``), ``lose GPU`` takes
+  it off the bus.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +44,7 @@ ENV_LOSE = "GPUTOP_FAKE_NVML_LOSE"
 ENV_HANG = "GPUTOP_FAKE_NVML_HANG"
 ENV_LATENCY = "GPUTOP_FAKE_NVML_LATENCY"
 ENV_INIT_LOG = "GPUTOP_FAKE_NVML_INIT_LOG"
+ENV_CUES = "GPUTOP_FAKE_NVML_CUES"
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,8 +126,80 @@ def install_from_environment() -> FakeNvml | None:
     log = os.environ.get(ENV_INIT_LOG)
     if log:
         _log_inits(fake, Path(log))
+    cues = os.environ.get(ENV_CUES)
+    if cues:
+        follow_cues(fake, Path(cues))
     install(fake)
     return fake
+
+
+def apply_cue(fake: FakeNvml, line: str) -> None:
+    """Act on one cue line (see the module's notes); raises ValueError for a bad one."""
+    words = line.split()
+    if not words:
+        return
+    verb, gpu = words[0], int(words[1])
+    if verb == "xid":
+        gi = int(words[3]) if len(words) > 3 else None
+        ci = int(words[4]) if len(words) > 4 else None
+        fake.inject_xid(gpu, int(words[2]), gi, ci)
+    elif verb == "event":
+        name = words[2]
+        kind = int(name, 0) if name[:1].isdigit() else int(getattr(pynvml, name))
+        fake.inject_event(gpu, kind, int(words[3]) if len(words) > 3 else 0)
+    elif verb == "set":
+        fake.set_gpu(gpu, **_changes(fake, gpu, words[2:]))
+    elif verb == "lose":
+        fake.lose(gpu)
+    else:
+        raise ValueError(f"unknown cue {verb!r}")
+
+
+def _changes(fake: FakeNvml, gpu: int, assignments: list[str]) -> dict[str, object]:
+    """``part.field=value`` assignments as whole new parts of the GPU's current sample."""
+    sample = fake.snapshots[-1].gpus[gpu]
+    parts: dict[str, object] = {}
+    for assignment in assignments:
+        path, _, text = assignment.partition("=")
+        part, _, name = path.partition(".")
+        current = parts.get(part, getattr(sample, part))
+        old = getattr(current, name)
+        value: object = bool(int(text)) if isinstance(old, bool) else int(text)
+        parts[part] = dataclasses.replace(current, **{name: value})  # type: ignore[type-var]
+    return parts
+
+
+def follow_cues(fake: FakeNvml, path: Path, period: float = 0.05) -> threading.Thread:
+    """Apply the lines appended to ``path`` as they come, on a daemon thread."""
+
+    def run() -> None:
+        done = 0
+        while True:
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except FileNotFoundError:
+                lines = []
+            complete = lines if path.exists() and _ends_in_newline(path) else lines[:-1]
+            for line in complete[done:]:
+                try:
+                    apply_cue(fake, line)
+                except (ValueError, IndexError, AttributeError, TypeError) as error:
+                    sys.stderr.write(f"fake NVML: bad cue {line!r}: {error}\n")
+            done = max(done, len(complete))
+            time.sleep(period)
+
+    thread = threading.Thread(target=run, name="fake-nvml-cues", daemon=True)
+    thread.start()
+    return thread
+
+
+def _ends_in_newline(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) == b"\n"
+    except OSError:
+        return False
 
 
 def _log_inits(fake: FakeNvml, log: Path) -> None:

@@ -27,6 +27,7 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
+from gputop.model.health import RemappedRows, RetiredPages
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -68,6 +69,8 @@ def gpu_sample(index: int = 0, **changes: object) -> GpuSample:
             aggregate_corrected=17,
             aggregate_uncorrected=1,
         ),
+        remapped_rows=RemappedRows(correctable=0, uncorrectable=0, pending=False, failure=False),
+        retired_pages=RetiredPages(single_bit=0, double_bit=0, pending=False),
         throttle_reasons=("sw_power_cap",),
         mig_mode=False,
         processes=(

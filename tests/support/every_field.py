@@ -20,6 +20,7 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
+from gputop.model.health import RemappedRows, RetiredPages, xid_event
 
 MIB = 1024**2
 
@@ -88,7 +89,14 @@ EVERY_FIELD = Snapshot(
             persistence_mode=True,
             compute_mode="Default",
             ecc_mode=True,
-            ecc_errors=EccErrors(volatile_corrected=3, volatile_uncorrected=0),
+            ecc_errors=EccErrors(
+                volatile_corrected=3,
+                volatile_uncorrected=0,
+                aggregate_corrected=12,
+                aggregate_uncorrected=1,
+            ),
+            remapped_rows=RemappedRows(correctable=2, uncorrectable=1, pending=True, failure=False),
+            retired_pages=RetiredPages(single_bit=0, double_bit=1, pending=False),
             throttle_reasons=("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown"),
             mig_mode=True,
             mig_devices=(
@@ -120,5 +128,9 @@ EVERY_FIELD = Snapshot(
             lost=True,
         ),
         GpuSample(index=2, power=Power(draw=-0.001), utilization=Utilization(gpu=0.004)),
+    ),
+    events=(
+        xid_event(datetime(2024, 9, 18, 13, 59, 59, 500000), 0, 79, uuid="GPU-0"),
+        xid_event(datetime(2024, 9, 18, 13, 59, 59, 750000), 0, 13, gpu_instance_id=1),
     ),
 )

@@ -95,7 +95,15 @@ def test_process_table_is_every_process_sample_field_in_order() -> None:
 
 def test_json_and_csv_carry_exactly_the_tables_names() -> None:
     gpu = snapshot_dict(EVERY_FIELD)["gpus"][0]
-    structure = ["mig_devices", "processes", "holders", "unavailable", "state", "at_power_cap"]
+    structure = [
+        "mig_devices",
+        "processes",
+        "holders",
+        "problems",
+        "unavailable",
+        "state",
+        "at_power_cap",
+    ]
     assert list(gpu) == [f.json for f in GPU_FIELDS if f.json] + structure
     assert list(gpu["mig_devices"][0]) == [f.json for f in MIG_FIELDS if f.json] + ["holders"]
     assert list(gpu["processes"][0]) == [f.json for f in PROCESS_FIELDS if f.json]

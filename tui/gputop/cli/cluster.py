@@ -174,10 +174,11 @@ def build_source(ns: argparse.Namespace) -> tuple[FleetSource, str]:
         targets = parse_targets(ns.targets)
         return DirectFleet(targets, auth=auth, timeout=ns.timeout, window=ns.window), ns.targets
     from gputop.sources.prometheus.client import PrometheusClient
+    from gputop.sources.prometheus.health import HealthFleet
     from gputop.sources.prometheus.source import PrometheusFleet
 
     client = PrometheusClient(ns.prometheus, auth, timeout=ns.timeout)
-    return PrometheusFleet(client, window=ns.window), client.url
+    return HealthFleet(PrometheusFleet(client, window=ns.window), client), client.url
 
 
 def cluster_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:

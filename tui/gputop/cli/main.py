@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
         "recorded `nvidia-smi -q -x` output.",
         epilog="Subcommands: `gputop report FILE` summarises a recording; `gputop export` "
         "serves the GPUs' metrics to Prometheus; `gputop cluster --prometheus URL` shows a "
-        "fleet; `gputop serve` serves the TUI to web browsers (see `gputop serve --help`).",
+        "fleet; `gputop serve` serves the TUI to web browsers (see `gputop serve --help`); "
+        "`gputop alert-rules` prints Prometheus alert rules for GPU health.",
     )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     parser.add_argument(
@@ -196,6 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputop.cli.cluster import cluster_main
 
             return cluster_main(args[1:])
+        if args[:1] == ["alert-rules"]:
+            release_collection()
+            from gputop.cli.alert_rules import alert_rules_main
+
+            return alert_rules_main(args[1:])
         if args[:1] == ["serve"]:
             release_collection()
             from gputop.cli.serve import serve_main

@@ -28,6 +28,7 @@ from typing import TextIO
 
 from gputop.cli.validate import Parser, gap_seconds, jobs_count
 from gputop.errors import BadArguments, BadCapture, GputopError
+from gputop.insight.health_log import health_json, health_text
 from gputop.insight.report import (
     MIN_AUTO_GAP_S,
     ReportBuilder,
@@ -464,12 +465,18 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
             "could be read",
             file=sys.stderr,
         )
+    health = builder.health
     if args.json:
-        json.dump(summary_to_json(summary), out, indent=2)
+        document = summary_to_json(summary)
+        document["health"] = health_json(health.changes)
+        json.dump(document, out, indent=2)
         out.write("\n")
         return 0
     # Names and the file name are outside text: each line is written terminal-safe.
     out.write("\n".join(map(terminal_safe, render_table(summary).split("\n"))) + "\n")
+    said = health_text(health.changes, health.dropped)
+    if said is not None:
+        out.write("\n" + "\n".join(map(terminal_safe, said.split("\n"))) + "\n")
     if builder.backward_steps and (args.charts or interactive):
         out.write("\ncharts left out: time went backwards, so there is no one time axis\n")
     elif args.charts or (args.charts is None and interactive):

@@ -26,9 +26,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gputop.history.events import EventHistory
 from gputop.history.metrics import FIELD_READERS, Metric, Reader, Series, gpu_key
 from gputop.history.ring import Ring
 from gputop.model import Snapshot
+from gputop.model.health import HealthEvent
 
 if TYPE_CHECKING:
     from gputop.history.window import HistoryWindow
@@ -153,6 +155,8 @@ class HistoryStore:
         self._end = 0
         self._lock = threading.Lock()
         self._reader = HistoryReader(self)
+        self.events = EventHistory()
+        """The run's health events (``history.events``), filed with the snapshots."""
 
     @property
     def capacity(self) -> int:
@@ -190,6 +194,8 @@ class HistoryStore:
             self._append(snapshot)
 
     def _append(self, snapshot: Snapshot) -> None:
+        if snapshot.events:
+            self.events.add(snapshot.events)
         stamp = snapshot.timestamp
         moment = None if stamp is None else stamp.timestamp()
         if moment is not None:
@@ -291,6 +297,7 @@ class HistoryStore:
             self._open_id = None
             self._ticks = 0
             self._end = 0
+            self.events.clear()
             for snapshot in snapshots:
                 self._append(snapshot)
 
@@ -402,6 +409,10 @@ class HistoryReader:
     def window(self, key: str, seconds: float | None) -> HistoryWindow:
         """See :meth:`HistoryStore.window`."""
         return self._store.window(key, seconds)
+
+    def events(self) -> tuple[HealthEvent, ...]:
+        """The health events the history keeps, oldest first (``history.events``)."""
+        return self._store.events.kept
 
 
 EMPTY_READER = HistoryStore(capacity=1, metrics=(), coarse_capacity=1).reader

@@ -42,6 +42,7 @@ from gputop.insight.gpu_figures import STATES as STATES
 from gputop.insight.gpu_figures import GpuSummary as GpuSummary
 from gputop.insight.gpu_figures import GpuTrace as GpuTrace
 from gputop.insight.gpu_figures import KeptGpu, RunningGpu, StateCache
+from gputop.insight.health_log import HealthLog
 from gputop.insight.steps import Intervals, extend_floats, ranked
 from gputop.insight.textfmt import fmt_duration
 from gputop.model import GpuSample, Snapshot
@@ -121,11 +122,15 @@ class ReportBuilder:
         self._untimed = 0
         self._backward = 0
         self._states = StateCache(thresholds)
+        self.health = HealthLog()
+        """Health events and changes (``insight.health_log``); a CSV log's runs read column
+        by column add none."""
 
     def add(self, snapshot: Snapshot) -> None:
         """Take one snapshot into account (the next in time order)."""
         self._snapshots += 1
         self._machines.add(snapshot)
+        self.health.add(snapshot)
         moment = snapshot.timestamp
         if moment is None:
             self._untimed += 1
@@ -226,6 +231,7 @@ class ReportBuilder:
             thresholds=first._thresholds,
             keep_samples=first._keep,
         )
+        whole.health = HealthLog.merged([part.health for part in parts])
         for part in parts:
             if None not in (part._origin, first._origin) and part._origin != first._origin:
                 raise ValueError("parts of a report must share their origin")

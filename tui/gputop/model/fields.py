@@ -293,6 +293,86 @@ ECC_VOLATILE_UNCORRECTED = Field(
     query="ecc.errors.uncorrected.volatile.total",
     prometheus="DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
 )
+ECC_AGGREGATE_CORRECTED = Field(
+    "ecc_errors.aggregate_corrected",
+    "ECC corrected (lifetime)",
+    json="ecc_errors_aggregate_corrected",
+    query="ecc.errors.corrected.aggregate.total",
+    prometheus="DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+)
+ECC_AGGREGATE_UNCORRECTED = Field(
+    "ecc_errors.aggregate_uncorrected",
+    "ECC uncorrected (lifetime)",
+    json="ecc_errors_aggregate_uncorrected",
+    query="ecc.errors.uncorrected.aggregate.total",
+    prometheus="DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+)
+RETIRED_SBE = Field(
+    "retired_pages.single_bit",
+    "pages retired (single-bit)",
+    json="retired_pages_single_bit",
+    query="retired_pages.single_bit_ecc.count",
+    prometheus="DCGM_FI_DEV_RETIRED_SBE",
+)
+RETIRED_DBE = Field(
+    "retired_pages.double_bit",
+    "pages retired (double-bit)",
+    json="retired_pages_double_bit",
+    query="retired_pages.double_bit.count",
+    prometheus="DCGM_FI_DEV_RETIRED_DBE",
+)
+RETIRED_PENDING = Field(
+    "retired_pages.pending",
+    "page retirement pending",
+    value=Value.FLAG,
+    json="retired_pages_pending",
+    query="retired_pages.pending",
+    prometheus="DCGM_FI_DEV_RETIRED_PENDING",
+)
+REMAPPED_CORRECTABLE = Field(
+    "remapped_rows.correctable",
+    "rows remapped (correctable)",
+    json="remapped_rows_correctable",
+    query="remapped_rows.correctable",
+    prometheus="DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+)
+REMAPPED_UNCORRECTABLE = Field(
+    "remapped_rows.uncorrectable",
+    "rows remapped (uncorrectable)",
+    json="remapped_rows_uncorrectable",
+    query="remapped_rows.uncorrectable",
+    prometheus="DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+)
+REMAP_PENDING = Field(
+    "remapped_rows.pending",
+    "row remap pending",
+    value=Value.FLAG,
+    json="remapped_rows_pending",
+    query="remapped_rows.pending",
+    prometheus="DCGM_FI_DEV_ROW_REMAP_PENDING",
+)
+REMAP_FAILURE = Field(
+    "remapped_rows.failure",
+    "row remap failed",
+    value=Value.FLAG,
+    json="remapped_rows_failure",
+    query="remapped_rows.failure",
+    prometheus="DCGM_FI_DEV_ROW_REMAP_FAILURE",
+)
+HEALTH_FIELDS: tuple[Field, ...] = (
+    ECC_AGGREGATE_CORRECTED,
+    ECC_AGGREGATE_UNCORRECTED,
+    RETIRED_SBE,
+    RETIRED_DBE,
+    RETIRED_PENDING,
+    REMAPPED_CORRECTABLE,
+    REMAPPED_UNCORRECTABLE,
+    REMAP_PENDING,
+    REMAP_FAILURE,
+)
+"""The memory-health counters (issue 28) beside the volatile ECC counts: lifetime ECC,
+retired pages (Volta and earlier) and remapped rows (Ampere and later), under
+dcgm-exporter's names (``DCGM_FI_DEV_RETIRED_*``, ``…_REMAPPED_ROWS``, ``ROW_REMAP_*``)."""
 THROTTLE = Field(
     "throttle_reasons",
     "throttle",
@@ -355,6 +435,7 @@ GPU_FIELDS: tuple[Field, ...] = (
     THROTTLE,
     MIG_MODE,
     PROCESSES,
+    *HEALTH_FIELDS,
 )
 """A GPU's fields, in ``--json`` order."""
 

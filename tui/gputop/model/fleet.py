@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from gputop.model.fleet_health import FleetHealth
 from gputop.model.gpu_state import GpuState as GpuState
 from gputop.model.sample import Snapshot
 
@@ -74,6 +75,9 @@ class FleetSnapshot:
     one_shot: bool = False
     """The answer of a single scrape (``--targets`` with ``--once``/``--json``): no window,
     so a GPU without its exporter's own state is unknown."""
+    health: FleetHealth | None = None
+    """XIDs and firing alerts per node (``gputop.sources.prometheus.health``); None when the
+    source reads no Prometheus server."""
 
 
 HELD_STATES = frozenset({GpuState.IDLE, GpuState.WAITING})

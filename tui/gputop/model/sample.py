@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from gputop.model.container import ContainerView
+from gputop.model.health import HealthEvent, RemappedRows, RetiredPages
 from gputop.model.owner import Owner
 
 
@@ -198,6 +199,8 @@ class GpuSample:
     compute_mode: str | None = None
     ecc_mode: bool | None = None
     ecc_errors: EccErrors = field(default_factory=EccErrors)
+    remapped_rows: RemappedRows = field(default_factory=RemappedRows)
+    retired_pages: RetiredPages = field(default_factory=RetiredPages)
     throttle_reasons: tuple[str, ...] | None = None
     """Names of the active clock-event (throttle) reasons; None when not reported."""
     mig_mode: bool | None = None
@@ -234,6 +237,9 @@ class Snapshot:
     container: ContainerView | None = None
     """The container gputop runs in (live, inside one): the GPUs it was given, its pod;
     None on a host, and for recordings."""
+    events: tuple[HealthEvent, ...] = ()
+    """Health events (XID errors, ...) that arrived since the previous snapshot of the same
+    source, oldest first; the history keeps them (``gputop.history.events``)."""
 
     def gpu(self, index: int) -> GpuSample | None:
         """The GPU with NVML index ``index``, if present."""

@@ -69,4 +69,21 @@ class Refresh:
     """Produce a tick of the current state now (no new poll)."""
 
 
-Command = TogglePause | Step | Seek | SeekTime | ChangeSpeed | SetInterval | StepInterval | Refresh
+@dataclass(frozen=True, slots=True)
+class Acknowledge:
+    """Acknowledge the health alarms shown (``gpu``: that GPU's only; None: every GPU's)."""
+
+    gpu: int | None = None
+
+
+Command = (
+    TogglePause
+    | Step
+    | Seek
+    | SeekTime
+    | ChangeSpeed
+    | SetInterval
+    | StepInterval
+    | Refresh
+    | Acknowledge
+)

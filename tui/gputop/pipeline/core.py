@@ -20,6 +20,7 @@ from gputop.model import GpuSample, Snapshot
 from gputop.model.gpu_state import GpuState, sample_state
 from gputop.model.machine import same_machine
 from gputop.pipeline.feed import Arrival, Feed, Move
+from gputop.pipeline.health_alarm import Alarms
 from gputop.pipeline.in_view import InView
 from gputop.pipeline.interval import clamp_interval, step_interval
 from gputop.pipeline.tick import SinkStatus, Tick, ViewSpec
@@ -161,6 +162,7 @@ class Pipeline:
         self._diagnosed: tuple[tuple[int, tuple[Finding, ...]], ...] = ()
         self._notes: list[str] = []
         self._sinks: tuple[SinkStatus, ...] = self._sink_status()
+        self._alarms = Alarms()
 
     @property
     def history(self) -> HistoryStore:
@@ -204,9 +206,12 @@ class Pipeline:
     def apply(self, command: Command) -> None:
         """Carry out a user command; call ``tick()`` afterwards for the new state."""
         # Here: no command exists before the first key press (see ``pipeline.commands``).
-        from gputop.pipeline.commands import Refresh, SetInterval, StepInterval
+        from gputop.pipeline.commands import Acknowledge, Refresh, SetInterval, StepInterval
 
-        if isinstance(command, SetInterval):
+        if isinstance(command, Acknowledge):
+            events = self._history.events
+            self._alarms.acknowledge(self._current, events.total, command.gpu)
+        elif isinstance(command, SetInterval):
             self._interval = clamp_interval(command.seconds)
         elif isinstance(command, StepInterval):
             self._interval = step_interval(self._interval, command.steps)
@@ -234,6 +239,10 @@ class Pipeline:
             findings=self._diagnosis(window),
             sinks=self._sinks,
             waiting=feed.waiting,
+            events=self._history.events.kept,
+            alarms=self._alarms.alarms(
+                self._current, self._history.events.kept, self._history.events.total
+            ),
             in_view=self._in_view,
         )
 

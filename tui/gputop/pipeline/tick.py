@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from gputop.history import EMPTY_READER, EMPTY_VIEW, HistoryReader, HistoryView, Metric
 from gputop.insight.diagnosis import Finding
 from gputop.model import Snapshot
+from gputop.model.health import HealthEvent
 from gputop.pipeline.in_view import InView
 
 if TYPE_CHECKING:
@@ -66,6 +67,12 @@ class Tick:
     """Where live snapshots are being written, and which of those writes failed."""
     waiting: str | None = None
     """The source is not ready yet (a slow driver start): what it is waiting for."""
+    events: tuple[HealthEvent, ...] = ()
+    """The health events the history keeps (XID errors, ...), oldest first
+    (``gputop.history.events``): the same tuple from tick to tick until one arrives."""
+    alarms: tuple[tuple[int, str], ...] = ()
+    """(GPU index, what to say) for each GPU with a critical health event or problem not
+    acknowledged yet (``gputop.pipeline.health_alarm``): the panel's red line."""
     in_view: InView | None = None
     """Where a view says which processes it shows (live, with a host lookup that reads only
     those every tick); the same object in every tick of a run. None: nobody listens."""
@@ -76,6 +83,13 @@ class Tick:
             if index == gpu_index:
                 return findings
         return ()
+
+    def alarm_for(self, gpu_index: int) -> str | None:
+        """GPU ``gpu_index``'s health alarm, None when it has none (or it was acknowledged)."""
+        for index, text in self.alarms:
+            if index == gpu_index:
+                return text
+        return None
 
     @property
     def live(self) -> bool:

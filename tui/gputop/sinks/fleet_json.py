@@ -18,6 +18,13 @@ from gputop.model.fleet import (
     fresh_counts,
     held_memory,
 )
+from gputop.model.fleet_health import (
+    NodeHealth,
+    fleet_health_counts,
+    health_lines,
+    health_summary,
+)
+from gputop.model.health import xid_info
 from gputop.model.safe_text import terminal_safe
 from gputop.model.units import fmt_bytes
 from gputop.sinks.json import snapshot_dict
@@ -74,7 +81,40 @@ def node_dict(node: NodeView, fleet: FleetSnapshot) -> dict[str, Any]:
         "stale": node.stale,
         "driver_version": document["driver_version"],
         "gpus": gpus,
+        "health": node_health_dict(node, fleet),
     }
+
+
+def node_health_dict(node: NodeView, fleet: FleetSnapshot) -> dict[str, Any]:
+    """The node's XIDs and firing alerts, as the server knows them."""
+    health = NodeHealth(node.key) if fleet.health is None else fleet.health.node(node.key)
+    return {
+        "xids": [
+            {
+                "gpu": xid.gpu,
+                "uuid": xid.uuid,
+                "xid": xid.code,
+                "count": xid.count,
+                "critical": xid.critical,
+                "description": xid_info(xid.code).description,
+            }
+            for xid in health.xids
+        ],
+        "alerts": [
+            {
+                "alertname": alert.name,
+                "severity": alert.severity,
+                "gpu": alert.gpu,
+                "summary": alert.summary,
+                "active_at": None if alert.active_at is None else alert.active_at.isoformat(),
+            }
+            for alert in health.alerts
+        ],
+    }
+
+
+def _health_counts(fleet: FleetSnapshot) -> dict[str, int]:
+    return fleet_health_counts({n.key: n.snapshot for n in fleet.nodes}, fleet.health)
 
 
 def fleet_dict(fleet: FleetSnapshot) -> dict[str, Any]:
@@ -86,6 +126,12 @@ def fleet_dict(fleet: FleetSnapshot) -> dict[str, Any]:
         "error": fleet.error,
         "one_shot": fleet.one_shot,
         "notices": list(fleet.notices),
+        "health": {
+            "nodes_with_critical_xids": _health_counts(fleet)["critical_xids"],
+            "nodes_with_problems": _health_counts(fleet)["problems"],
+            "nodes_with_firing_alerts": _health_counts(fleet)["alerting"],
+            "error": None if fleet.health is None else fleet.health.error,
+        },
         "nodes": [node_dict(node, fleet) for node in fleet.nodes],
     }
 
@@ -123,6 +169,7 @@ def fleet_text(fleet: FleetSnapshot) -> str:
             f"{states.count(GpuState.IDLE):>4} {states.count(GpuState.THROTTLED):>4} "
             f"{fmt_bytes(held):>10} {power:>8} {age_text:>7}"
         )
+    lines.extend(_health_text(fleet))
     if fleet.one_shot:
         lines.append(ONE_SHOT_NOTE)
     # Host names and labels are the exporters' words: written terminal-safe, line by line.
@@ -135,3 +182,19 @@ ONE_SHOT_NOTE = (
     "(the fleet screen, or --prometheus, judges the rest)"
 )
 """What a `--targets --once` answer can and cannot tell, said under its table."""
+
+
+def _health_text(fleet: FleetSnapshot) -> list[str]:
+    """``Health: 2 nodes with critical XIDs``, then each such node's lines."""
+    said = health_summary(_health_counts(fleet))
+    error = None if fleet.health is None else fleet.health.error
+    if said is None and error is None:
+        return []
+    lines = [f"Health: {said or 'no problem known'}"]
+    if error is not None:
+        lines.append(f"  (health incomplete: {error})")
+    for node in fleet.nodes:
+        health = NodeHealth(node.key) if fleet.health is None else fleet.health.node(node.key)
+        for line in health_lines(node.key, node.snapshot, health):
+            lines.append(f"  {node.key}: {line}")
+    return lines

@@ -7,7 +7,9 @@ from typing import Any
 
 from gputop.model import ContainerView, GpuSample, Owner, Snapshot
 from gputop.model.fields import GPU_FIELDS, MIG_FIELDS, PROCESS_FIELDS, Field, Value
+from gputop.model.gpu_health import gpu_problems
 from gputop.model.gpu_state import sample_verdict
+from gputop.model.health import HealthEvent
 
 
 def snapshot_dict(snapshot: Snapshot) -> dict[str, Any]:
@@ -21,6 +23,23 @@ def snapshot_dict(snapshot: Snapshot) -> dict[str, Any]:
         "attached_gpus": snapshot.attached_gpus,
         "container": _container_dict(snapshot.container),
         "gpus": [_gpu_dict(gpu) for gpu in snapshot.gpus],
+        "events": [event_dict(event) for event in snapshot.events],
+    }
+
+
+def event_dict(event: HealthEvent) -> dict[str, Any]:
+    """A health event (``events``: those that arrived since the previous snapshot)."""
+    return {
+        "time": event.time.isoformat(),
+        "gpu": event.gpu,
+        "uuid": event.uuid,
+        "kind": event.kind.value,
+        "xid": event.xid,
+        "severity": event.severity.value,
+        "action": event.action.value,
+        "description": event.description,
+        "gpu_instance_id": event.gpu_instance_id,
+        "compute_instance_id": event.compute_instance_id,
     }
 
 
@@ -76,6 +95,10 @@ def _gpu_dict(gpu: GpuSample) -> dict[str, Any]:
     ]
     out["processes"] = [_fields_dict(PROCESS_FIELDS, process) for process in gpu.processes]
     out["holders"] = [holder_dict(owner) for owner in gpu.holders]
+    out["problems"] = [
+        {"severity": problem.severity.value, "problem": problem.text}
+        for problem in gpu_problems(gpu)
+    ]
     out["unavailable"] = {path: reason.value for path, reason in gpu.unavailable}
     # The state as every view says it (``model.gpu_state``), in this one sample.
     verdict = sample_verdict(gpu)

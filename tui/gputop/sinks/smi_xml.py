@@ -230,6 +230,44 @@ def _ecc_errors(doc: _Document, errors: EccErrors) -> None:
     doc.close("ecc_errors")
 
 
+def _yes_no(value: bool) -> str:
+    return "Yes" if value else "No"
+
+
+def _memory_repair(doc: _Document, gpu: GpuSample) -> None:
+    """``<retired_pages>`` and ``<remapped_rows>``, as nvidia-smi nests them; left out when
+    the source never reported them."""
+    u = gpu.unavailable
+    pages = gpu.retired_pages
+    if _reported(
+        u, "retired_pages.single_bit", "retired_pages.double_bit", "retired_pages.pending"
+    ):
+        doc.open("retired_pages")
+        for tag, value, path in (
+            ("multiple_single_bit_retirement", pages.single_bit, "retired_pages.single_bit"),
+            ("double_bit_retirement", pages.double_bit, "retired_pages.double_bit"),
+        ):
+            doc.open(tag)
+            doc.value("retired_count", value, u, path, str)
+            doc.close(tag)
+        doc.value("pending_retirement", pages.pending, u, "retired_pages.pending", _yes_no)
+        doc.close("retired_pages")
+    rows = gpu.remapped_rows
+    if _reported(
+        u,
+        "remapped_rows.correctable",
+        "remapped_rows.uncorrectable",
+        "remapped_rows.pending",
+        "remapped_rows.failure",
+    ):
+        doc.open("remapped_rows")
+        doc.value("remapped_row_corr", rows.correctable, u, "remapped_rows.correctable", str)
+        doc.value("remapped_row_unc", rows.uncorrectable, u, "remapped_rows.uncorrectable", str)
+        doc.value("remapped_row_pending", rows.pending, u, "remapped_rows.pending", _yes_no)
+        doc.value("remapped_row_failure", rows.failure, u, "remapped_rows.failure", _yes_no)
+        doc.close("remapped_rows")
+
+
 def _optional_id(value: int | None) -> str:
     return "N/A" if value is None else str(value)
 
@@ -308,6 +346,7 @@ def _gpu(doc: _Document, gpu: GpuSample) -> None:
         doc.value("current_ecc", gpu.ecc_mode, u, "ecc_mode", _flag)
         doc.close("ecc_mode")
     _ecc_errors(doc, gpu.ecc_errors)
+    _memory_repair(doc, gpu)
     temperature = gpu.temperature
     doc.open("temperature")
     doc.value("gpu_temp", temperature.gpu, u, "temperature.gpu", celsius)
@@ -344,6 +383,9 @@ def _gpu(doc: _Document, gpu: GpuSample) -> None:
     doc.close("gpu")
 
 
+EVENTS_TAG = "gputop_health_events"
+
+
 def snapshot_to_xml(snapshot: Snapshot) -> bytes:
     """One complete `nvidia-smi -q -x` document holding ``snapshot``."""
     doc = _Document()
@@ -357,8 +399,33 @@ def snapshot_to_xml(snapshot: Snapshot) -> bytes:
         doc.leaf("attached_gpus", str(snapshot.attached_gpus))
     for gpu in snapshot.gpus:
         _gpu(doc, gpu)
+    _events(doc, snapshot)
     doc.close("nvidia_smi_log")
     return (PROLOG + doc.text()).encode("utf-8")
+
+
+def _events(doc: _Document, snapshot: Snapshot) -> None:
+    """gputop's own element (nvidia-smi has none): the health events that came with this
+    snapshot, so that a replay and `gputop report` of the recording see them too. Readers
+    of nvidia-smi XML skip an element they do not know."""
+    if not snapshot.events:
+        return
+    doc.open(EVENTS_TAG)
+    for event in snapshot.events:
+        doc.open("event")
+        doc.leaf("time", event.time.isoformat())
+        doc.leaf("gpu", str(event.gpu))
+        doc.leaf("kind", event.kind.name.lower())
+        for tag, value in (
+            ("uuid", event.uuid),
+            ("xid", event.xid),
+            ("gpu_instance_id", event.gpu_instance_id),
+            ("compute_instance_id", event.compute_instance_id),
+        ):
+            if value is not None:
+                doc.leaf(tag, str(value))
+        doc.close("event")
+    doc.close(EVENTS_TAG)
 
 
 class SmiXmlWriter:

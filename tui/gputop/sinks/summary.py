@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputop.model import GpuSample, MigDeviceSample, Owner, ProcessSample, Snapshot
+from gputop.model.gpu_health import gpu_problems
 from gputop.model.safe_text import terminal_safe
 from gputop.model.units import NA, fmt_celsius, fmt_mib, fmt_percent, fmt_text, fmt_watts
 
@@ -50,6 +51,7 @@ def format_summary(snapshot: Snapshot) -> str:
     footnote = _derived_footnote(devices)
     if footnote:
         lines.append(footnote)
+    lines.extend(health_lines(snapshot))
     processes = [(gpu.index, process) for gpu in snapshot.gpus for process in gpu.processes]
     if processes:
         # A MIG process's GPU reads "0:3/0" (GPU:GI/CI): the column is as wide as its widest.
@@ -115,6 +117,27 @@ class _MemoryUnit:
 
     def pair(self, used: int | None, total: int | None) -> str:
         return f"{self.amount(used)}/{self.amount(total)}"
+
+
+def health_lines(snapshot: Snapshot) -> list[str]:
+    """One line per GPU with a health problem (``gputop.model.gpu_health``), then one per
+    health event the snapshot carries; nothing when all is well."""
+    lines = []
+    for gpu in snapshot.gpus:
+        problems = gpu_problems(gpu)
+        if problems:
+            worst = problems[0].severity.value.upper()
+            said = "; ".join(problem.text for problem in problems)
+            lines.append(f"{gpu.index:>3}  {worst}: {said}")
+    for event in snapshot.events:
+        stamp = event.time.isoformat(sep=" ", timespec="seconds")
+        lines.append(
+            f"{event.gpu:>3}  {event.severity.value.upper()} {stamp} {event.title()}: "
+            f"{event.action.value}"
+        )
+    if lines:
+        lines.insert(0, "Health:")
+    return lines
 
 
 def owner_text(owner: Owner | None) -> str | None:

@@ -143,7 +143,12 @@ class GpuSelection:
             )
             if devices:
                 kept.append(_only_devices(gpu, devices))
-        return dataclasses.replace(snapshot, gpus=tuple(kept))
+        if not snapshot.events:
+            return dataclasses.replace(snapshot, gpus=tuple(kept))
+        # The health events of the GPUs kept: an XID of another GPU is not this view's.
+        indices = {gpu.index for gpu in kept}
+        events = tuple(event for event in snapshot.events if event.gpu in indices)
+        return dataclasses.replace(snapshot, gpus=tuple(kept), events=events)
 
     def _check(self, snapshot: Snapshot) -> None:
         for term in self.terms:

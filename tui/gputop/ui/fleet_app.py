@@ -133,6 +133,9 @@ class FleetApp(App[int]):
         """Show the newest answer on the fleet screen (even while a node covers it)."""
         self.fleet = message.fleet
         self.fleet_screen.show(message.fleet)
+        node = self.node_screen()
+        if node is not None:
+            node.show_health(message.fleet)
 
     def node_screen(self) -> NodeScreen | None:
         """The node screen in the stack, if one is open (under a dialog or not)."""
@@ -173,7 +176,9 @@ class FleetApp(App[int]):
         """Open ``host``'s screen; its history and ticks come through the loop."""
         if self.node_screen() is not None:
             return
-        self.push_screen(NodeScreen(self.settings, host, self.refresh_interval))
+        screen = NodeScreen(self.settings, host, self.refresh_interval)
+        screen.fleet = self.fleet
+        self.push_screen(screen)
         self.loop.open_node(host)
 
     def close_node(self) -> None:

@@ -59,6 +59,29 @@ DCGM_FAMILIES: dict[str, Family] = {
     "DCGM_FI_DEV_FAN_SPEED": Family("gauge", "Fan speed (in %)."),
     "DCGM_FI_DEV_PSTATE": Family("gauge", "Performance state (P-State) 0-15. 0=highest."),
     "DCGM_FI_DEV_VIDEO_CLOCK": Family("gauge", "Video encoder/decoder clock (in MHz)."),
+    # ECC, retired pages and remapped rows (etc/default-counters.csv; the ECC and retired
+    # pages lines ship commented out, the remapped rows ones in).
+    "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL": Family(
+        "counter", "Total number of single-bit persistent ECC errors."
+    ),
+    "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL": Family(
+        "counter", "Total number of double-bit persistent ECC errors."
+    ),
+    "DCGM_FI_DEV_RETIRED_SBE": Family(
+        "counter", "Total number of retired pages due to single-bit errors."
+    ),
+    "DCGM_FI_DEV_RETIRED_DBE": Family(
+        "counter", "Total number of retired pages due to double-bit errors."
+    ),
+    "DCGM_FI_DEV_RETIRED_PENDING": Family("counter", "Total number of pages pending retirement."),
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": Family(
+        "counter", "Number of remapped rows for uncorrectable errors"
+    ),
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": Family(
+        "counter", "Number of remapped rows for correctable errors"
+    ),
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": Family("gauge", "Whether remapping of rows has failed"),
+    "DCGM_FI_DEV_ROW_REMAP_PENDING": Family("gauge", "Whether remapping of rows is pending"),
 }
 
 CLOCK_EVENTS = "DCGM_EXP_CLOCK_EVENTS_COUNT"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from gputop.model import Snapshot
+from gputop.sinks.prometheus.health import GpuHealth, XidTally
 from gputop.sinks.prometheus.labels import ProcessDetail
 from gputop.sinks.prometheus.render import (
     CONTENT_TYPE,
@@ -29,6 +30,7 @@ class _Taken:
     snapshot: Snapshot
     extras: Mapping[int, GpuExtras]
     arrived: float
+    health: Mapping[int, GpuHealth]
 
 
 class LatestSample:
@@ -56,6 +58,7 @@ class LatestSample:
         self._clock = clock
         self._lock = threading.Lock()
         self._taken: _Taken | None = None
+        self._xids = XidTally()
 
     def take(self, snapshot: Snapshot) -> None:
         """A new snapshot arrived (the sampler's thread only)."""
@@ -64,8 +67,9 @@ class LatestSample:
             return  # the same one again (a failed poll, a replay at its end)
         arrived = self._clock()
         extras = self._tracker.update(snapshot, arrived)
+        health = self._xids.update(snapshot)
         with self._lock:
-            self._taken = _Taken(snapshot, extras, arrived)
+            self._taken = _Taken(snapshot, extras, arrived, health)
 
     def exported(self) -> Exported | None:
         """What a scrape now shows; None before the first sample."""
@@ -83,6 +87,7 @@ class LatestSample:
             host=self._host or taken.snapshot.host or self._fallback_host,
             detail=self._detail,
             window_ms=self._tracker.window_ms,
+            health=taken.health,
         )
 
     def render(self) -> tuple[bytes, str]:

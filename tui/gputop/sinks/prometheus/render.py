@@ -15,6 +15,7 @@ its labels come in its template's order, which dashboards and diff-based checks 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import cast
@@ -27,6 +28,15 @@ from gputop.model.fields import GPU_FIELDS, MIG_FIELDS, PROCESS_FIELDS, Field, V
 from gputop.model.gpu_state import GpuState
 from gputop.model.throttle import ThrottleReason
 from gputop.sinks.prometheus import dcgm
+from gputop.sinks.prometheus.health import (
+    ERR_CODE,
+    ERR_MSG,
+    EVENT_COUNTER,
+    XID_COUNTER,
+    XID_GAUGE,
+    GpuHealth,
+    health_of,
+)
 from gputop.sinks.prometheus.labels import (
     Labels,
     ProcessDetail,
@@ -62,6 +72,8 @@ class Exported:
     """The ``Hostname`` label (``--hostname``, else the snapshot's host)."""
     detail: ProcessDetail = ProcessDetail.BASIC
     window_ms: int = dcgm.DEFAULT_CLOCK_EVENTS_WINDOW_MS
+    health: Mapping[int, GpuHealth] = dataclasses.field(default_factory=dict)
+    """Per GPU index, its XIDs and health events since the exporter started."""
 
 
 def family_of(name: str, field: Field | None = None) -> tuple[str, str]:
@@ -91,10 +103,10 @@ class _Families:
             family = self.by_name[name] = Metric(name, text, kind)
         family.add_sample(name, labels, value)
 
-    def own(self, name: str, text: str, labels: Labels, value: float) -> None:
+    def own(self, name: str, text: str, labels: Labels, value: float, kind: str = "gauge") -> None:
         family = self.by_name.get(name)
         if family is None:
-            family = self.by_name[name] = Metric(name, text, "gauge")
+            family = self.by_name[name] = Metric(name, text, kind)
         family.add_sample(name, labels, value)
 
 
@@ -148,6 +160,8 @@ def snapshot_families(exported: Exported) -> list[Metric]:
         _clock_events(families, base, exported.extras.get(gpu.index), exported.window_ms)
     for gpu, base in gpu_bases:
         _throttle(families, base, gpu)
+    for gpu, base in gpu_bases:
+        _health(families, base, health_of(exported.health, gpu.index))
     if exported.detail is not ProcessDetail.NONE:
         for gpu, base in gpu_bases:
             _processes(families, gpu, base, mig_bases, exported.detail)
@@ -243,6 +257,34 @@ def _processes(
             value = _number(field, process)
             if value is not None:
                 families.add(field.prometheus, labels, value, field)
+
+
+def _health(families: _Families, base: Labels, health: GpuHealth) -> None:
+    """The last XID as dcgm-exporter shows it, and the counts of XIDs and other events."""
+    if health.last_xid is None:
+        families.add(XID_GAUGE, base, 0.0)
+    else:
+        labels = with_labels(
+            base, {ERR_CODE: str(health.last_xid), ERR_MSG: health.last_message or ""}
+        )
+        families.add(XID_GAUGE, labels, float(health.last_xid))
+    for code, count in health.xids:
+        families.own(
+            XID_COUNTER,
+            "XID errors of this GPU since the exporter started, by XID code.",
+            with_labels(base, {"xid": str(code)}),
+            float(count),
+            kind="counter",
+        )
+    for name, count in health.events:
+        families.own(
+            EVENT_COUNTER,
+            "Health events other than XIDs (double-bit ECC, page retirement failure, ...) "
+            "of this GPU since the exporter started.",
+            with_labels(base, {"event": name}),
+            float(count),
+            kind="counter",
+        )
 
 
 def _diagnosis(families: _Families, base: Labels, extras: GpuExtras | None) -> None:

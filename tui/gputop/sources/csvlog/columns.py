@@ -105,8 +105,8 @@ QUERY_GPU_FIELDS: dict[str, tuple[str, Kind]] = {
     "clocks.max.mem": ("max_clocks.memory", "int"),
     "persistence_mode": ("persistence_mode", "flag"),
     "compute_mode": ("compute_mode", "text"),
-    "ecc.errors.corrected.aggregate.total": ("ecc_errors.aggregate_corrected", "int"),
-    "ecc.errors.uncorrected.aggregate.total": ("ecc_errors.aggregate_uncorrected", "int"),
+    "retired_pages.sbe": ("retired_pages.single_bit", "int"),
+    "retired_pages.dbe": ("retired_pages.double_bit", "int"),
     # The clock-event reasons: one bitmask column or one column per reason, each under its
     # 535+ name and its older `clocks_throttle_reasons` one; the table has one summary row.
     **_REASON_FIELDS,

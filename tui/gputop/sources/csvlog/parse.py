@@ -26,6 +26,7 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
+from gputop.model.health import RemappedRows, RetiredPages
 from gputop.sources.csvlog.columns import (
     GPU_VALUE_PATHS,
     QUERY_APPS_FIELDS,
@@ -103,9 +104,9 @@ def _to_pstate(text: str) -> Value:
 
 def _to_flag(text: str) -> Value:
     lowered = text.lower()
-    if lowered == "enabled":
+    if lowered in ("enabled", "yes"):
         return True
-    if lowered == "disabled":
+    if lowered in ("disabled", "no"):
         return False
     return _missing(text)
 
@@ -376,6 +377,17 @@ def gpu_sample(
             volatile_uncorrected=get("ecc_errors.volatile_uncorrected"),
             aggregate_corrected=get("ecc_errors.aggregate_corrected"),
             aggregate_uncorrected=get("ecc_errors.aggregate_uncorrected"),
+        ),
+        remapped_rows=RemappedRows(
+            correctable=get("remapped_rows.correctable"),
+            uncorrectable=get("remapped_rows.uncorrectable"),
+            pending=get("remapped_rows.pending"),
+            failure=get("remapped_rows.failure"),
+        ),
+        retired_pages=RetiredPages(
+            single_bit=get("retired_pages.single_bit"),
+            double_bit=get("retired_pages.double_bit"),
+            pending=get("retired_pages.pending"),
         ),
         throttle_reasons=reasons,
         mig_mode=get("mig_mode"),

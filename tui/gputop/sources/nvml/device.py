@@ -33,6 +33,7 @@ from gputop.model import (
     Unavailable,
     Utilization,
 )
+from gputop.model.health import RemappedRows, RetiredPages
 from gputop.sources.nvml.api import Handle, NvmlApi
 from gputop.sources.nvml.calls import CallFailed, CallMemo, DeviceCalls, ErrorCodes, GpuLost
 from gputop.sources.nvml.codes import (
@@ -42,6 +43,7 @@ from gputop.sources.nvml.codes import (
     text,
     throttle_names,
 )
+from gputop.sources.nvml.health import read_remapped_rows, read_retired_pages
 from gputop.sources.nvml.memory import read_bar1, read_memory
 from gputop.sources.nvml.processes import (
     ProcessLists,
@@ -93,6 +95,8 @@ class _SlowPart:
     compute_mode: str | None
     ecc_mode: bool | None
     ecc_errors: EccErrors
+    remapped_rows: RemappedRows
+    retired_pages: RetiredPages
     notes: Unavailable
     """What these reads could not get, noted again on every tick the part is reused."""
 
@@ -149,6 +153,11 @@ class GpuSampler:
         of an immutable value)."""
         # Clock call keys and field paths, built once rather than formatted every tick.
         self._clock_specs: dict[str, tuple[tuple[str, tuple[str, ...], int, bool], ...]] = {}
+
+    @property
+    def handle(self) -> Handle | None:
+        """The device handle once acquired (the event watcher registers it)."""
+        return self._handle
 
     @property
     def gpm_samples(self) -> list[Handle]:
@@ -290,6 +299,8 @@ class GpuSampler:
             compute_mode=slow.compute_mode,
             ecc_mode=slow.ecc_mode,
             ecc_errors=slow.ecc_errors,
+            remapped_rows=slow.remapped_rows,
+            retired_pages=slow.retired_pages,
             throttle_reasons=throttle,
             mig_mode=mig_mode,
             mig_devices=mig_devices,
@@ -345,6 +356,9 @@ class GpuSampler:
         )
         ecc = c.call("ecc_mode", ("ecc_mode",), nvml.nvmlDeviceGetEccMode, h, slow=True)
         ecc_errors = self._ecc_errors(c, h)
+        # Memory-repair counters: slow like the ECC counts (gputop.sources.nvml.health).
+        remapped_rows = read_remapped_rows(c, nvml, h)
+        retired_pages = read_retired_pages(c, nvml, h)
         part = _SlowPart(
             name=name,
             uuid=uuid,
@@ -364,6 +378,8 @@ class GpuSampler:
             compute_mode=None if compute is None else COMPUTE_MODES.get(compute),
             ecc_mode=None if ecc is None else ecc[0] == 1,
             ecc_errors=ecc_errors,
+            remapped_rows=remapped_rows,
+            retired_pages=retired_pages,
             notes=c.unavailable(),
         )
         transient = any(reason is Reason.ERROR for _, reason in part.notes)

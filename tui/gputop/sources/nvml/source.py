@@ -30,6 +30,7 @@ from gputop.sources.nvml.api import NvmlApi
 from gputop.sources.nvml.calls import ErrorCodes, same_objects
 from gputop.sources.nvml.codes import cuda_version
 from gputop.sources.nvml.device import SLOW_REFRESH, GpuSampler
+from gputop.sources.nvml.events import EventWatcher, LostWatch, WatchedGpu, start_watcher
 from gputop.sources.nvml.pool import SamplerPool
 from gputop.sources.nvml.processes import ProcessNames
 
@@ -116,6 +117,7 @@ def open_nvml_source(
     enrich: Enrich | HostLookup | None = None,
     nvml: NvmlApi | None = None,
     seldom: frozenset[str] = frozenset(),
+    events: bool = True,
 ) -> NvmlSource:
     """Load and initialise NVML and return a source over every GPU it sees.
 
@@ -125,6 +127,7 @@ def open_nvml_source(
         enrich: adds host process details; see :data:`Enrich`.
         nvml: the pynvml module to use (imported when None).
         seldom: see :class:`NvmlSource`.
+        events: watch the GPUs' health events (XID errors, ...) on a thread of their own.
 
     Raises:
         NoDriver: no NVML library, driver not loaded, no GPU, or a version mismatch.
@@ -140,7 +143,12 @@ def open_nvml_source(
         if count == 0:
             raise NoDriver(MESSAGE_NO_GPU)
         return NvmlSource(
-            api, deadline=deadline, enrich=enrich, shutdown_on_close=True, seldom=seldom
+            api,
+            deadline=deadline,
+            enrich=enrich,
+            shutdown_on_close=True,
+            seldom=seldom,
+            events=events,
         )
     except (api.NVMLError, api.NVMLLibraryMismatchError) as error:
         _shutdown(api)
@@ -172,6 +180,8 @@ class NvmlSource:
         clock: monotonic seconds, for that cadence (tests pass a fake one).
         seldom: GPU field paths that nothing shows (``clocks.graphics``, ``clocks.video``,
             ``power.energy``): read with the slow values rather than every tick.
+        events: watch health events (:mod:`gputop.sources.nvml.events`); each poll's
+            snapshot carries those that arrived since the previous one.
     """
 
     def __init__(
@@ -185,6 +195,7 @@ class NvmlSource:
         slow_refresh: float = SLOW_REFRESH,
         clock: Callable[[], float] = time.monotonic,
         seldom: frozenset[str] = frozenset(),
+        events: bool = False,
     ) -> None:
         self._nvml = nvml
         self._deadline = deadline
@@ -213,6 +224,13 @@ class NvmlSource:
         self._pool = None if deadline is None else SamplerPool(self._samplers, deadline)
         self._rows: list[tuple[ProcessSample, ...]] = []
         """Last poll's process rows per GPU."""
+        self._watch_events = events
+        self._events: EventWatcher | None = None
+        """Started at the second poll, over the handles the samplers opened: it makes no
+        call of its own on a GPU but registering it, and a one-shot run (``--once``) that
+        polls once never starts it nor waits for it to stop."""
+        self._polls = 0
+        self._lost = LostWatch()
 
     @property
     def gpu_count(self) -> int:
@@ -234,6 +252,13 @@ class NvmlSource:
             self._rows = rows
         if self._enrich is not None:
             gpus = self._enrich(gpus)
+        self._polls += 1
+        if self._events is not None:
+            events = self._events.drain()
+        else:
+            events = ()
+            if self._watch_events and self._polls >= 2:
+                self._events = start_watcher(self._nvml, self._watched())
         return Snapshot(
             timestamp=taken,
             gpus=tuple(gpus),
@@ -241,7 +266,25 @@ class NvmlSource:
             driver_version=self._driver,
             cuda_version=self._cuda,
             attached_gpus=self._count,
+            events=events + self._lost.events(gpus),
         )
+
+    def _watched(self) -> list[WatchedGpu]:
+        """Each GPU whose sampler holds its handle, for the event watcher."""
+        watched = []
+        for sampler in self._samplers:
+            handle = sampler.handle
+            if handle is not None:
+                identity = sampler.identity
+                watched.append(
+                    WatchedGpu(sampler.index, handle, None if identity is None else identity.uuid)
+                )
+        return watched
+
+    @property
+    def events_status(self) -> str | None:
+        """Why health events are not watched (None while they are, or when not asked)."""
+        return None if self._events is None else self._events.status
 
     def _identified(self, gpu: GpuSample) -> GpuSample:
         """A stale GPU with no sample yet, under its UUID when its sampler has read it.
@@ -259,6 +302,8 @@ class NvmlSource:
         if self._closed:
             return
         self._closed = True
+        if self._events is not None:
+            self._events.close()
         if self._pool is not None and not self._pool.close():
             # Freeing or shutting down under a thread still inside NVML is asking for a crash;
             # the process is about to let go of NVML anyway.

@@ -28,6 +28,7 @@ from gputop.model import (
     Utilization,
 )
 from gputop.model.fields import Field, Value
+from gputop.model.health import RemappedRows, RetiredPages
 from gputop.model.throttle import throttle_names
 from gputop.sources.prometheus import families as fam
 from gputop.sources.prometheus.families import Reading
@@ -39,6 +40,8 @@ _GROUPS: dict[str, type] = {
     "power": Power,
     "clocks": Clocks,
     "ecc_errors": EccErrors,
+    "remapped_rows": RemappedRows,
+    "retired_pages": RetiredPages,
 }
 
 _INT32_BLANK = 0x7FFFFFF0
@@ -65,7 +68,7 @@ def convert(spec: Field, value: float) -> Any:
         return number != 0
     if spec.value is Value.TEXT:  # DCGM's P-state number; 32 is "unknown"
         return f"P{int(number)}" if 0 <= number < 32 else None
-    if spec.path.startswith(("clocks.", "ecc_errors.")):
+    if spec.path.startswith(("clocks.", "ecc_errors.", "remapped_rows.", "retired_pages.")):
         return round(number)
     return float(number)
 

@@ -255,6 +255,15 @@ class PrometheusClient:
             raise PrometheusError(f"{self.url}: unexpected answer to a label query")
         return [v for v in data if isinstance(v, str)]
 
+    def alerts(self) -> list[dict[str, Any]]:
+        """The server's active alerts (``/api/v1/alerts``): each with ``labels``,
+        ``annotations``, ``state`` (``pending``, ``firing``) and ``activeAt``."""
+        data = self._call("/api/v1/alerts", {}, get=True)
+        found = data.get("alerts") if isinstance(data, dict) else None
+        if not isinstance(found, list):
+            raise PrometheusError(f"{self.url}: unexpected answer to the alerts query")
+        return [alert for alert in found if isinstance(alert, dict)]
+
     def fetch_text(self) -> str:
         """GET the URL itself (an exporter's ``/metrics``) and return the text."""
         headers = dict(self._headers, Accept="text/plain;version=0.0.4;q=1,*/*;q=0.1")

@@ -33,6 +33,7 @@ from gputop.model import (
     Unavailable,
     Utilization,
 )
+from gputop.model.health import RemappedRows, RetiredPages
 from gputop.model.mig_profiles import derive_profile
 from gputop.sources.smi.values import (
     Missing,
@@ -205,6 +206,53 @@ def _ecc(node: Element) -> Part:
     return _NO_ECC if errors == _NO_ECC[0] else (errors, _NOTHING)
 
 
+def _retired_count(node: Element | None) -> Element | None:
+    """The XML's ``<retired_count>`` inside ``node``, or ``node`` itself: `-q` text prints
+    the count as the section's own value."""
+    if node is None:
+        return None
+    inner = node.find("retired_count")
+    return node if inner is None else inner
+
+
+def _retired_pages(node: Element) -> Part:
+    """``<retired_pages>``: counts of pages retired after single- and double-bit errors."""
+    find = node.find
+    missing: Missing = []
+    single = find("multiple_single_bit_retirement")
+    double = find("double_bit_retirement")
+    pending = find("pending_retirement")
+    if pending is None:
+        pending = find("pending_blacklist")
+    pages = RetiredPages(
+        single_bit=whole_count(
+            _retired_count(single),
+            "retired_pages.single_bit",
+            missing,
+        ),
+        double_bit=whole_count(
+            _retired_count(double),
+            "retired_pages.double_bit",
+            missing,
+        ),
+        pending=flag(pending, "retired_pages.pending", missing),
+    )
+    return pages, tuple(missing)
+
+
+def _remapped_rows(node: Element) -> Part:
+    """``<remapped_rows>``: rows remapped after errors, and whether one waits or failed."""
+    find = node.find
+    missing: Missing = []
+    rows = RemappedRows(
+        correctable=whole_count(find("remapped_row_corr"), "remapped_rows.correctable", missing),
+        uncorrectable=whole_count(find("remapped_row_unc"), "remapped_rows.uncorrectable", missing),
+        pending=flag(find("remapped_row_pending"), "remapped_rows.pending", missing),
+        failure=flag(find("remapped_row_failure"), "remapped_rows.failure", missing),
+    )
+    return rows, tuple(missing)
+
+
 _STATES = {"Active": "active", "Not Active": "not active"}
 
 
@@ -276,6 +324,8 @@ CONVERTERS: dict[str, Callable[[Element], Part]] = {
     "utilization": _utilization,
     "ecc_mode": _part(flag, "ecc_mode", "current_ecc"),
     "ecc_errors": _ecc,
+    "retired_pages": _retired_pages,
+    "remapped_rows": _remapped_rows,
     "temperature": _temperature,
     "gpu_power_readings": _power,
     "power_readings": _power,
@@ -328,6 +378,19 @@ _ABSENT: dict[str, Part] = {
     "persistence_mode": _absent("persistence_mode"),
     "compute_mode": _absent("compute_mode"),
     "ecc_errors": _NO_ECC,
+    "retired_pages": (
+        RetiredPages(),
+        _absent("retired_pages.single_bit", "retired_pages.double_bit", "retired_pages.pending")[1],
+    ),
+    "remapped_rows": (
+        RemappedRows(),
+        _absent(
+            "remapped_rows.correctable",
+            "remapped_rows.uncorrectable",
+            "remapped_rows.pending",
+            "remapped_rows.failure",
+        )[1],
+    ),
     "throttle_reasons": _absent("throttle_reasons"),
 }
 _NONE: Part = (None, _NOTHING)
@@ -363,6 +426,8 @@ def gpu_sample(index: int, gpu_id: str | None, parts: Mapping[str, Part]) -> Gpu
     compute_mode, compute_missing = get("compute_mode") or absent["compute_mode"]
     ecc_mode, ecc_mode_missing = get("ecc_mode") or _NONE
     ecc_errors, ecc_missing = get("ecc_errors") or absent["ecc_errors"]
+    retired, retired_missing = get("retired_pages") or absent["retired_pages"]
+    remapped, remapped_missing = get("remapped_rows") or absent["remapped_rows"]
     throttle, throttle_missing = (
         get("clocks_event_reasons") or get("clocks_throttle_reasons") or absent["throttle_reasons"]
     )
@@ -390,6 +455,8 @@ def gpu_sample(index: int, gpu_id: str | None, parts: Mapping[str, Part]) -> Gpu
         compute_mode=compute_mode,
         ecc_mode=ecc_mode,
         ecc_errors=ecc_errors,
+        remapped_rows=remapped,
+        retired_pages=retired,
         throttle_reasons=throttle,
         mig_mode=mig_mode,
         mig_devices=mig_devices,
@@ -413,6 +480,8 @@ def gpu_sample(index: int, gpu_id: str | None, parts: Mapping[str, Part]) -> Gpu
         + compute_missing
         + ecc_mode_missing
         + ecc_missing
+        + retired_missing
+        + remapped_missing
         + throttle_missing,
     )
 

@@ -26,7 +26,6 @@ _UNREAD_BLOCKS = tuple(
         "clocks_event_reasons_counters",
         "encoder_stats",
         "fbc_stats",
-        "retired_pages",
         "supported_gpu_target_temp",
         "module_power_readings",
         "applications_clocks",

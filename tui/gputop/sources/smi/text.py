@@ -69,6 +69,19 @@ _BY_PARENT: dict[str, dict[str, str]] = {
     "max_clocks": _CLOCKS,
     "pci": {"bus id": "pci_bus_id"},
     "temperature": _TEMPERATURE,
+    # `-q` prints the retired-page counts as values where the XML nests a `retired_count`.
+    "retired_pages": {
+        "single bit ecc": "multiple_single_bit_retirement",
+        "double bit ecc": "double_bit_retirement",
+        "pending page blacklist": "pending_blacklist",
+        "pending page retirement": "pending_retirement",
+    },
+    "remapped_rows": {
+        "correctable error": "remapped_row_corr",
+        "uncorrectable error": "remapped_row_unc",
+        "pending": "remapped_row_pending",
+        "remapping failure occurred": "remapped_row_failure",
+    },
     "processes": {
         "process id": "pid",
         "name": "process_name",

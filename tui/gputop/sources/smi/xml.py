@@ -19,6 +19,7 @@ from xml.parsers import expat
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
+from gputop.model.health import HealthEvent, Kind, kind_event, xid_event
 from gputop.sources.smi.blocks import parts, split
 from gputop.sources.smi.gpu import Part, gpu_sample, parts_of
 from gputop.sources.smi.prune import ROOT_TAG, compact, prune
@@ -198,6 +199,42 @@ _MONTHS = {
 }
 
 
+def recorded_events(node: Element | None) -> tuple[HealthEvent, ...]:
+    """The health events gputop's `--record` wrote with a document (an element of its
+    own, after the GPUs); an event it cannot read is left out."""
+    if node is None:
+        return ()
+    events = []
+    for item in node.iterfind("event"):
+        gpu = count(item.findtext("gpu"))
+        kind = _KINDS.get((item.findtext("kind") or "").strip())
+        try:
+            moment = datetime.fromisoformat((item.findtext("time") or "").strip())
+        except ValueError:
+            continue
+        if gpu is None or kind is None:
+            continue
+        uuid = (item.findtext("uuid") or "").strip() or None
+        gi = count(item.findtext("gpu_instance_id"))
+        ci = count(item.findtext("compute_instance_id"))
+        if kind is Kind.XID:
+            code = count(item.findtext("xid"))
+            if code is not None:
+                events.append(
+                    xid_event(
+                        moment, gpu, code, uuid=uuid, gpu_instance_id=gi, compute_instance_id=ci
+                    )
+                )
+        else:
+            events.append(
+                kind_event(moment, gpu, kind, uuid=uuid, gpu_instance_id=gi, compute_instance_id=ci)
+            )
+    return tuple(events)
+
+
+_KINDS = {kind.name.lower(): kind for kind in Kind}
+
+
 def _snapshot(root: Element, gpus: list[tuple[Element, dict[str, Part]]]) -> Snapshot:
     cuda = (root.findtext("cuda_version") or "").strip()
     driver = (root.findtext("driver_version") or "").strip()
@@ -210,4 +247,5 @@ def _snapshot(root: Element, gpus: list[tuple[Element, dict[str, Part]]]) -> Sna
         driver_version=driver or None,
         cuda_version=None if cuda.lower() in ("", "not found", "n/a") else cuda,
         attached_gpus=count(root.findtext("attached_gpus")),
+        events=recorded_events(root.find("gputop_health_events")),
     )

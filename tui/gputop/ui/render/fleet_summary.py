@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from gputop.model.age import age_seconds, fmt_age
 from gputop.model.fleet import FleetSnapshot, GpuState, NodeView, fresh_counts
+from gputop.model.fleet_health import fleet_health_counts, health_summary
 from gputop.model.safe_text import terminal_safe
 
 Segment = tuple[str, str]
@@ -81,4 +82,12 @@ def summary(fleet: FleetSnapshot | None) -> tuple[Segment, ...]:
         if stale:
             word = "node" if stale == 1 else "nodes"
             said += [(" · ", "dim"), (f"{stale} {word} stale", "warn")]
+        said += health_segments(fleet)
     return ((" ", "text"), *said)
+
+
+def health_segments(fleet: FleetSnapshot) -> list[Segment]:
+    """`` · 2 nodes with critical XIDs, 1 node with firing alerts`` when any has them."""
+    counts = fleet_health_counts({n.key: n.snapshot for n in fleet.nodes}, fleet.health)
+    said = health_summary(counts)
+    return [] if said is None else [(" · ", "dim"), (said, "error")]

@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 from gputop.history import Metric, Series
 from gputop.insight.diagnosis import Finding, FindingKind, Severity
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample
+from gputop.model.safe_text import terminal_safe
 from gputop.model.units import NA, fmt_memory_pair, fmt_percent, ratio
-from gputop.pipeline.tick import ViewSpec
+from gputop.pipeline.tick import Tick, ViewSpec
 from gputop.ui.render.gauges import (
     MEM_CRIT,
     MEM_WARN,
@@ -92,6 +93,17 @@ def worst_finding(findings: Sequence[Finding]) -> Part | None:
         return None
     worst = shown[0]
     return (worst.text, _SEVERITY_ROLE[worst.severity])
+
+
+def panel_finding(tick: Tick, gpu_index: int) -> Part | None:
+    """What the detail line says first: the GPU's health alarm in red until acknowledged
+    (an XID, a pending or failed row remap: ``Tick.alarms``), else the diagnosis's worst
+    finding."""
+    alarm = tick.alarm_for(gpu_index)
+    if alarm is not None:
+        # The footer offers the key that acknowledges it while some GPU is in alarm.
+        return (f"⚠ {terminal_safe(alarm)}", "crit")
+    return worst_finding(tick.findings_for(gpu_index))
 
 
 def gone_sample(gpu: GpuSample) -> GpuSample:

@@ -40,6 +40,8 @@ from gputop.insight.diagnosis import (
 from gputop.insight.series import downsample, downsample_flags, time_ticks
 from gputop.insight.textfmt import fmt_duration, seconds_between
 from gputop.model import Snapshot
+from gputop.model.health import HealthEvent
+from gputop.model.health import Severity as HealthSeverity
 from gputop.ui.compat import Footer
 
 WINDOWS: dict[str, tuple[float | None, str]] = {
@@ -74,6 +76,44 @@ def findings_content(findings: Sequence[Finding]) -> Content:
     for finding in findings:
         mark, style = _SEVERITY_STYLE[finding.severity]
         lines.append(Content.assemble((f"{mark} ", style), finding.text))
+    return Content("\n").join(lines)
+
+
+_EVENT_SEVERITY = {
+    HealthSeverity.CRITICAL: Severity.CRITICAL,
+    HealthSeverity.WARNING: Severity.WARNING,
+    HealthSeverity.INFO: Severity.INFO,
+}
+
+EVENTS_SHOWN = 8
+"""Health events listed at most, newest first (the history keeps more)."""
+
+
+def events_content(events: Sequence[HealthEvent], gpu_index: int) -> Content | None:
+    """GPU ``gpu_index``'s health events, newest first, each with its time, what it is and
+    what to do; None when it had none."""
+    mine = [event for event in events if event.gpu == gpu_index]
+    if not mine:
+        return None
+    shown = mine[-EVENTS_SHOWN:][::-1]
+    more = len(mine) - len(shown)
+    head = f"health events ({len(mine)}{', newest first' if len(mine) > 1 else ''})"
+    lines = [Content.styled(head, "bold")]
+    for event in shown:
+        mark, style = _SEVERITY_STYLE[_EVENT_SEVERITY[event.severity]]
+        where = ""
+        if event.gpu_instance_id is not None:
+            where = f" (MIG GI {event.gpu_instance_id} CI {event.compute_instance_id})"
+        lines.append(
+            Content.assemble(
+                (f"{mark} ", style),
+                (f"{event.time:%Y-%m-%d %H:%M:%S} ", "$text-muted"),
+                (event.title() + where, style),
+                f": {event.action.value}",
+            )
+        )
+    if more:
+        lines.append(Content.styled(f"… {more} older", "$text-muted"))
     return Content("\n").join(lines)
 
 
@@ -361,6 +401,9 @@ class HistoryScreen(Screen[None]):
         findings = (
             findings_content(self.findings) if len(window) else Content("no data for this GPU yet")
         )
+        events = events_content(self._history.events(), self.gpu_index)
+        if events is not None:
+            findings = Content("\n").join([findings, events])
         self.query_one("#history-findings", Static).update(findings)
         for chart in self.query(HistoryChart):
             chart.show(window)

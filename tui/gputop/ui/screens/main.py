@@ -157,6 +157,8 @@ class MainScreen(StyledOnceScreen):
         Binding("g", "goto", "Go to"),
         Binding("home", "seek(0)", "Start", show=False, priority=True),
         Binding("end", "seek(-1)", "End", show=False, priority=True),
+        # Offered (in the footer too) while some GPU has a health alarm: see check_action.
+        Binding("a", "acknowledge", "Ack alarms"),
         Binding("plus", "interval(-1)", "Poll faster", show=False),
         Binding("minus", "interval(1)", "Poll slower", show=False),
         # Reached when the process table does not take the signal keys (read-only, or the
@@ -183,7 +185,7 @@ class MainScreen(StyledOnceScreen):
         self._processes_shown: object = None
         self._on_screen: frozenset[int] | None = None
         """The PIDs the process table shows (``ProcessTable.OnScreen``)."""
-        self._binding_state: tuple[bool, bool, bool] | None = None
+        self._binding_state: tuple[bool, bool, bool, bool] | None = None
         self._warned = False
         self._parts: dict[type[Widget], Widget] = {}
 
@@ -306,10 +308,11 @@ class MainScreen(StyledOnceScreen):
             self.show_tick(self.tick)
 
     @classmethod
-    def _bindings_for(cls, tick: Tick) -> tuple[bool, bool, bool]:
+    def _bindings_for(cls, tick: Tick) -> tuple[bool, bool, bool, bool]:
         """What decides which keys the footer offers for ``tick``."""
         replay = tick.replay
-        return (replay is not None, cls._paused(tick), replay is not None and replay.still)
+        still = replay is not None and replay.still
+        return (replay is not None, cls._paused(tick), still, bool(tick.alarms))
 
     def _apply_layout(
         self,
@@ -411,6 +414,8 @@ class MainScreen(StyledOnceScreen):
         """Replay keys only in replays, interval keys only live, none while typing."""
         if action == "area":
             return parameters[:1] == (self._area_after(1),)
+        if action == "acknowledge":
+            return self.tick is not None and bool(self.tick.alarms)
         if self.settings.served and (action == "signal_refused" or action in LIVE_ACTIONS):
             # A browser viewer has no signal keys at all, and the interval is the server's.
             return False
@@ -469,6 +474,12 @@ class MainScreen(StyledOnceScreen):
         from gputop.pipeline.commands import TogglePause
 
         self._submit(TogglePause())
+
+    def action_acknowledge(self) -> None:
+        """Acknowledge every GPU's health alarm: their red lines go until the next one."""
+        from gputop.pipeline.commands import Acknowledge
+
+        self._submit(Acknowledge())
 
     def action_resume(self) -> None:
         """Resume after a pause."""

@@ -13,9 +13,13 @@ import dataclasses
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.widgets import Static
 
 from gputop.model import Snapshot
+from gputop.model.fleet import FleetSnapshot
+from gputop.model.fleet_health import NodeHealth
 from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.tick import Tick
 from gputop.ui.screens.main import MainScreen
@@ -24,6 +28,24 @@ from gputop.ui.toasts import toast
 from gputop.ui.widgets.pods_table import PodsTable, pod_rows
 
 NODE_SCREEN_CSS = Path(__file__).parent / "node.tcss"
+
+
+HEALTH_LINES = 5
+"""Lines of the node's health shown at most (the rest: "+N more")."""
+
+
+def node_health_lines(fleet: FleetSnapshot | None, host: str) -> list[str]:
+    """``XID`` and ``alert`` lines of ``host`` from the fleet's health, newest state."""
+    if fleet is None or fleet.health is None:
+        return []
+    health = fleet.health.node(host)
+    if health == NodeHealth(host):
+        return []
+    lines = [f"⚠ {xid.text()}" for xid in health.xids]
+    lines += [f"⚠ alert {alert.text()}" for alert in health.alerts]
+    if len(lines) > HEALTH_LINES:
+        lines = [*lines[: HEALTH_LINES - 1], f"+{len(lines) - HEALTH_LINES + 1} more"]
+    return [terminal_safe(line) for line in lines]
 
 
 class NodeScreen(MainScreen):
@@ -52,12 +74,27 @@ class NodeScreen(MainScreen):
         )
         super().__init__(dataclasses.replace(settings, show_host=True), placeholder)
         self.host = host
+        self.fleet: FleetSnapshot | None = None
+        """The newest fleet answer: its health names this node's XIDs and firing alerts."""
 
     def on_mount(self) -> None:
-        """The pods table beside the processes (shown when the snapshot has pods)."""
+        """The pods table beside the processes (shown when the snapshot has pods), and the
+        node's health above them (shown when it has XIDs or firing alerts)."""
         self.query_one("#lower").mount(PodsTable(id="pods"))
+        self.mount(Static(id="node-health"), before="#lower")
         if self.tick is not None:
             self._show_pods(self.tick)
+        self.show_health(self.fleet)
+
+    def show_health(self, fleet: FleetSnapshot | None) -> None:
+        """The node's XIDs and firing alerts (from the fleet's server), a line each."""
+        self.fleet = fleet
+        found = self.query("#node-health")
+        if not found:
+            return  # not mounted yet: on_mount shows it
+        lines = node_health_lines(fleet, self.host)
+        self.set_class(bool(lines), "-health")
+        found.first(Static).update(Text("\n".join(lines), no_wrap=True, overflow="ellipsis"))
 
     def show_tick(self, tick: Tick) -> None:
         """The main screen's drawing, plus the pods."""

@@ -30,7 +30,7 @@ from gputop.ui.render.panel_lines import (
     compact_header,
     compact_name_width,
     detail_line,
-    worst_finding,
+    panel_finding,
 )
 from gputop.ui.widgets.gpu_panel import ROLES, GpuPanel
 
@@ -171,7 +171,7 @@ class GpuGrid(Widget):
                 gone=gone,
                 compact=compact,
                 name_width=self._name_width,
-                finding=worst_finding(tick.findings_for(gpu.index)),
+                finding=panel_finding(tick, gpu.index),
                 details=details,
                 mig=mig,
             )
@@ -193,8 +193,8 @@ class GpuGrid(Widget):
         detail: Line = ()
         if entry is not None:
             _, gpu, gone = entry
-            findings = () if self._tick is None else self._tick.findings_for(gpu.index)
-            state = PanelState(gpu, {}, gone, worst_finding(findings))
+            finding = None if self._tick is None else panel_finding(self._tick, gpu.index)
+            state = PanelState(gpu, {}, gone, finding)
             detail = ((f"{gpu.index:>2} ", "label"), *detail_line(state, max(0, width - 3)))
         if detail != self._detail_line:
             self._detail_line = detail

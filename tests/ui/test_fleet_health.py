@@ -1,0 +1,118 @@
+"""The fleet's health at the keys: the top line counts the nodes with critical XIDs, a node's
+screen lists its XIDs and firing alerts; and the health read from a Prometheus answer."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from textual.widgets import DataTable, Static
+
+from gputop.model.fleet import FleetSnapshot, NodeView
+from gputop.model.fleet_health import FiringAlert, FleetHealth, NodeHealth, NodeXid
+from gputop.sources.prometheus.client import PrometheusError, Sample
+from gputop.sources.prometheus.health import read_health
+from gputop.ui.screens.node import NodeScreen
+from support.fleet import MemoryFleet, demo_fleet, demo_histories, fleet_app, screen_text
+
+ACTIVE = datetime(2026, 11, 28, 9, 14, 2, tzinfo=timezone.utc)
+
+
+def _sick_fleet() -> FleetSnapshot:
+    health = FleetHealth(
+        nodes=(
+            NodeHealth(
+                "node-a",
+                xids=(NodeXid("1", "GPU-x", 79, 2),),
+                alerts=(FiringAlert("GpuXidBus", "critical", "1", "Critical XID 79", ACTIVE),),
+            ),
+            NodeHealth("node-c", xids=(NodeXid("0", None, 48, None),)),
+            NodeHealth("node-d", xids=(NodeXid("0", None, 13, 5),)),  # an app's: not critical
+        )
+    )
+    return dataclasses.replace(demo_fleet(), health=health)
+
+
+async def test_the_top_line_counts_sick_nodes_and_the_node_screen_lists_its_events() -> None:
+    histories = demo_histories()
+    app = fleet_app(MemoryFleet([_sick_fleet()], dict(histories)))
+    async with app.run_test(size=(170, 40)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "2 nodes with critical XIDs" in text
+        hosts = [row.host for row in app.fleet_screen.query_one("FleetTable").rows]  # type: ignore[attr-defined]
+        data = app.fleet_screen.query_one("#fleet-data", DataTable)
+        data.move_cursor(row=hosts.index("node-a"))
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, NodeScreen) and screen.host == "node-a"
+        shown = str(screen.query_one("#node-health", Static).render())
+        assert "GPU 1: XID 79 GPU has fallen off the bus (x2)" in shown
+        assert "alert GpuXidBus (critical): Critical XID 79 since 09:14:02" in shown
+        assert screen.has_class("-health")
+        assert "XID 79 GPU has fallen off the bus" in screen_text(app)
+
+
+class _Answers:
+    """A Prometheus client that answers from given samples and alerts."""
+
+    def __init__(
+        self, queries: Mapping[str, Sequence[Sample]], alerts: list[dict[str, Any]] | None
+    ) -> None:
+        self.queries = queries
+        self.answers = alerts
+
+    def query(self, promql: str) -> list[Sample]:
+        return list(self.queries.get(promql, ()))
+
+    def alerts(self) -> list[dict[str, Any]]:
+        if self.answers is None:
+            raise PrometheusError("http://prometheus:9090: /api/v1/alerts answered 503")
+        return self.answers
+
+
+def _nodes() -> tuple[NodeView, ...]:
+    return demo_fleet().nodes
+
+
+def test_read_health_takes_gputops_counters_over_its_gauge_and_dcgms_last_code() -> None:
+    gputop = {"Hostname": "node-a", "gpu": "1", "UUID": "GPU-x", "instance": "node-a:9400"}
+    dcgm = {"hostname": "node-c", "gpu": "0", "err_code": "48", "err_msg": "DBE"}
+    client = _Answers(
+        {
+            "gputop_xid_errors_total": [Sample({**gputop, "xid": "79"}, 0.0, 2.0)],
+            "DCGM_FI_DEV_XID_ERRORS != 0": [
+                Sample({**gputop, "err_code": "79"}, 0.0, 79.0),  # gputop's own: counted
+                Sample(dcgm, 0.0, 48.0),
+            ],
+        },
+        [
+            {
+                "state": "firing",
+                "labels": {"alertname": "GpuExporterDown", "instance": "node-a:9400"},
+                "annotations": {"summary": "down"},
+                "activeAt": "2026-11-28T09:14:02.5Z",
+            },
+            {"state": "pending", "labels": {"alertname": "GpuLost", "Hostname": "node-a"}},
+        ],
+    )
+    health = read_health(client, _nodes())  # type: ignore[arg-type]
+    assert health.error is None
+    node_a = health.node("node-a")
+    assert node_a.xids == (NodeXid("1", "GPU-x", 79, 2),)
+    assert [a.name for a in node_a.alerts] == ["GpuExporterDown"]  # by its instance
+    assert node_a.alerts[0].active_at == datetime(2026, 11, 28, 9, 14, 2, 500000, timezone.utc)
+    assert health.node("node-c").xids == (NodeXid("0", None, 48, None),)
+
+
+def test_a_failed_alerts_query_leaves_the_xids_and_says_why() -> None:
+    client = _Answers(
+        {"gputop_xid_errors_total": [Sample({"Hostname": "node-a", "xid": "79"}, 0.0, 1.0)]},
+        None,
+    )
+    health = read_health(client, _nodes())  # type: ignore[arg-type]
+    assert health.node("node-a").xids[0].code == 79
+    assert health.error is not None and "503" in health.error
