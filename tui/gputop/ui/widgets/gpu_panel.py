@@ -1,4 +1,5 @@
-"""One GPU: current numbers, fixed-scale sparklines, and a detail line.
+"""One GPU: current numbers, fixed-scale sparklines, a detail line, and where the screen
+gives it the rows, line charts of the same four metrics (``render.panel_charts``).
 
 The panel is a single widget that draws its lines itself (no child widgets per number), and
 it repaints only when the text it would draw changed: most of a monitoring minute's ticks
@@ -23,6 +24,8 @@ from textual.widget import Widget
 from gputop.history import Metric, Series
 from gputop.model import GpuSample
 from gputop.ui.compat import repaint_regions
+from gputop.ui.render.gauges import gauges
+from gputop.ui.render.panel_charts import ChartData, Drawn, chart_block
 from gputop.ui.render.panel_lines import (
     FULL_HEIGHT,
     Line,
@@ -31,6 +34,7 @@ from gputop.ui.render.panel_lines import (
     badge,
     compact_lines,
     full_lines,
+    gone_sample,
     mig_lines,
     mig_rows,
     title,
@@ -89,6 +93,11 @@ class GpuPanel(Widget, can_focus=True):
         self._details = False
         self._mig = False
         self._name_width = 12
+        self._rows = 0
+        """Content rows the screen gave a full panel with charts; 0: its own lines' height."""
+        self._charts: ChartData | None = None
+        self._drawn: Drawn = {}
+        """Each chart's lines as drawn last, with what they were drawn from."""
         self._lines: tuple[Line, ...] = ()
         self._lines_width = -1
         self._styles: dict[str, Style] | None = None
@@ -121,24 +130,32 @@ class GpuPanel(Widget, can_focus=True):
         finding: Part | None = None,
         details: bool = False,
         mig: bool = False,
+        rows: int = 0,
+        charts: ChartData | None = None,
     ) -> None:
         """Display ``gpu``; repaints only when what would be drawn changed.
 
         ``details``: a one-line panel gets its detail line beneath (when the terminal has the
-        rows); ``mig``: a full panel lists the GPU's MIG devices beneath its gauges.
+        rows); ``mig``: a full panel lists the GPU's MIG devices beneath its gauges;
+        ``rows`` with ``charts``: a full panel takes that many content rows, its lines first
+        and its charts in the rows they leave.
         """
         height = self._height()
         self._state = PanelState(gpu, series, gone, finding)
-        layout_changed = (compact, name_width, details, mig) != (
+        rows = rows if charts is not None and not compact else 0
+        layout_changed = (compact, name_width, details, mig, rows) != (
             self._compact,
             self._name_width,
             self._details,
             self._mig,
+            self._rows,
         )
         self._compact = compact
         self._name_width = name_width
         self._details = details
         self._mig = mig
+        self._rows = rows
+        self._charts = charts if rows else None
         if self._height() != height:
             # More or fewer lines: the grid lays its rows out again.
             layout_changed = True
@@ -190,18 +207,30 @@ class GpuPanel(Widget, can_focus=True):
         if self._compact:
             return compact_lines(self._state, width, self._name_width, self._details)
         lines = full_lines(self._state, width)
-        return (*lines, *mig_lines(self._state, width)) if self._mig else lines
+        if self._mig:
+            lines = (*lines, *mig_lines(self._state, width))
+        charts = self._charts
+        if charts is None or self._rows <= len(lines):
+            return lines
+        # The same gauges as the lines above: the charts' scales and colours are theirs.
+        state = self._state
+        gpu = gone_sample(state.gpu) if state.gone else state.gpu
+        block = chart_block(gauges(gpu), charts, width, self._rows - len(lines), self._drawn)
+        return (*lines, *block)
 
     def _height(self) -> int:
         if self._compact:
             return 2 if self._details else 1
+        if self._rows:
+            return self._rows
         if self._mig and self._state is not None and not self._state.gone:
             return FULL_HEIGHT + mig_rows(self._state.gpu)
         return FULL_HEIGHT
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """Three lines (and one per MIG device when listed), or one in compact mode (two with
-        the detail line); the grid sizes its rows from this."""
+        """Three lines (and one per MIG device when listed), the rows the screen gave a
+        panel with charts, or one in compact mode (two with the detail line); the grid sizes
+        its rows from this."""
         return self._height()
 
     def render_line(self, y: int) -> Strip:
