@@ -148,6 +148,22 @@ async def test_rows_a_table_no_longer_needs_go_back_to_the_charts_a_little_later
         assert len(blank_rows(screen_lines(app))) <= MOST_BLANK
 
 
+async def test_the_mig_tree_takes_its_share_from_the_charts() -> None:
+    app = live_app(varied_stream(load(CAPTURES / "a100-sxm4-80gb-mig-v12.xml"), 60), ticks=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        charts = app.main_screen.chart_rows
+        assert charts > 0
+        await pilot.press("m")
+        await pilot.pause()
+        # Half the 38 rows below the header for the processes and the tree beside them.
+        assert app.main_screen.chart_rows < charts
+        assert app.screen.query_one("#lower").outer_size.height == 19
+        await pilot.press("m")
+        await pilot.pause()
+        assert app.main_screen.chart_rows == charts
+
+
 # -- more GPUs keep today's panels --------------------------------------------------------
 
 

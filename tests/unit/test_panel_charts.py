@@ -103,6 +103,15 @@ def test_the_axis_marks_whole_minutes_back_from_the_newest_cell() -> None:
     assert "-1m" not in axis  # labels at least MIN_LABEL_GAP cells apart: 2 min steps
 
 
+def test_a_young_history_gets_closer_labels_rather_than_none() -> None:
+    ticks = 90
+    times = array("d", [1000.0 + t for t in range(ticks)])
+    starts = cell_times(times, ticks, (ticks - 1) // SPARK_TICKS, 50)
+    axis = time_axis(starts, 50)
+    assert axis.index("-1m") + 2 == 49 - 6
+    assert "-2m" not in axis  # before the history began: no mark there
+
+
 def test_an_axis_without_times_is_a_bare_rule() -> None:
     starts = cell_times(array("d", [NAN] * 100), 100, 19, 20)
     assert time_axis(starts, 20) == "─" * 20

@@ -63,6 +63,8 @@ AXIS_STEPS = (10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200)
 """Seconds between two marks of a time axis; the first that leaves room for its labels."""
 MIN_LABEL_GAP = 10
 """Cells from one time label's end to the next one's at least."""
+CLOSE_LABEL_GAP = 5
+"""The same for a history too young for a label so far apart."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +240,16 @@ def time_axis(starts: Sequence[float], cells: int) -> str:
     per_cell = (newest - oldest) / (last - first) if last > first else 0.0
     if per_cell <= 0:
         return "".join(axis)
-    step = next((step for step in AXIS_STEPS if step / per_cell >= MIN_LABEL_GAP), AXIS_STEPS[-1])
+    # The first step that spaces labels well and puts one on the history; a young history
+    # (a minute or two) gets closer labels rather than none.
+    span = newest - oldest
+    steps = [step for step in AXIS_STEPS if step <= span]
+    step = next(
+        (step for step in steps if step / per_cell >= MIN_LABEL_GAP),
+        next((step for step in reversed(steps) if step / per_cell >= CLOSE_LABEL_GAP), 0),
+    )
+    if not step:
+        return "".join(axis)
     free = cells - 1  # the newest cell itself needs no label: it is now
     mark = 1
     while True:

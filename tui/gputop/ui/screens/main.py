@@ -338,7 +338,7 @@ class MainScreen(StyledOnceScreen):
             self._processes_shown = processes
             self._mig_dirty = True
         # The table first: how many rows it needs decides how much the charts get.
-        self._hold_table_rows(self._part(ProcessTable).rows_wanted)
+        self._hold_table_rows(self._lower_rows_wanted())
         grid = self._part(GpuGrid)
         entries = grid.entries_for(tick)
         self._apply_layout(self.size.width, self.size.height, len(entries), tick, entries)
@@ -395,6 +395,10 @@ class MainScreen(StyledOnceScreen):
             self.mig_rows = any(extra) and mig_rows_fit(height, extra, wide, replaying)
             listed = extra if self.mig_rows else [0] * len(extra)
             table = self._table_rows or _table_estimate(tick)
+            if self.has_class("-mig"):
+                # The MIG tree beside the table lists every instance: the lower part keeps
+                # its whole share for it.
+                table = height
             charts = chart_rows(width, height, listed, wide, replaying, table)
         self.chart_rows = charts
         if (compact, wide, details) != (self.compact, self.wide, self.details):
@@ -403,6 +407,10 @@ class MainScreen(StyledOnceScreen):
             self.set_class(wide, "-wide")
             self.set_class(details, "-details")
         self.set_class(charts > 0, "-charts")
+
+    def _lower_rows_wanted(self) -> int:
+        """Rows the table under the panels needs to show all its lines."""
+        return self._part(ProcessTable).rows_wanted
 
     def _hold_table_rows(self, wanted: int) -> None:
         """Room for the table's ``wanted`` rows at once; rows it no longer needs go back to
@@ -527,6 +535,11 @@ class MainScreen(StyledOnceScreen):
         if self.has_class("-mig") and self.tick is not None:
             self._mig_tree().show(self.tick.snapshot)
             self._mig_dirty = False
+        if self.tick is not None:
+            # The tree takes rows from the charts, or gives them back.
+            count = len(self._part(GpuGrid).entries_for(self.tick))
+            self._apply_layout(self.size.width, self.size.height, count)
+            self._show_grid(self.tick)
         self._say_in_view()
 
     def on_process_table_on_screen(self, message: ProcessTable.OnScreen) -> None:
