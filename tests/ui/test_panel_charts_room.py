@@ -223,9 +223,12 @@ async def test_charts_draw_at_most_once_a_tick_and_not_when_nothing_changed(
     calls: list[str] = []
     real = panel_charts.chart_lines
 
-    def counted(spec: panel_charts.ChartSpec) -> tuple[panel_charts.Line, ...]:
+    def counted(
+        spec: panel_charts.ChartSpec,
+        before: tuple[panel_charts.ChartSpec, tuple[panel_charts.Line, ...]] | None = None,
+    ) -> tuple[panel_charts.Line, ...]:
         calls.append(spec.title)
-        return real(spec)
+        return real(spec, before)
 
     monkeypatch.setattr(panel_charts, "chart_lines", counted)
     app = one_h200()

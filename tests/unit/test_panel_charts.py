@@ -7,6 +7,9 @@ import itertools
 import math
 from array import array
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gputop.history import HistoryStore, Metric
 from gputop.model import GpuSample, Memory, Power, Snapshot, Temperature, Utilization
 from gputop.ui.render.gauges import SPARK_TICKS, Gauge, Level, bucketed, gauges
@@ -15,6 +18,7 @@ from gputop.ui.render.panel_charts import (
     MIN_CHART_ROWS,
     ChartData,
     Drawn,
+    Line,
     arrangement,
     braille_plot,
     cell_times,
@@ -24,6 +28,7 @@ from gputop.ui.render.panel_charts import (
     time_axis,
 )
 from gputop.ui.screens.main import MIN_LOWER_ROWS, TABLE_SHARE, chart_rows
+from gputop.ui.widgets.line_strip import SPAN_GAP, changed_spans
 from support.apps import START
 
 GIB = 1024**3
@@ -175,6 +180,49 @@ def test_a_chart_is_drawn_again_only_when_what_it_shows_changed() -> None:
         if changed and "avg" not in a:
             # The newest cell of the left and of the right chart, nothing else.
             assert set(changed) <= {55, 115}, (a, b)
+
+
+def test_a_plot_drawn_from_the_last_one_is_the_plot_drawn_afresh() -> None:
+    # Tick by tick through group and cell boundaries, with gaps and jumps: the plot kept
+    # from the last tick and patched is, every time, the plot drawn from nothing.
+    values = [NAN if t % 37 < 3 else float((t * 7) % 101) for t in range(400)]
+    drawn: Drawn = {}
+    for end in range(300, 340):
+        data = chart_data(values[:end])
+        kept = chart_block(gauges(card()), data, 116, 27, drawn)
+        assert kept == chart_block(gauges(card()), data, 116, 27, {}), end
+
+
+def reference_spans(old: Line, new: Line, width: int) -> list[tuple[int, int]]:
+    """What ``changed_spans`` says, worked out cell by cell (one-cell characters)."""
+
+    def cells(line: Line) -> list[tuple[str, str]]:
+        found = [(char, role) for text, role in line for char in text][:width]
+        return found + [(" ", "")] * (width - len(found))
+
+    before, after = cells(old), cells(new)
+    spans: list[tuple[int, int]] = []
+    for x in range(width):
+        if before[x] != after[x]:
+            if spans and x - spans[-1][1] <= SPAN_GAP:
+                spans[-1] = (spans[-1][0], x + 1)
+            else:
+                spans.append((x, x + 1))
+    return spans
+
+
+@given(st.data())
+@settings(max_examples=300, deadline=None)
+def test_rows_of_one_shape_change_where_their_cells_do(data: st.DataObject) -> None:
+    # A chart's row from one tick to the next: the same parts, some characters changed.
+    alphabet = st.sampled_from(" ⠁⡀⣿⢸─┤x")
+    texts = data.draw(st.lists(st.text(alphabet, min_size=0, max_size=12), max_size=6))
+    roles = [data.draw(st.sampled_from(["dim", "spark", "crit"])) for _ in texts]
+    old: Line = tuple(zip(texts, roles, strict=True))
+    changed = ["".join(data.draw(st.sampled_from([char, "⣀"])) for char in text) for text in texts]
+    new: Line = tuple(zip(changed, roles, strict=True))
+    width = data.draw(st.integers(0, 80))
+    assert changed_spans(old, new, width) == reference_spans(old, new, width)
 
 
 def test_the_arrangement_suits_the_block() -> None:

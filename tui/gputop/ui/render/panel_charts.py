@@ -19,6 +19,7 @@ costs a few hundredths of that).
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -154,11 +155,15 @@ def chart_top(metric: Metric, gauge: Gauge, values: Sequence[float]) -> float:
 
 def stats_text(metric: Metric, values: Sequence[float]) -> str:
     """``avg 63% · max 100%`` of the samples behind a chart; ``n/a`` when none is known."""
+    form = _FORMATS[metric]
+    total = sum(values)
+    if total == total and values:
+        # No gap (the common case): sums and maxima in C, no list of the values built.
+        return f"avg {form(total / len(values))} · max {form(max(values))}"
     known = [value for value in values if value == value]
     if not known:
         return NA
-    form = _FORMATS[metric]
-    return f"avg {form(math.fsum(known) / len(known))} · max {form(max(known))}"
+    return f"avg {form(sum(known) / len(known))} · max {form(max(known))}"
 
 
 # -- the plot -----------------------------------------------------------------------------
@@ -174,35 +179,91 @@ def place_dots(means: Sequence[float], newest_group: int, cells: int) -> list[fl
     return [math.nan] * (dots - pad - len(shown)) + shown + [math.nan] * pad
 
 
-def braille_plot(dots: Sequence[float], cells: int, rows: int, top: float) -> list[str]:
+def braille_plot(
+    dots: Sequence[float],
+    cells: int,
+    rows: int,
+    top: float,
+    reuse: tuple[Sequence[float], Sequence[str]] | None = None,
+) -> list[str]:
     """A line through ``dots`` (one per dot column, NaN a gap) on a 0..``top`` scale, as
     ``rows`` strings of ``cells`` braille cells. A rise or fall between two dots is drawn
-    as a vertical run in the later column, so the line stays joined."""
+    as a vertical run in the later column, so the line stays joined.
+
+    A cell depends only on its two dots and the dot before them, and is looked up
+    (``_cell_column``). ``reuse``: the dots and rows of this plot drawn last, at this size
+    and scale; where only the newest cell changed since (most ticks) or the plot moved by a
+    cell (one tick in ten), the rows are that drawing's with the new cells put in.
+    """
+    wanted = DOTS_PER_CELL * cells
+    values = list(dots[:wanted])
+    values += [math.nan] * (wanted - len(values))
+    column = _cell_column
+    if reuse is not None and cells >= 3 and len(reuse[0]) == wanted and len(reuse[1]) == rows:
+        old, drawn = reuse
+        newest = column(values[-3], values[-2], values[-1], rows, top)
+        if list(old[:-2]) == values[:-2]:
+            return [row[:-1] + cell for row, cell in zip(drawn, newest, strict=True)]
+        if list(old[2:]) == values[:-2]:
+            # The first cell has no dot before it now: drawn again, as the newest.
+            first = column(math.nan, values[0], values[1], rows, top)
+            return [
+                head + row[2:] + cell for head, row, cell in zip(first, drawn, newest, strict=True)
+            ]
+    columns = [
+        column(
+            values[2 * cell - 1] if cell else math.nan,
+            values[2 * cell],
+            values[2 * cell + 1],
+            rows,
+            top,
+        )
+        for cell in range(cells)
+    ]
+    return ["".join(row) for row in zip(*columns, strict=True)] if columns else [""] * rows
+
+
+_COLUMNS: dict[tuple[float, float, float, int, float], tuple[str, ...]] = {}
+_COLUMNS_KEPT = 8192
+"""Cell columns kept at most (a few hundred make up every chart of a steady screen)."""
+
+
+def _level(value: float, scale: float, last: int) -> int | None:
+    return None if value != value else min(max(round(value * scale), 0), last)
+
+
+def _cell_column(
+    previous: float, left: float, right: float, rows: int, top: float
+) -> tuple[str, ...]:
+    """The ``rows`` characters of one cell, top first: its left and right dots (NaN: a
+    gap), joined to the dot before them."""
+    key = (previous, left, right, rows, top)
+    found = _COLUMNS.get(key)
+    if found is not None:
+        return found
     levels = rows * LEVELS_PER_ROW
-    bits = [0] * (rows * cells)
-    previous: int | None = None
     scale = (levels - 1) / top if top > 0 else 0.0
-    for x, value in enumerate(dots[: DOTS_PER_CELL * cells]):
-        if value != value:
-            previous = None
+    levelled = [_level(value, scale, levels - 1) for value in (previous, left, right)]
+    bits = [0] * rows
+    for side in range(DOTS_PER_CELL):
+        before, level = levelled[side], levelled[side + 1]
+        if level is None:
             continue
-        level = min(max(round(value * scale), 0), levels - 1)
-        if previous is None or abs(level - previous) <= 1:
+        if before is None or abs(level - before) <= 1:
             run = range(level, level + 1)
-        elif level > previous:
-            run = range(previous + 1, level + 1)
+        elif level > before:
+            run = range(before + 1, level + 1)
         else:
-            run = range(level, previous)
-        previous = level
-        cell = x // DOTS_PER_CELL
-        column = _DOT_BITS[x % DOTS_PER_CELL]
+            run = range(level, before)
+        mask = _DOT_BITS[side]
         for dot in run:
             from_top = levels - 1 - dot
-            bits[(from_top // LEVELS_PER_ROW) * cells + cell] |= column[from_top % LEVELS_PER_ROW]
-    return [
-        "".join(chr(_BRAILLE + b) if b else " " for b in bits[row * cells : (row + 1) * cells])
-        for row in range(rows)
-    ]
+            bits[from_top // LEVELS_PER_ROW] |= mask[from_top % LEVELS_PER_ROW]
+    found = tuple(chr(_BRAILLE + b) if b else " " for b in bits)
+    if len(_COLUMNS) >= _COLUMNS_KEPT:
+        _COLUMNS.clear()
+    _COLUMNS[key] = found
+    return found
 
 
 # -- the time axis ------------------------------------------------------------------------
@@ -229,9 +290,23 @@ def _ago(seconds: int) -> str:
     return f"-{seconds}s"
 
 
+_AXES: dict[tuple[float, ...], str] = {}
+"""The axes drawn last, by their cells' times: they change when the plot moves a cell."""
+
+
 def time_axis(starts: Sequence[float], cells: int) -> str:
     """The rule under a plot with ``-2m``-style labels, each ending under the cell taken
     that long before the newest one (a regular step, the first that leaves room)."""
+    key = (cells, *starts)
+    found = _AXES.get(key)
+    if found is None:
+        if len(_AXES) >= 8:
+            _AXES.clear()
+        found = _AXES[key] = _time_axis(starts, cells)
+    return found
+
+
+def _time_axis(starts: Sequence[float], cells: int) -> str:
     axis = ["─"] * cells
     known = [(cell, moment) for cell, moment in enumerate(starts) if moment == moment]
     if len(known) < 2:
@@ -251,13 +326,17 @@ def time_axis(starts: Sequence[float], cells: int) -> str:
     if not step:
         return "".join(axis)
     free = cells - 1  # the newest cell itself needs no label: it is now
+    moments = [moment for _, moment in known]
     mark = 1
     while True:
         target = newest - mark * step
         if target < oldest - per_cell / 2:
             break
         # The cell that began closest to the mark, among those whose time is known.
-        cell = min(known, key=lambda item: abs(item[1] - target))[0]
+        after = min(bisect.bisect_left(moments, target), len(known) - 1)
+        if after and target - moments[after - 1] < moments[after] - target:
+            after -= 1
+        cell = known[after][0]
         label = _ago(mark * step)
         start = cell - len(label) + 1
         if start >= 0 and cell < free:
@@ -326,9 +405,13 @@ def scale_width(metric: Metric, top: float) -> int:
     return max(len(form(top)), len(form(top / 2)), 1)
 
 
-def chart_lines(spec: ChartSpec) -> tuple[Line, ...]:
+def chart_lines(
+    spec: ChartSpec, before: tuple[ChartSpec, tuple[Line, ...]] | None = None
+) -> tuple[Line, ...]:
     """One chart, ``spec.rows`` lines of exactly ``spec.width`` cells: the title with the
-    average and peak, the plot with its scale, the time axis."""
+    average and peak, the plot with its scale, the time axis. ``before``: the chart as it
+    was drawn last, whose plot is reused where only its newest cell changed or it moved by
+    a cell (``braille_plot``)."""
     form = _FORMATS[spec.metric]
     labels = (form(spec.top), form(spec.top / 2), "0")
     width = scale_width(spec.metric, spec.top)
@@ -340,7 +423,17 @@ def chart_lines(spec: ChartSpec) -> tuple[Line, ...]:
     if stats:
         head = (*head, (stats, "na" if stats == NA else "dim"))
     lines: list[Line] = [head]
-    plot = braille_plot(spec.dots, cells, plot_rows, spec.top)
+    reuse = None
+    if before is not None:
+        old, drawn = before
+        if (old.metric, old.width, old.rows, old.top) == (
+            spec.metric,
+            spec.width,
+            spec.rows,
+            spec.top,
+        ):
+            reuse = (old.dots, [line[1][0] for line in drawn[1:-1]])
+    plot = braille_plot(spec.dots, cells, plot_rows, spec.top, reuse)
     middle = plot_rows // 2 if plot_rows >= 5 else -1
     for row, text in enumerate(plot):
         if row == 0:
@@ -391,7 +484,7 @@ def chart_block(
         spec = chart_spec(metric, gauge, data, size, axis)
         kept = drawn.get(index)
         if kept is None or kept[0] != spec:
-            kept = drawn[index] = (spec, chart_lines(spec))
+            kept = drawn[index] = (spec, chart_lines(spec, kept))
         pictures.append(kept[1])
     gap: Part = (" " * CHART_GAP, "dim")
     out: list[Line] = []

@@ -103,6 +103,11 @@ class GpuPanel(Widget, can_focus=True):
         self._styles: dict[str, Style] | None = None
         self._strips: dict[int, tuple[Line, Strip]] = {}
         self._frame: _Frame | None = None
+        self._framed: dict[int, tuple[Strip, _Frame, Strip]] = {}
+        """Per screen row of the panel, the content strip last framed, the frame, and the
+        framed strip: a partial repaint renders every line from the first changed one to
+        the last (a panel with charts changes lines all down its height), and a line whose
+        content strip is the one framed last is not framed again."""
         """What Textual puts around a content line (border, padding, filters), learnt from
         a line it rendered; None: not known for the current styles and size."""
         self.paints = 0
@@ -279,7 +284,15 @@ class GpuPanel(Widget, can_focus=True):
             and y + height <= frame.bottom
             and self.size == frame.size
         ):
-            return [frame.around(self.render_line(row - frame.top)) for row in range(y, y + height)]
+            framed = self._framed
+            lines = []
+            for row in range(y, y + height):
+                content = self.render_line(row - frame.top)
+                kept = framed.get(row)
+                if kept is None or kept[0] is not content or kept[1] is not frame:
+                    kept = framed[row] = (content, frame, frame.around(content))
+                lines.append(kept[2])
+            return lines
         strips = super().render_lines(crop)
         if frame is None and x == 0:
             self._frame = _Frame.learn(self, crop, strips)
@@ -290,6 +303,7 @@ class GpuPanel(Widget, can_focus=True):
         self._styles = None
         self._strips.clear()
         self._frame = None
+        self._framed.clear()
         super().notify_style_update()
 
     def action_move(self, rows: int) -> None:
