@@ -164,16 +164,18 @@ def test_a_chart_of_values_not_reported_says_so() -> None:
 
 def test_a_chart_is_drawn_again_only_when_what_it_shows_changed() -> None:
     drawn: Drawn = {}
-    values = [float(t % 100) for t in range(301)]  # tick 300 opens group 60
+    values = [float(t % 100) for t in range(296)]  # 59 whole groups, the newest (58) even
     first = chart_block(gauges(card()), chart_data(values), 116, 27, drawn)
     kept = {index: lines for index, (_, lines) in drawn.items()}
-    again = chart_block(gauges(card()), chart_data(values), 116, 27, drawn)
-    assert again == first
-    assert all(drawn[index][1] is kept[index] for index in kept)  # not drawn again
-    # A new tick in the same group (61 ticks, 60 of them whole groups): only the newest
-    # cell of each plot row changes.
-    newer = chart_block(gauges(card()), chart_data([*values, 99.0]), 116, 27, drawn)
-    assert any(drawn[index][1] is not kept[index] for index in kept)
+    # The next ticks fill group 59: the charts show whole groups only, nothing changes.
+    for end in (297, 298, 299):
+        values.append(float(end % 100))
+        assert chart_block(gauges(card()), chart_data(values), 116, 27, drawn) == first
+        assert all(drawn[index][1] is kept[index] for index in kept)  # not drawn again
+    # Group 59 is whole: it fills the right half of the newest cell, nothing else moves.
+    values.append(99.0)
+    newer = chart_block(gauges(card()), chart_data(values), 116, 27, drawn)
+    assert all(drawn[index][1] is not kept[index] for index in kept)
     for old, new in zip(first, newer, strict=True):
         a, b = plain(old), plain(new)
         changed = [x for x in range(len(a)) if a[x] != b[x]]

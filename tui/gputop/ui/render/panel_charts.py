@@ -3,18 +3,19 @@
 When GPUs are few and the terminal tall, a panel grows (as nvitop's screen fills with history
 graphs and nvtop's with plots): beneath its gauge lines, the four gauges' histories as braille
 line charts, each with its scale, its average and peak, and a time axis. They draw what the
-sparklines draw, at a larger size: the means of ``SPARK_TICKS`` ticks (one braille dot column
-each, two to a cell), from the copies of the history the pipeline hands every tick
-(``Tick.history``); nothing here reads a history itself.
+sparklines draw, at a larger size: the means of whole groups of ``SPARK_TICKS`` ticks (one
+braille dot column each, two to a cell; the group still filling is the sparkline's newest
+cell), from the copies of the history the pipeline hands every tick (``Tick.history``);
+nothing here reads a history itself.
 
 Pure functions, no Textual, like ``panel_lines``: the result is lines of (text, role) parts
-that the panel compares with what it drew and repaints only where they differ. Between two
-five-tick groups only a chart's newest cell changes; two groups make a cell, so a chart moves
-one cell in ten ticks, and its cells stay put in between.
+that the panel compares with what it drew and repaints only where they differ. A chart
+changes when a group of ticks is whole, once in five ticks: its newest cell, and since two
+groups make a cell, the whole plot moves one cell in ten ticks.
 
 The history screen charts with plotext; a panel cannot: a plotext chart of this size costs
-about 18 ms to build, and a panel redraws four of them every tick (the braille raster here
-costs a few hundredths of that).
+about 18 ms to build (and loading plotext 0.2 s), four of them every five ticks; the braille
+cells here are looked up, and a chart that moved is patched, not drawn again.
 """
 
 from __future__ import annotations
@@ -167,6 +168,12 @@ def stats_text(metric: Metric, values: Sequence[float]) -> str:
 
 
 # -- the plot -----------------------------------------------------------------------------
+
+
+def newest_whole_group(end: int) -> int:
+    """The number of the newest whole group of a history whose next tick is ``end`` (-1:
+    none yet)."""
+    return end // SPARK_TICKS - 1
 
 
 def place_dots(means: Sequence[float], newest_group: int, cells: int) -> list[float]:
@@ -374,17 +381,21 @@ def chart_spec(
     """What the chart of ``metric`` shows at ``size`` (width, rows)."""
     width, rows = size
     means = data.means.get(metric, ())
+    # Whole groups only: the group still filling is left to the sparkline above, so a
+    # chart changes once in SPARK_TICKS ticks, not on every one.
+    filling = data.end % SPARK_TICKS
+    if filling and means:
+        means = means[:-1]
     top = chart_top(metric, gauge, means)
     cells = max(0, width - scale_width(metric, top) - 1)
-    end = max(data.end, 1)
-    newest_group = (end - 1) // SPARK_TICKS
+    newest_group = newest_whole_group(data.end)
     dots = place_dots(means, newest_group, cells)
-    # The average and peak of the ticks the plot covers, from its oldest group on (a peak
-    # of one tick shows even where its group's mean is lower).
+    # The average and peak of the ticks the plot covers (a peak of one tick shows even
+    # where its group's mean is lower).
     shown = min(len(means), DOTS_PER_CELL * cells - (1 - newest_group % DOTS_PER_CELL))
     raw = data.raw.get(metric, ())
-    ticks = end - (newest_group - shown + 1) * SPARK_TICKS if shown > 0 else 0
-    covered = raw[-ticks:] if ticks > 0 else raw[:0]
+    stop = len(raw) - filling
+    covered = raw[max(0, stop - shown * SPARK_TICKS) : stop] if shown > 0 else raw[:0]
     title = CHART_TITLES[CHART_METRICS.index(metric)]
     return ChartSpec(
         metric,
@@ -473,7 +484,7 @@ def chart_block(
         # The four charts share one time axis per plot width: worked out once.
         found = axes.get(cells)
         if found is None:
-            newest_group = (max(data.end, 1) - 1) // SPARK_TICKS
+            newest_group = newest_whole_group(data.end)
             starts = cell_times(data.times, data.end, newest_group, cells)
             found = axes[cells] = time_axis(starts, cells)
         return found
