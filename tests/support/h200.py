@@ -1,5 +1,6 @@
-"""The real H200 of ``snapshots/h200-train-stream.xml.gz`` (8 s of matrix products, 4 s idle,
-repeated; a second process holding 10 GiB), played in a loop for as long as a test wants."""
+"""The real H200 of ``snapshots/h200-live/h200-train-stream.xml.gz`` (8 s of matrix
+products, 4 s idle, repeated; a second process holding 10 GiB), played in a loop for as long
+as a test wants."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from gputop.model import Snapshot
 from gputop.sources.smi.recording import Recording
 from support.apps import START
 
-STREAM = Path(__file__).resolve().parents[2] / "snapshots" / "h200-train-stream.xml.gz"
+STREAM = (
+    Path(__file__).resolve().parents[2] / "snapshots" / "h200-live" / "h200-train-stream.xml.gz"
+)
 
 PERIOD = 12
 """Documents of one busy-then-idle cycle of the load."""

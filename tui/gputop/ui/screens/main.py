@@ -331,18 +331,19 @@ class MainScreen(StyledOnceScreen):
         self._part(StatusHeader).show(tick, self.settings.source_label)
         if tick.replay is not None:
             self.query_one(ReplayBar).show(tick.replay)
+        grid = self._part(GpuGrid)
+        entries = grid.entries_for(tick)
+        self._apply_layout(self.size.width, self.size.height, len(entries), tick, entries)
+        self._show_grid(tick)
         if previous is None or previous.snapshot is not tick.snapshot:
             processes = process_key(tick.snapshot)
             if processes is None or processes != self._processes_shown:
                 self._part(ProcessTable).show(tick.snapshot)
             self._processes_shown = processes
             self._mig_dirty = True
-        # The table first: how many rows it needs decides how much the charts get.
+        # What the table needs now sizes the charts from the next tick on (or the next
+        # resize): laid out again here, the charts of this tick would be drawn twice.
         self._hold_table_rows(self._lower_rows_wanted())
-        grid = self._part(GpuGrid)
-        entries = grid.entries_for(tick)
-        self._apply_layout(self.size.width, self.size.height, len(entries), tick, entries)
-        self._show_grid(tick)
         if self.has_class("-mig") and self._mig_dirty:
             self._mig_tree().show(tick.snapshot)
             self._mig_dirty = False
