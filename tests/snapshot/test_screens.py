@@ -31,6 +31,7 @@ from support.apps import (
     timeline_app,
     varied_stream,
 )
+from support.h200 import h200_loop
 
 SnapCompare = Callable[..., bool]
 
@@ -63,6 +64,26 @@ def test_one_gpu_with_processes(snap_compare: SnapCompare) -> None:
 def test_two_gpus(snap_compare: SnapCompare) -> None:
     app = live(capture("rtx-a5000x2-v13.xml"))
     assert snap_compare(app, terminal_size=(120, 40))
+
+
+CHARTED = 600
+"""Ticks of history behind the pictures of panels with charts: ten minutes, every chart full."""
+
+
+def test_one_h200_charts_its_history_at_120x40(snap_compare: SnapCompare) -> None:
+    # Issue 25 §3: the real H200 (8 s busy, 4 s idle) left 28 of these rows blank.
+    app = live_app(h200_loop(CHARTED), ticks=CHARTED)
+    assert snap_compare(app, terminal_size=(120, 40))
+
+
+def test_two_gpus_chart_their_history_at_120x50(snap_compare: SnapCompare) -> None:
+    app = live_app(varied_stream(capture("rtx-a5000x2-v13.xml"), CHARTED), ticks=CHARTED)
+    assert snap_compare(app, terminal_size=(120, 50))
+
+
+def test_one_gpu_charts_its_history_at_100x30(snap_compare: SnapCompare) -> None:
+    app = live_app(varied_stream(capture("gtx1070ti-procs-v11.xml"), CHARTED), ticks=CHARTED)
+    assert snap_compare(app, terminal_size=(100, 30))
 
 
 def test_eight_gpus_compact(snap_compare: SnapCompare) -> None:

@@ -74,14 +74,18 @@ class HistoryView:
     """How many ticks were filed since the store was (re)built, less those stepped back:
     the number of the next tick, which views group ticks by (a sparkline cell per five
     ticks starts its cells at the same ticks however many samples it was handed)."""
+    times: Series = field(default_factory=lambda: _EMPTY_TIMES)
+    """When each of the newest ticks was taken (epoch seconds, NaN when a snapshot had no
+    time), aligned with the ends of the series: what a chart's time axis is labelled by."""
 
     def series(self, key: str, metric: Metric) -> Series:
         """The recent samples of ``metric`` for the GPU filed under ``key``; empty when none."""
         return self.series_by_key.get((key, metric), _EMPTY)
 
 
-EMPTY_VIEW = HistoryView()
 _EMPTY: Series = array("f")
+_EMPTY_TIMES: Series = array("d")
+EMPTY_VIEW = HistoryView()
 
 
 class _Rings:
@@ -314,7 +318,7 @@ class HistoryStore:
                 for metric in wanted
                 if metric in rings.fine
             }
-            return HistoryView(data, len(self._times), self._end)
+            return HistoryView(data, len(self._times), self._end, self._times.latest(n))
 
     def window(self, key: str, seconds: float | None) -> HistoryWindow:
         """GPU ``key`` over the last ``seconds`` before the newest tick (None: all); thread-safe.

@@ -37,9 +37,10 @@ Line = tuple[Part, ...]
 GAUGE_METRICS = (Metric.GPU_UTIL, Metric.MEM_USED, Metric.POWER, Metric.TEMP)
 """The series behind the four gauges, in gauge order."""
 
-SPARKLINE_SAMPLES = 160 * SPARK_TICKS
+SPARKLINE_SAMPLES = 240 * SPARK_TICKS
 """Samples per series the panels are handed: more than the widest sparkline they draw, a
-cell per ``SPARK_TICKS`` samples."""
+cell per ``SPARK_TICKS`` samples, and enough for a chart of 120 cells, two such groups a cell
+(``panel_charts``): 20 minutes at 1 s."""
 
 PANEL_VIEW = ViewSpec(GAUGE_METRICS, SPARKLINE_SAMPLES)
 """What each tick must carry for the panels (the TUI's builder hands it to the pipeline)."""

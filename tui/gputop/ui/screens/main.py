@@ -1,8 +1,9 @@
 """The main screen: header, GPU panels, processes (and MIG tree), replay bar, footer.
 
 Layout is chosen from the terminal size and the number of GPUs and expressed as classes on
-the screen (``-compact``: one line per GPU; ``-wide``: two columns of panels), so the
-``.tcss`` decides how things look and Python only decides which case applies.
+the screen (``-compact``: one line per GPU; ``-wide``: two columns of panels; ``-charts``:
+full panels grow and chart their history), so the ``.tcss`` decides how things look and
+Python only decides which case applies.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from textual.widgets import Input
 from gputop.model import Snapshot
 from gputop.pipeline.tick import Tick
 from gputop.ui.compat import Footer, StyledOnceScreen
-from gputop.ui.render.panel_lines import mig_rows
+from gputop.ui.render.panel_charts import MIN_CHART_ROWS, fits
+from gputop.ui.render.panel_lines import FULL_HEIGHT, mig_rows
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
 from gputop.ui.widgets.gpu_grid import Entry, GpuGrid, panel_entries, panel_keys
@@ -48,6 +50,19 @@ WIDE_COLUMNS = 160
 """From this width panels sit in two columns."""
 MIN_FULL_WIDTH = 70
 """Below this width panels are always one line each."""
+CHART_GPUS = 4
+"""Full panels chart their history for this many GPUs at most (most boxes have one to
+four); more keep their three lines whatever the terminal's height."""
+TABLE_SHARE = 0.5
+"""With charts, the process table's share of the rows below the header, at most (and at
+least ``MIN_LOWER_ROWS``): what its lines need, up to this."""
+LOWER_MIN = 4
+"""Rows the processes' area never goes under (``#lower``'s min-height)."""
+PANEL_FRAME = (2, 4)
+"""Rows and columns a full panel's border and padding take."""
+TABLE_HOLD_TICKS = 10
+"""Ticks the process table keeps rows it no longer needs before the charts take them back,
+so a process that comes and goes does not make the charts jump every tick."""
 
 REPLAY_ACTIONS = frozenset({"step", "speed", "goto", "seek"})
 LIVE_ACTIONS = frozenset({"interval"})
@@ -107,7 +122,50 @@ def mig_rows_fit(height: int, extra: Sequence[int], wide: bool, replaying: bool)
     )
 
 
+def chart_rows(
+    width: int,
+    height: int,
+    extra: Sequence[int],
+    wide: bool,
+    replaying: bool,
+    table_rows: int,
+) -> int:
+    """Content rows of each full panel when the panels chart their history, 0 when they
+    keep their lines alone; ``extra`` lines per panel (MIG devices) in display order,
+    ``table_rows`` what the process table needs to show every line.
+
+    The rule for the rows below the header: the process table gets what its lines need (a
+    box with a few processes leaves no blank rows under them), but at most ``TABLE_SHARE``
+    of the rows, and never less than ``MIN_LOWER_ROWS`` of them while it has the lines to
+    fill them: a box with many processes keeps a table it can scroll in. The panels share
+    the rest, row by row of panels, and chart when every chart gets its least size;
+    otherwise (and past ``CHART_GPUS`` GPUs) the layout is the one without charts.
+    """
+    gpus = len(extra)
+    if not 0 < gpus <= CHART_GPUS:
+        return 0
+    chrome = 2 + (1 if replaying else 0)
+    body = height - chrome
+    table = min(table_rows, max(MIN_LOWER_ROWS, math.floor(body * TABLE_SHARE)))
+    table = max(table, LOWER_MIN)
+    columns = 2 if wide else 1
+    bands = math.ceil(gpus / columns)
+    rows = (body - table) // bands - PANEL_FRAME[0]
+    # Each column of panels: its share of the width, less the gutter between columns.
+    panel_width = (width - (columns - 1)) // columns - PANEL_FRAME[1]
+    chart_area = rows - FULL_HEIGHT - max(extra)
+    if chart_area < MIN_CHART_ROWS or not fits(panel_width, chart_area):
+        return 0
+    return rows
+
+
 MAIN_SCREEN_CSS = Path(__file__).parent / "main.tcss"
+
+
+def _table_estimate(tick: Tick) -> int:
+    """The process table's rows before it has shown a tick (the first frame's layout is
+    chosen while the screen composes): its status line, titles and a row per process."""
+    return 2 + sum(len(gpu.processes) for gpu in tick.snapshot.gpus)
 
 
 def _never_signal(pid: int, number: int) -> None:
@@ -181,6 +239,11 @@ class MainScreen(StyledOnceScreen):
         """Compact layout with a detail line under each GPU."""
         self.mig_rows = False
         """Full panels list their MIG devices."""
+        self.chart_rows = 0
+        """Content rows of each full panel with charts; 0: no charts."""
+        self._table_rows = 0
+        """Rows the process table is given room for (what it needs, held a while)."""
+        self._table_hold = 0
         self._mig_dirty = True
         self._processes_shown: object = None
         self._on_screen: frozenset[int] | None = None
@@ -281,6 +344,9 @@ class MainScreen(StyledOnceScreen):
                 self._part(ProcessTable).show(tick.snapshot)
             self._processes_shown = processes
             self._mig_dirty = True
+        # What the table needs now sizes the charts from the next tick on (or the next
+        # resize): laid out again here, the charts of this tick would be drawn twice.
+        self._hold_table_rows(self._lower_rows_wanted())
         if self.has_class("-mig") and self._mig_dirty:
             self._mig_tree().show(tick.snapshot)
             self._mig_dirty = False
@@ -327,19 +393,48 @@ class MainScreen(StyledOnceScreen):
         compact, wide = choose_layout(width, height, gpus, replaying)
         details = compact and details_fit(height, gpus, replaying)
         self.mig_rows = False
+        charts = 0
         if not compact and tick is not None:
             shown = panel_entries(tick) if entries is None else entries
             extra = [0 if gone else mig_rows(gpu) for _, gpu, gone in shown]
             self.mig_rows = any(extra) and mig_rows_fit(height, extra, wide, replaying)
+            listed = extra if self.mig_rows else [0] * len(extra)
+            table = self._table_rows or _table_estimate(tick)
+            if self.has_class("-mig"):
+                # The MIG tree beside the table lists every instance: the lower part keeps
+                # its whole share for it.
+                table = height
+            charts = chart_rows(width, height, listed, wide, replaying, table)
+        self.chart_rows = charts
         if (compact, wide, details) != (self.compact, self.wide, self.details):
             self.compact, self.wide, self.details = compact, wide, details
             self.set_class(compact, "-compact")
             self.set_class(wide, "-wide")
             self.set_class(details, "-details")
+        self.set_class(charts > 0, "-charts")
+
+    def _lower_rows_wanted(self) -> int:
+        """Rows the table under the panels needs to show all its lines."""
+        return self._part(ProcessTable).rows_wanted
+
+    def _hold_table_rows(self, wanted: int) -> None:
+        """Room for the table's ``wanted`` rows at once; rows it no longer needs go back to
+        the charts after ``TABLE_HOLD_TICKS`` ticks of not needing them."""
+        if wanted >= self._table_rows:
+            self._table_rows = wanted
+            self._table_hold = TABLE_HOLD_TICKS
+        elif self._table_hold > 0:
+            self._table_hold -= 1
+        else:
+            self._table_rows = wanted
 
     def _show_grid(self, tick: Tick) -> None:
         self._part(GpuGrid).show(
-            tick, compact=self.compact, details=self.details, mig=self.mig_rows
+            tick,
+            compact=self.compact,
+            details=self.details,
+            mig=self.mig_rows,
+            rows=self.chart_rows,
         )
 
     def on_resize(self, event: Resize) -> None:
@@ -447,6 +542,11 @@ class MainScreen(StyledOnceScreen):
         if self.has_class("-mig") and self.tick is not None:
             self._mig_tree().show(self.tick.snapshot)
             self._mig_dirty = False
+        if self.tick is not None:
+            # The tree takes rows from the charts, or gives them back.
+            count = len(self._part(GpuGrid).entries_for(self.tick))
+            self._apply_layout(self.size.width, self.size.height, count)
+            self._show_grid(self.tick)
         self._say_in_view()
 
     def on_process_table_on_screen(self, message: ProcessTable.OnScreen) -> None:

@@ -114,6 +114,15 @@ class NodeScreen(MainScreen):
         if self.has_class("-pods-only") and self._area_of_focus() == "processes":
             self.action_area("processes")
 
+    def _lower_rows_wanted(self) -> int:
+        """The pods table's rows where it stands beside the processes, or for them."""
+        wanted = super()._lower_rows_wanted()
+        found = self.query(PodsTable)
+        if self.has_class("-pods") and found:
+            pods = 2 + len(found.first().rows)  # its status line and column titles
+            return pods if self.has_class("-pods-only") else max(wanted, pods)
+        return wanted
+
     def action_area(self, name: str) -> None:
         """As on a local box, except that the pods stand in for hidden processes."""
         if name == "processes" and self.has_class("-pods-only"):

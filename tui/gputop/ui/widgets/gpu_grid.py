@@ -4,7 +4,9 @@ Panels are keyed by GPU (UUID, else index): a tick with the same GPUs only updat
 GPU that vanished from the latest snapshot but is still in the recent window stays, marked
 gone, so a GPU falling off the bus is visible instead of silently disappearing. In compact
 mode (one line per GPU) a column header sits above the panels and the detail line of the
-focused GPU below them.
+focused GPU below them. When the screen gives full panels more rows than their lines take,
+they chart their four gauges' histories in them (``render.panel_charts``), from the same
+copies of the history as the sparklines.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from gputop.history import Metric, gpu_key
 from gputop.model import GpuSample
 from gputop.pipeline.tick import Tick
 from gputop.ui.render.gauges import SPARK_TICKS, Buckets
+from gputop.ui.render.panel_charts import ChartData, groups_wanted
 from gputop.ui.render.panel_lines import (
     GAUGE_METRICS,
     Line,
@@ -84,6 +87,7 @@ class GpuGrid(Widget):
         self._compact = False
         self._details = False
         self._mig = False
+        self._rows = 0
         self._name_width = 12
         self._header_line: Line | None = None
         self._detail_line: Line | None = None
@@ -132,15 +136,26 @@ class GpuGrid(Widget):
         self._entries_memo = (tick, entries)
         return entries
 
-    def show(self, tick: Tick, *, compact: bool, details: bool = False, mig: bool = False) -> None:
+    def show(
+        self,
+        tick: Tick,
+        *,
+        compact: bool,
+        details: bool = False,
+        mig: bool = False,
+        rows: int = 0,
+    ) -> None:
         """Bring the panels in line with ``tick``.
 
         ``details``: one-line panels each get their GPU's detail line beneath; ``mig``: full
-        panels list their MIG devices (the screen decides when the terminal has the rows).
+        panels list their MIG devices; ``rows``: full panels take that many content rows and
+        chart their history in what their lines leave (the screen decides when the terminal
+        has the rows).
         """
         self._tick = tick
         self._details = details
         self._mig = mig
+        self._rows = rows
         entries = self.entries_for(tick)
         self._entries = entries
         keys = [key for key, _, _ in entries]
@@ -155,16 +170,23 @@ class GpuGrid(Widget):
         self._compact = compact
         self._name_width = compact_name_width([gpu for _, gpu, _ in entries], width or 80)
         history = tick.history
-        # No sparkline is wider than half the grid: the cells a panel can draw.
+        # No sparkline is wider than half the grid: the cells a panel can draw. Charts draw
+        # two groups a cell, across at most the grid's width: the sparklines take the newest.
         cells = max(1, (width or 80) // 2)
+        charting = rows > 0 and not compact
+        if charting:
+            cells = max(cells, groups_wanted(width or 80))
         buckets = self._buckets
         for panel, (key, gpu, gone) in zip(self._panels, entries, strict=True):
             series = {}
+            raw = {}
             for metric in GAUGE_METRICS:
                 means = buckets.get((key, metric))
                 if means is None:
                     means = buckets[key, metric] = Buckets()
-                series[metric] = means(history.series(key, metric), SPARK_TICKS, history.end, cells)
+                samples = raw[metric] = history.series(key, metric)
+                series[metric] = means(samples, SPARK_TICKS, history.end, cells)
+            charts = ChartData(series, raw, history.times, history.end) if charting else None
             panel.show(
                 gpu,
                 series,
@@ -174,6 +196,8 @@ class GpuGrid(Widget):
                 finding=panel_finding(tick, gpu.index),
                 details=details,
                 mig=mig,
+                rows=rows,
+                charts=charts,
             )
         self._update_compact_lines()
 
@@ -247,4 +271,10 @@ class GpuGrid(Widget):
         self._header_line = None
         self._detail_line = None
         if self._tick is not None:
-            self.show(self._tick, compact=self._compact, details=self._details, mig=self._mig)
+            self.show(
+                self._tick,
+                compact=self._compact,
+                details=self._details,
+                mig=self._mig,
+                rows=self._rows,
+            )

@@ -1,4 +1,5 @@
-"""One GPU: current numbers, fixed-scale sparklines, and a detail line.
+"""One GPU: current numbers, fixed-scale sparklines, a detail line, and where the screen
+gives it the rows, line charts of the same four metrics (``render.panel_charts``).
 
 The panel is a single widget that draws its lines itself (no child widgets per number), and
 it repaints only when the text it would draw changed: most of a monitoring minute's ticks
@@ -24,6 +25,8 @@ from textual.widget import Widget
 from gputop.history import Metric, Series
 from gputop.model import GpuSample
 from gputop.ui.compat import repaint_regions
+from gputop.ui.render.gauges import gauges
+from gputop.ui.render.panel_charts import ChartData, Drawn, chart_block
 from gputop.ui.render.panel_lines import (
     FULL_HEIGHT,
     Line,
@@ -32,6 +35,7 @@ from gputop.ui.render.panel_lines import (
     badge,
     compact_lines,
     full_lines,
+    gone_sample,
     mig_lines,
     mig_rows,
     title,
@@ -92,6 +96,11 @@ class GpuPanel(Widget, can_focus=True):
         self._name_width = 12
         self._titles: tuple[str, str] | None = None
         """The title and badge shown, as plain text."""
+        self._rows = 0
+        """Content rows the screen gave a full panel with charts; 0: its own lines' height."""
+        self._charts: ChartData | None = None
+        self._drawn: Drawn = {}
+        """Each chart's lines as drawn last, with what they were drawn from."""
         self._lines: tuple[Line, ...] = ()
         self._lines_width = -1
         self._styles: dict[str, Style] | None = None
@@ -99,6 +108,11 @@ class GpuPanel(Widget, can_focus=True):
         self._frame: _Frame | None = None
         """What Textual puts around a content line (border, padding, filters), learnt from
         a line it rendered; None: not known for the current styles and size."""
+        self._framed: dict[int, tuple[Strip, _Frame, Strip]] = {}
+        """Per screen row of the panel, the content strip last framed, the frame, and the
+        framed strip: a partial repaint renders every line from the first changed one to
+        the last (a panel with charts changes lines all down its height), and a line whose
+        content strip is the one framed last is not framed again."""
         self.paints = 0
         """How many content lines were rendered (tests read it: an unchanged panel renders
         none on a new tick, a change renders only the lines it touched)."""
@@ -124,24 +138,32 @@ class GpuPanel(Widget, can_focus=True):
         finding: Part | None = None,
         details: bool = False,
         mig: bool = False,
+        rows: int = 0,
+        charts: ChartData | None = None,
     ) -> None:
         """Display ``gpu``; repaints only when what would be drawn changed.
 
         ``details``: a one-line panel gets its detail line beneath (when the terminal has the
-        rows); ``mig``: a full panel lists the GPU's MIG devices beneath its gauges.
+        rows); ``mig``: a full panel lists the GPU's MIG devices beneath its gauges;
+        ``rows`` with ``charts``: a full panel takes that many content rows, its lines first
+        and its charts in the rows they leave.
         """
         height = self._height()
         self._state = PanelState(gpu, series, gone, finding)
-        layout_changed = (compact, name_width, details, mig) != (
+        rows = rows if charts is not None and not compact else 0
+        layout_changed = (compact, name_width, details, mig, rows) != (
             self._compact,
             self._name_width,
             self._details,
             self._mig,
+            self._rows,
         )
         self._compact = compact
         self._name_width = name_width
         self._details = details
         self._mig = mig
+        self._rows = rows
+        self._charts = charts if rows else None
         if self._height() != height:
             # More or fewer lines: the grid lays its rows out again.
             layout_changed = True
@@ -193,18 +215,30 @@ class GpuPanel(Widget, can_focus=True):
         if self._compact:
             return compact_lines(self._state, width, self._name_width, self._details)
         lines = full_lines(self._state, width)
-        return (*lines, *mig_lines(self._state, width)) if self._mig else lines
+        if self._mig:
+            lines = (*lines, *mig_lines(self._state, width))
+        charts = self._charts
+        if charts is None or self._rows <= len(lines):
+            return lines
+        # The same gauges as the lines above: the charts' scales and colours are theirs.
+        state = self._state
+        gpu = gone_sample(state.gpu) if state.gone else state.gpu
+        block = chart_block(gauges(gpu), charts, width, self._rows - len(lines), self._drawn)
+        return (*lines, *block)
 
     def _height(self) -> int:
         if self._compact:
             return 2 if self._details else 1
+        if self._rows:
+            return self._rows
         if self._mig and self._state is not None and not self._state.gone:
             return FULL_HEIGHT + mig_rows(self._state.gpu)
         return FULL_HEIGHT
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """Three lines (and one per MIG device when listed), or one in compact mode (two with
-        the detail line); the grid sizes its rows from this."""
+        """Three lines (and one per MIG device when listed), the rows the screen gave a
+        panel with charts, or one in compact mode (two with the detail line); the grid sizes
+        its rows from this."""
         return self._height()
 
     def render_line(self, y: int) -> Strip:
@@ -253,7 +287,15 @@ class GpuPanel(Widget, can_focus=True):
             and y + height <= frame.bottom
             and self.size == frame.size
         ):
-            return [frame.around(self.render_line(row - frame.top)) for row in range(y, y + height)]
+            framed = self._framed
+            lines = []
+            for row in range(y, y + height):
+                content = self.render_line(row - frame.top)
+                kept = framed.get(row)
+                if kept is None or kept[0] is not content or kept[1] is not frame:
+                    kept = framed[row] = (content, frame, frame.around(content))
+                lines.append(kept[2])
+            return lines
         strips = super().render_lines(crop)
         if frame is None and x == 0:
             self._frame = _Frame.learn(self, crop, strips)
@@ -264,6 +306,7 @@ class GpuPanel(Widget, can_focus=True):
         self._styles = None
         self._strips.clear()
         self._frame = None
+        self._framed.clear()
         super().notify_style_update()
 
     def action_move(self, rows: int) -> None:

@@ -7,7 +7,7 @@ here from cached role styles cost a few microseconds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -17,9 +17,15 @@ from textual.widget import Widget
 
 from gputop.ui.render.gauges import BARS
 
-SINGLE_CELL = frozenset(BARS + "·…─━│●■‖▶⚠" + "".join(map(chr, range(32, 127))))
+SINGLE_CELL = frozenset(
+    BARS
+    + "·…─━│●■‖▶⚠┤└"
+    + "".join(map(chr, range(32, 127)))
+    + "".join(map(chr, range(0x2800, 0x2900)))
+)
 """Characters gputop draws that are known to be one cell wide: printable ASCII and the
-block, rule and mark characters of its lines (a sparkline's run holds both)."""
+block, rule and mark characters of its lines (a sparkline's run holds both), and the
+braille cells and scale rules of the panels' charts."""
 
 
 def cell_width(text: str) -> int:
@@ -80,6 +86,9 @@ def changed_spans(
     """Each run of cells, (first, end), in which line ``new`` drawn ``width`` wide differs
     from ``old``; runs closer than ``SPAN_GAP`` cells are one. A value and the newest cell of
     its sparkline at the other end of the line are two runs, not the whole sparkline."""
+    old, new = tuple(old), tuple(new)
+    if _same_shape(old, new):
+        return _changed_chars(old, new, width)
     before, after = _cells(old, width), _cells(new, width)
     spans: list[tuple[int, int]] = []
     for x in range(width):
@@ -89,6 +98,45 @@ def changed_spans(
             spans[-1] = (spans[-1][0], x + 1)
         else:
             spans.append((x, x + 1))
+    return spans
+
+
+def _same_shape(old: Sequence[tuple[str, str]], new: Sequence[tuple[str, str]]) -> bool:
+    """Whether two lines have the same roles over the same runs of one-cell characters (a
+    chart's row from one tick to the next): then they differ where their characters do."""
+    if len(old) != len(new):
+        return False
+    for (before, role), (after, other) in zip(old, new, strict=True):
+        if role != other or len(before) != len(after):
+            return False
+        if before != after and not (
+            (before.isascii() or SINGLE_CELL.issuperset(before))
+            and (after.isascii() or SINGLE_CELL.issuperset(after))
+        ):
+            return False
+    return True
+
+
+def _changed_chars(
+    old: Sequence[tuple[str, str]], new: Sequence[tuple[str, str]], width: int
+) -> list[tuple[int, int]]:
+    """``changed_spans`` of two lines of the same shape: only the parts that differ are
+    looked into, character by character."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for (before, _), (after, _) in zip(old, new, strict=True):
+        if start >= width:
+            break
+        if before != after:
+            for offset in range(min(len(before), width - start)):
+                if before[offset] == after[offset]:
+                    continue
+                x = start + offset
+                if spans and x - spans[-1][1] <= SPAN_GAP:
+                    spans[-1] = (spans[-1][0], x + 1)
+                else:
+                    spans.append((x, x + 1))
+        start += len(before)
     return spans
 
 

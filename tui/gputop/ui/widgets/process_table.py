@@ -393,6 +393,14 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         return [self._by_key[key] for key in self._order]
 
     @property
+    def rows_wanted(self) -> int:
+        """Rows that show every line without scrolling: the status line (and the container's
+        and the filter's lines when shown), the column titles, and a row per line. The main
+        screen gives the table these, and the rest to the GPU panels' charts."""
+        lines = 2 + self.has_class("-in-container") + self.has_class("-filtering")
+        return lines + len(self._order)
+
+    @property
     def highlighted_line(self) -> TableRow | None:
         """The line under the cursor, a process's or a group's, if any."""
         key = self._cursor_key()
