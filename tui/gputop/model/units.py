@@ -83,3 +83,19 @@ def ratio(used: float | None, total: float | None) -> float | None:
     if used is None or total is None or total <= 0:
         return None
     return min(max(used / total, 0.0), 1.0)
+
+
+_RATE_UNITS = ("B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s")
+
+
+def fmt_rate(value: float | None) -> str:
+    """Bytes per second in binary units, one decimal below 10: ``2.3MiB/s``, ``620KiB/s``."""
+    if value is None:
+        return NA
+    amount = max(float(value), 0.0)
+    unit = 0
+    while amount >= 1024 and unit < len(_RATE_UNITS) - 1:
+        amount /= 1024
+        unit += 1
+    text = f"{amount:.1f}" if unit and amount < 10 else f"{amount:.0f}"
+    return f"{text}{_RATE_UNITS[unit]}"

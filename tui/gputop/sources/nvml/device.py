@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gputop.model import (
+    Activity,
     Clocks,
     EccErrors,
     GpuSample,
@@ -42,6 +43,7 @@ from gputop.sources.nvml.codes import (
     text,
     throttle_names,
 )
+from gputop.sources.nvml.gpm import ACTIVITY_PATHS, GpuActivity
 from gputop.sources.nvml.memory import read_bar1, read_memory
 from gputop.sources.nvml.processes import (
     ProcessLists,
@@ -60,6 +62,8 @@ _UTILIZATION_PATHS = (
     "utilization.decoder",
 )
 
+
+_NO_ACTIVITY = Activity()
 
 SLOW_REFRESH = 5.0
 """Seconds between re-reads of slow values (modes, ECC counters, power limit, BAR1, MIG layout)."""
@@ -105,6 +109,8 @@ class GpuSampler:
         clock: monotonic seconds, for the slow values' cadence.
         seldom: field paths read as slow values although they move, since nothing shows
             them (of ``clocks.graphics``, ``clocks.video``, ``power.energy``).
+        activity_every: seconds between two computations of GPM's metrics (the GPU's
+            activity, its MIG instances'); 0 every tick (see :mod:`gputop.sources.nvml.gpm`).
     """
 
     def __init__(
@@ -117,8 +123,12 @@ class GpuSampler:
         slow_refresh: float = SLOW_REFRESH,
         clock: Callable[[], float] = time.monotonic,
         seldom: frozenset[str] = frozenset(),
+        activity_every: float = 0.0,
     ) -> None:
         self.index = index
+        self._activity_every = activity_every
+        self._activity: GpuActivity | None = None
+        """GPM of the whole GPU, made on the first tick out of MIG mode."""
         self._seldom = seldom
         self._energy_seldom = "power.energy" in seldom
         self._slow_refresh = slow_refresh
@@ -153,7 +163,8 @@ class GpuSampler:
     @property
     def gpm_samples(self) -> list[Handle]:
         """GPM buffers this GPU allocated (freed when the source closes)."""
-        return [] if self._mig is None else self._mig.gpm_samples()
+        mine = [] if self._activity is None else self._activity.buffers()
+        return mine if self._mig is None else mine + self._mig.gpm_samples()
 
     def sample(self) -> GpuSample:
         """Read everything NVML tells about this GPU now."""
@@ -219,6 +230,7 @@ class GpuSampler:
             self._slow = None
             self._free_gpm_samples()
             self._mig = None
+            self._activity = None
         if mig_mode is not None:
             self._mig_mode = mig_mode
 
@@ -237,6 +249,7 @@ class GpuSampler:
         c.missing.extend(slow.notes)
 
         utilization = self._utilization(c, h, mig_mode)
+        activity = self._gpm(c, h, mig_mode)
         memory = read_memory(c, nvml, h, "memory")
         temperature = self._temperature(c, h, slow)
         draw = c.call("power_usage", ("power.draw",), nvml.nvmlDeviceGetPowerUsage, h)
@@ -271,6 +284,7 @@ class GpuSampler:
             serial=slow.serial,
             architecture=slow.architecture,
             utilization=utilization,
+            activity=activity,
             memory=memory,
             bar1=slow.bar1,
             temperature=temperature,
@@ -392,8 +406,20 @@ class GpuSampler:
         from gputop.sources.nvml.mig import MigState, sample_mig_devices
 
         if self._mig is None:
-            self._mig = MigState()
-        return sample_mig_devices(self._nvml, self._codes, c, h, self._mig, name, total, processes)
+            self._mig = MigState(every=self._activity_every)
+        return sample_mig_devices(
+            self._nvml, self._codes, c, h, self._mig, name, total, processes, self._clock()
+        )
+
+    def _gpm(self, c: DeviceCalls, h: Handle, mig_mode: bool | None) -> Activity:
+        if mig_mode:
+            # Each GPU instance is measured on its own (its MIG device's utilization).
+            c.note(ACTIVITY_PATHS, Reason.UNDER_MIG)
+            return _NO_ACTIVITY
+        reader = self._activity
+        if reader is None:
+            reader = self._activity = GpuActivity(self._nvml, self._codes, self._activity_every)
+        return reader.read(c, h, self._clock())
 
     def _utilization(self, c: DeviceCalls, h: Handle, mig_mode: bool | None) -> Utilization:
         nvml = self._nvml

@@ -116,6 +116,7 @@ def open_nvml_source(
     enrich: Enrich | HostLookup | None = None,
     nvml: NvmlApi | None = None,
     seldom: frozenset[str] = frozenset(),
+    activity_every: float = 0.0,
 ) -> NvmlSource:
     """Load and initialise NVML and return a source over every GPU it sees.
 
@@ -125,6 +126,7 @@ def open_nvml_source(
         enrich: adds host process details; see :data:`Enrich`.
         nvml: the pynvml module to use (imported when None).
         seldom: see :class:`NvmlSource`.
+        activity_every: see :class:`NvmlSource`.
 
     Raises:
         NoDriver: no NVML library, driver not loaded, no GPU, or a version mismatch.
@@ -140,7 +142,12 @@ def open_nvml_source(
         if count == 0:
             raise NoDriver(MESSAGE_NO_GPU)
         return NvmlSource(
-            api, deadline=deadline, enrich=enrich, shutdown_on_close=True, seldom=seldom
+            api,
+            deadline=deadline,
+            enrich=enrich,
+            shutdown_on_close=True,
+            seldom=seldom,
+            activity_every=activity_every,
         )
     except (api.NVMLError, api.NVMLLibraryMismatchError) as error:
         _shutdown(api)
@@ -172,6 +179,7 @@ class NvmlSource:
         clock: monotonic seconds, for that cadence (tests pass a fake one).
         seldom: GPU field paths that nothing shows (``clocks.graphics``, ``clocks.video``,
             ``power.energy``): read with the slow values rather than every tick.
+        activity_every: seconds between two computations of GPM's metrics (0: every tick).
     """
 
     def __init__(
@@ -185,6 +193,7 @@ class NvmlSource:
         slow_refresh: float = SLOW_REFRESH,
         clock: Callable[[], float] = time.monotonic,
         seldom: frozenset[str] = frozenset(),
+        activity_every: float = 0.0,
     ) -> None:
         self._nvml = nvml
         self._deadline = deadline
@@ -207,6 +216,7 @@ class NvmlSource:
                 slow_refresh=slow_refresh,
                 clock=clock,
                 seldom=seldom,
+                activity_every=activity_every,
             )
             for i in range(self._count)
         ]
