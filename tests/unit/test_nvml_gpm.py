@@ -11,12 +11,12 @@ import pynvml  # noqa: TID251 -- the source under test is handed the real pynvml
 import pytest
 
 from fakes.nvml_fake import FakeNvml, Faults
+from fakes.nvml_h200 import h200_gpu, h200_ticks, loaded_windows, without_activity
 from fakes.nvml_install import installed
 from fakes.nvml_scenarios import mig_gpu, snapshot
 from gputop.model import Activity, Reason, Snapshot
-from gputop.sources.nvml.gpm import ACTIVITY_PATHS
+from gputop.sources.nvml.gpm import ACTIVITY_PATHS, LONGEST_S, METRICS_PRICE_S, GpmCadence
 from gputop.sources.nvml.source import NvmlSource
-from support.h200_gpm import h200_gpu, h200_ticks, loaded_windows, without_activity
 
 
 class _Clock:
@@ -31,7 +31,7 @@ class _Clock:
 
 @contextmanager
 def _source(
-    fake: FakeNvml, every: float = 0.0, clock: _Clock | None = None
+    fake: FakeNvml, every: float | GpmCadence = 0.0, clock: _Clock | None = None
 ) -> Iterator[NvmlSource]:
     with installed(fake):
         pynvml.nvmlInit()
@@ -41,7 +41,7 @@ def _source(
             host="testhost",
             shutdown_on_close=True,
             clock=clock or _Clock(),
-            activity_every=every,
+            gpm_cadence=every if isinstance(every, GpmCadence) else GpmCadence(every),
         )
         try:
             yield source
@@ -216,3 +216,32 @@ def test_metrics_on_a_cadence_cover_the_whole_window_and_hold_between() -> None:
     assert _close(values[4], windows[4].activity)
     assert values[5] == values[4] == values[6]
     assert _close(values[7], windows[7].activity)
+
+
+def test_a_cpu_budget_spaces_the_metrics_by_how_many_gpus_share_it() -> None:
+    windows = loaded_windows()
+    ticks = [snapshot(*(h200_gpu(window, index) for index in range(4))) for window in windows]
+    fake = FakeNvml(ticks)
+    clock = _Clock()
+    # Four GPUs at the H200's price within 0.28 % of a core: each every 2 s.
+    cadence = GpmCadence(budget=4 * METRICS_PRICE_S / 2.0)
+    with _source(fake, cadence, clock) as source:
+        gets = []
+        for _ in range(7):
+            mark = fake.mark()
+            source.poll()
+            clock.now += 1.0
+            gets.append(fake.counts_since(mark)["nvmlGpmMetricsGet"])
+        assert cadence.windows == 4
+        assert cadence.seconds() == pytest.approx(2.0)
+    assert gets == [0, 4, 0, 4, 0, 4, 0]
+    assert cadence.windows == 0  # the source closed: every window freed
+
+
+def test_a_budget_never_spaces_beyond_the_longest() -> None:
+    cadence = GpmCadence(budget=0.003)
+    cadence.opened(56)  # 8 GPUs of 7 MIG instances
+    assert cadence.seconds() == LONGEST_S
+    cadence.closed(55)
+    assert cadence.seconds() == pytest.approx(METRICS_PRICE_S / 0.003)
+    assert GpmCadence(every=15.0, budget=0.003).seconds() == 15.0

@@ -43,7 +43,7 @@ from gputop.sources.nvml.codes import (
     text,
     throttle_names,
 )
-from gputop.sources.nvml.gpm import ACTIVITY_PATHS, GpuActivity
+from gputop.sources.nvml.gpm import ACTIVITY_PATHS, EVERY_TICK, GpmCadence, GpuActivity
 from gputop.sources.nvml.memory import read_bar1, read_memory
 from gputop.sources.nvml.processes import (
     ProcessLists,
@@ -109,8 +109,8 @@ class GpuSampler:
         clock: monotonic seconds, for the slow values' cadence.
         seldom: field paths read as slow values although they move, since nothing shows
             them (of ``clocks.graphics``, ``clocks.video``, ``power.energy``).
-        activity_every: seconds between two computations of GPM's metrics (the GPU's
-            activity, its MIG instances'); 0 every tick (see :mod:`gputop.sources.nvml.gpm`).
+        gpm_cadence: how often GPM's metrics are worked out (the GPU's activity, its MIG
+            instances'), shared by a source's samplers (see :mod:`gputop.sources.nvml.gpm`).
     """
 
     def __init__(
@@ -123,10 +123,10 @@ class GpuSampler:
         slow_refresh: float = SLOW_REFRESH,
         clock: Callable[[], float] = time.monotonic,
         seldom: frozenset[str] = frozenset(),
-        activity_every: float = 0.0,
+        gpm_cadence: GpmCadence = EVERY_TICK,
     ) -> None:
         self.index = index
-        self._activity_every = activity_every
+        self._gpm_cadence = gpm_cadence
         self._activity: GpuActivity | None = None
         """GPM of the whole GPU, made on the first tick out of MIG mode."""
         self._seldom = seldom
@@ -182,13 +182,20 @@ class GpuSampler:
             self._refresh_at = now + self._slow_refresh
         return sample
 
-    def _free_gpm_samples(self) -> None:
+    def free_gpm(self) -> None:
+        """Free every GPM buffer (MIG mode changed, or the source closes)."""
         nvml = self._nvml
         for buffer in self.gpm_samples:
             try:
                 nvml.nvmlGpmSampleFree(buffer)
             except nvml.NVMLError:
                 continue
+        if self._mig is not None:
+            self._mig.release()
+        if self._activity is not None:
+            self._activity.release()
+        self._mig = None
+        self._activity = None
 
     def _lost_sample(self) -> GpuSample:
         last = self._last
@@ -228,9 +235,7 @@ class GpuSampler:
         if mig_mode is not None and self._mig_mode is not None and mig_mode != self._mig_mode:
             self._memo.clear()
             self._slow = None
-            self._free_gpm_samples()
-            self._mig = None
-            self._activity = None
+            self.free_gpm()
         if mig_mode is not None:
             self._mig_mode = mig_mode
 
@@ -406,7 +411,7 @@ class GpuSampler:
         from gputop.sources.nvml.mig import MigState, sample_mig_devices
 
         if self._mig is None:
-            self._mig = MigState(every=self._activity_every)
+            self._mig = MigState(cadence=self._gpm_cadence)
         return sample_mig_devices(
             self._nvml, self._codes, c, h, self._mig, name, total, processes, self._clock()
         )
@@ -418,7 +423,7 @@ class GpuSampler:
             return _NO_ACTIVITY
         reader = self._activity
         if reader is None:
-            reader = self._activity = GpuActivity(self._nvml, self._codes, self._activity_every)
+            reader = self._activity = GpuActivity(self._nvml, self._codes, self._gpm_cadence)
         return reader.read(c, h, self._clock())
 
     def _utilization(self, c: DeviceCalls, h: Handle, mig_mode: bool | None) -> Utilization:

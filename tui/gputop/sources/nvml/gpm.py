@@ -11,14 +11,17 @@ value is the mean over the whole time since the last one, and a window of severa
 one sample and one metrics call, with nothing in between lost. Between two computations the
 last window's values are served again (held), as a DCGM field is between two updates.
 
-How often metrics are worked out is the caller's ``every`` (seconds; 0: every tick): a
-consumer that shows or writes every tick asks for every tick, an exporter scraped every 15 s
-for far less (see ``cli.live``, and ``benchmarks/bench_gpm.py`` for the figures).
+How often metrics are worked out is the source's :class:`GpmCadence`, which the command line
+sets by what the run needs (``cli.live``; ``benchmarks/bench_gpm.py`` has the figures): every
+tick where each tick is printed or written, at least 15 s apart for an exporter scraped every
+15 s, and in the TUI within a CPU budget: at the measured price, every window of the machine
+(a GPU, a MIG instance) together may cost no more than a set share of a core.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +35,54 @@ MIB = 1024 * 1024
 
 ACTIVITY_PATHS: tuple[str, ...] = tuple(f.path for f in ACTIVITY_FIELDS)
 """The model paths GPM fills for a GPU, in :class:`~gputop.model.Activity` order."""
+
+METRICS_PRICE_S = 0.0014
+"""CPU seconds one ``nvmlGpmMetricsGet`` costs: the median of 17 calls on a real H200 (1.0-1.9
+ms, ``snapshots/h200-gpm.json``); its sample is 35-47 us more."""
+
+LONGEST_S = 10.0
+"""A budget never spaces computations further apart than this: a MIG tree of 56 instances
+still moves every 10 s (and costs 0.8 % of a core doing so)."""
+
+
+class GpmCadence:
+    """How often a source's GPM windows work their metrics out (shared by its GPU samplers).
+
+    ``every``: at least this many seconds apart (0: every tick). ``budget``: a share of one
+    core (0.003 is 0.3 %) that all the windows together may cost at :data:`METRICS_PRICE_S`,
+    which spaces them further apart the more windows there are, up to :data:`LONGEST_S`.
+    Windows count themselves in when they are made and out when freed (from any sampler
+    thread, hence the lock).
+    """
+
+    __slots__ = ("_lock", "budget", "every", "windows")
+
+    def __init__(self, every: float = 0.0, budget: float | None = None) -> None:
+        self.every = every
+        self.budget = budget
+        self.windows = 0
+        self._lock = threading.Lock()
+
+    def opened(self, count: int = 1) -> None:
+        """``count`` more windows measure on this cadence."""
+        with self._lock:
+            self.windows += count
+
+    def closed(self, count: int = 1) -> None:
+        """``count`` windows were freed."""
+        with self._lock:
+            self.windows = max(0, self.windows - count)
+
+    def seconds(self) -> float:
+        """Seconds from one computation of a window to its next."""
+        if self.budget is None or self.budget <= 0:
+            return self.every
+        spaced = min(self.windows * METRICS_PRICE_S / self.budget, LONGEST_S)
+        return max(self.every, spaced)
+
+
+EVERY_TICK = GpmCadence()
+"""Metrics on every tick (tests, benchmarks, and a source nobody set a cadence for)."""
 
 FIRST_SAMPLE = CallFailed(Reason.NOT_AVAILABLE, None)
 """What a window answers until it holds two samples: one sample is not a rate."""
@@ -145,7 +196,7 @@ class GpmWindow:
         nvml: NvmlApi,
         take: tuple[Callable[..., object], tuple[Any, ...]],
         now: float,
-        every: float,
+        cadence: GpmCadence,
     ) -> Measured:
         """The metrics of the window ending now, when due; else the last window's again.
 
@@ -171,7 +222,8 @@ class GpmWindow:
             self.buffers[end],
         )  # fmt: skip
         self.start = end
-        self.due_at = now + every
+        # A hair early, so that a cadence of whole ticks does not slip a tick on jitter.
+        self.due_at = now + cadence.seconds() - 0.05
         self.held = result
         return result
 
@@ -218,18 +270,24 @@ class GpuActivity:
     measured on its own there (:mod:`gputop.sources.nvml.mig`).
     """
 
-    __slots__ = ("_codes", "_every", "_nvml", "_request", "window")
+    __slots__ = ("_cadence", "_codes", "_nvml", "_request", "window")
 
-    def __init__(self, nvml: NvmlApi, codes: ErrorCodes, every: float = 0.0) -> None:
+    def __init__(self, nvml: NvmlApi, codes: ErrorCodes, cadence: GpmCadence = EVERY_TICK) -> None:
         self._nvml = nvml
         self._codes = codes
-        self._every = every
+        self._cadence = cadence
         self._request: GpmRequest | None = None
         self.window: GpmWindow | None = None
 
     def buffers(self) -> list[Handle]:
         """The sample buffers allocated, for freeing."""
         return [] if self.window is None else list(self.window.buffers)
+
+    def release(self) -> None:
+        """This GPU's window no longer measures (its buffers are being freed)."""
+        if self.window is not None:
+            self._cadence.closed()
+            self.window = None
 
     def read(self, calls: DeviceCalls, handle: Handle, now: float) -> Activity:
         """The GPU's activity over the window ending now (or the last one, until due);
@@ -246,11 +304,12 @@ class GpuActivity:
                 calls.note(ACTIVITY_PATHS, buffers.reason)
                 return Activity()
             window = self.window = GpmWindow(buffers, "gpm_sample", "gpm_metrics")
+            self._cadence.opened()
         request = self._request
         if request is None:
             request = self._request = GpmRequest(nvml, gpu_metric_ids(nvml))
         measured = window.measure(
-            calls, request, nvml, (nvml.nvmlGpmSampleGet, (handle,)), now, self._every
+            calls, request, nvml, (nvml.nvmlGpmSampleGet, (handle,)), now, self._cadence
         )
         values, notes = missing(ACTIVITY_PATHS, measured, self._codes)
         calls.missing.extend(notes)

@@ -4,7 +4,7 @@ Under MIG, NVML reports no utilization for the GPU or its instances; such values
 ``Reason.UNDER_MIG``, never 0. On GPUs that support GPU Performance Monitoring, each GPU
 instance's graphics activity and DRAM bandwidth are measured between two GPM samples
 (:mod:`gputop.sources.nvml.gpm`, which a whole GPU's activity shares), a tick apart or
-``MigState.every`` seconds apart.
+as ``MigState.cadence`` says.
 
 The profile name (``3g.40gb``) comes from NVML where it can: the GPU instance's profile id, looked
 up in the GPU's profile table. Those calls need privileges on most systems; without them the
@@ -38,7 +38,7 @@ from gputop.sources.nvml.calls import (
     same_objects,
 )
 from gputop.sources.nvml.codes import text
-from gputop.sources.nvml.gpm import GpmRequest, GpmWindow
+from gputop.sources.nvml.gpm import EVERY_TICK, GpmCadence, GpmRequest, GpmWindow
 from gputop.sources.nvml.gpm import allocate as gpm_allocate
 from gputop.sources.nvml.gpm import missing as gpm_missing
 from gputop.sources.nvml.gpm import support as gpm_support
@@ -138,8 +138,8 @@ class MigState:
     """The one metrics request of this GPU's instances (made on first need): NVML's struct
     holds room for every GPM metric (about 9 KiB); one per instance was 2 MiB on 8 GPUs of 7
     instances."""
-    every: float = 0.0
-    """Seconds between two computations of an instance's GPM metrics (0: every tick)."""
+    cadence: GpmCadence = EVERY_TICK
+    """How often an instance's GPM metrics are worked out."""
     layout: tuple[tuple[int, str | None], ...] = ()
     found: tuple[_Found, ...] | None = None
     """The devices of the last enumeration; None: enumerate on the next tick."""
@@ -156,6 +156,11 @@ class MigState:
     def gpm_samples(self) -> list[Handle]:
         """Every GPM sample buffer allocated, for freeing."""
         return [h for pair in self.gpm.values() for h in pair.buffers]
+
+    def release(self) -> None:
+        """The windows no longer measure (their buffers are being freed)."""
+        self.cadence.closed(len(self.gpm))
+        self.gpm.clear()
 
 
 _Activity = tuple[Utilization, Unavailable]
@@ -178,7 +183,7 @@ def sample_mig_devices(
     now: float = 0.0,
 ) -> tuple[MigDeviceSample, ...]:
     """Every MIG device of the GPU at ``handle`` (which is in MIG mode); ``now`` (monotonic
-    seconds) for the GPM windows' cadence (``MigState.every``)."""
+    seconds) for the GPM windows' cadence (``MigState.cadence``)."""
     count = parent.call(
         "mig_max_count",
         ("mig_devices",),
@@ -513,6 +518,7 @@ def _gpm_activity(
         if isinstance(buffers, CallFailed):
             return _no_activity(buffers.reason)
         window = state.gpm[gi] = GpmWindow(buffers, f"gpm_sample:{gi}", f"gpm_metrics:{gi}")
+        state.cadence.opened()
     request = state.request
     if request is None:
         request = state.request = GpmRequest(
@@ -520,7 +526,7 @@ def _gpm_activity(
             ((nvml.NVML_GPM_METRIC_GRAPHICS_UTIL, 1.0), (nvml.NVML_GPM_METRIC_DRAM_BW_UTIL, 1.0)),
         )
     take = (nvml.nvmlGpmMigSampleGet, (handle, gi))
-    measured = window.measure(parent, request, nvml, take, now, state.every)
+    measured = window.measure(parent, request, nvml, take, now, state.cadence)
     failed = window.sample_failed
     if failed is not None and failed.code in codes.gone:
         state.found = None  # the instance is gone: enumerate next tick

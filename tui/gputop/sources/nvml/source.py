@@ -30,6 +30,7 @@ from gputop.sources.nvml.api import NvmlApi
 from gputop.sources.nvml.calls import ErrorCodes, same_objects
 from gputop.sources.nvml.codes import cuda_version
 from gputop.sources.nvml.device import SLOW_REFRESH, GpuSampler
+from gputop.sources.nvml.gpm import GpmCadence
 from gputop.sources.nvml.pool import SamplerPool
 from gputop.sources.nvml.processes import ProcessNames
 
@@ -116,7 +117,7 @@ def open_nvml_source(
     enrich: Enrich | HostLookup | None = None,
     nvml: NvmlApi | None = None,
     seldom: frozenset[str] = frozenset(),
-    activity_every: float = 0.0,
+    gpm_cadence: GpmCadence | None = None,
 ) -> NvmlSource:
     """Load and initialise NVML and return a source over every GPU it sees.
 
@@ -126,7 +127,7 @@ def open_nvml_source(
         enrich: adds host process details; see :data:`Enrich`.
         nvml: the pynvml module to use (imported when None).
         seldom: see :class:`NvmlSource`.
-        activity_every: see :class:`NvmlSource`.
+        gpm_cadence: see :class:`NvmlSource`.
 
     Raises:
         NoDriver: no NVML library, driver not loaded, no GPU, or a version mismatch.
@@ -147,7 +148,7 @@ def open_nvml_source(
             enrich=enrich,
             shutdown_on_close=True,
             seldom=seldom,
-            activity_every=activity_every,
+            gpm_cadence=gpm_cadence,
         )
     except (api.NVMLError, api.NVMLLibraryMismatchError) as error:
         _shutdown(api)
@@ -179,7 +180,8 @@ class NvmlSource:
         clock: monotonic seconds, for that cadence (tests pass a fake one).
         seldom: GPU field paths that nothing shows (``clocks.graphics``, ``clocks.video``,
             ``power.energy``): read with the slow values rather than every tick.
-        activity_every: seconds between two computations of GPM's metrics (0: every tick).
+        gpm_cadence: how often GPM's metrics (activity, MIG instances' utilization) are
+            worked out; None: every tick.
     """
 
     def __init__(
@@ -193,9 +195,10 @@ class NvmlSource:
         slow_refresh: float = SLOW_REFRESH,
         clock: Callable[[], float] = time.monotonic,
         seldom: frozenset[str] = frozenset(),
-        activity_every: float = 0.0,
+        gpm_cadence: GpmCadence | None = None,
     ) -> None:
         self._nvml = nvml
+        cadence = GpmCadence() if gpm_cadence is None else gpm_cadence
         self._deadline = deadline
         self._enrich = None if enrich is None else _Enrichment(enrich)
         self._shutdown_on_close = shutdown_on_close
@@ -216,7 +219,7 @@ class NvmlSource:
                 slow_refresh=slow_refresh,
                 clock=clock,
                 seldom=seldom,
-                activity_every=activity_every,
+                gpm_cadence=cadence,
             )
             for i in range(self._count)
         ]
@@ -274,9 +277,7 @@ class NvmlSource:
             # the process is about to let go of NVML anyway.
             return
         for sampler in self._samplers:
-            for buffer in sampler.gpm_samples:
-                with contextlib.suppress(self._nvml.NVMLError):
-                    self._nvml.nvmlGpmSampleFree(buffer)
+            sampler.free_gpm()
         if self._shutdown_on_close:
             _shutdown(self._nvml)
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from gputop.model import (
+    Activity,
     Clocks,
     EccErrors,
     GpuSample,
@@ -34,6 +35,7 @@ from gputop.sources.prometheus.families import Reading
 
 _GROUPS: dict[str, type] = {
     "utilization": Utilization,
+    "activity": Activity,
     "memory": Memory,
     "temperature": Temperature,
     "power": Power,

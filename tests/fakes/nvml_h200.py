@@ -1,4 +1,5 @@
-"""What GPM measured on a real H200, as snapshots for the fake NVML to answer with.
+"""What GPM measured on a real H200, as snapshots for the fake NVML to answer with (the
+``h200-train`` scenario).
 
 ``snapshots/h200-gpm.json`` (recorded on a real H200 for gputop, see ``snapshots/README.md``)
 holds one-second windows of GPM metrics beside ``nvmlDeviceGetUtilizationRates``, under a
