@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from gputop.insight.textfmt import fmt_clock, fmt_duration, seconds_between
 from gputop.model import GpuSample, ProcessSample, Reason, Snapshot, ThrottleKind, ThrottleReason
+from gputop.model.activity import load_name, load_percent
 from gputop.model.throttle import reasons_of_kind
 from gputop.model.units import fmt_bytes, fmt_celsius, fmt_mhz, fmt_watts, ratio
 
@@ -140,6 +141,13 @@ def limiting_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
     return reasons_of_kind(reasons, ThrottleKind.POWER, ThrottleKind.THERMAL, ThrottleKind.HARDWARE)
 
 
+# -- the input: how busy a GPU is --------------------------------------------------------
+# Activity: GPM's engine activity if the source measured it, else utilization
+# (``gputop.model.activity``). The rules below read a GPU's load through these two alone.
+_load = load_percent
+_load_name = load_name
+
+
 # -- one sample ---------------------------------------------------------------------------
 
 
@@ -155,7 +163,7 @@ def holds_work(gpu: GpuSample, thresholds: DiagnosisThresholds = DEFAULT_THRESHO
     """
     if any(p.type is None or "C" in p.type.upper() for p in gpu.processes):
         return True
-    util = gpu.utilization.gpu
+    util = _load(gpu)
     if util is not None and util >= thresholds.idle_utilization_pct:
         return True
     if not gpu.processes:
@@ -177,7 +185,7 @@ def gpu_state(
         return GpuState.UNKNOWN
     if limiting_reasons(gpu.throttle_reasons):
         return GpuState.THROTTLED
-    util = gpu.utilization.gpu
+    util = _load(gpu)
     if util is not None and util >= thresholds.low_utilization_pct:
         return GpuState.BUSY
     held = holds_work(gpu, thresholds)
@@ -333,7 +341,8 @@ def _cpu_hint(processes: Sequence[ProcessSample], thresholds: DiagnosisThreshold
 def _waiting(
     points: Sequence[_Point], span: float, since: datetime | None, th: DiagnosisThresholds
 ) -> Finding | None:
-    utils = [p.gpu.utilization.gpu for p in points if p.gpu.utilization.gpu is not None]
+    loads = [_load(p.gpu) for p in points]
+    utils = [load for load in loads if load is not None]
     if not utils:
         return None  # MIG and friends: unknown is not 0
     mean = sum(utils) / len(utils)
@@ -341,8 +350,8 @@ def _waiting(
         return None
     processes = compute_processes(points[-1].gpu)
     text = (
-        f"waiting: {_holders(points[-1].gpu)} but utilization averaged {mean:.0f}% over the "
-        f"last {fmt_duration(span)} ({_cpu_hint(processes, th)})"
+        f"waiting: {_holders(points[-1].gpu)} but {_load_name(points[-1].gpu)} averaged "
+        f"{mean:.0f}% over the last {fmt_duration(span)} ({_cpu_hint(processes, th)})"
     )
     return Finding(FindingKind.WAITING, Severity.WARNING, text, since)
 
@@ -366,10 +375,10 @@ def _held_now(gpu: GpuSample, th: DiagnosisThresholds) -> Finding | None:
     With too little history the waiting rule is silent, yet one snapshot of 21.9GiB held
     at 0% is still worth a line: it says what is true right now and claims nothing more.
     """
-    util = gpu.utilization.gpu
+    util = _load(gpu)
     if util is None or util >= th.idle_utilization_pct or not holds_work(gpu, th):
         return None
-    text = f"held: {_holders(gpu)} at {util:.0f}% utilization right now"
+    text = f"held: {_holders(gpu)} at {util:.0f}% {_load_name(gpu)} right now"
     return Finding(FindingKind.HELD, Severity.INFO, text)
 
 

@@ -217,6 +217,8 @@ class NodeBuilder:
             if not is_blank(value):
                 mig.values["utilization.gpu"] = max(0.0, min(100.0, value * 100.0))
             return True
+        if metric in fam.INSTANCE_PROFILING:
+            return True  # DCGM's per-instance SM, tensor, DRAM activity: not the GPU's
         spec = fam.MIG_METRICS.get(metric)
         if spec is None and metric == fam.MIG_FREE.prometheus:
             spec = fam.MIG_FREE

@@ -1,5 +1,8 @@
 """A GPU's state over the fleet's window: busy, waiting, idle or throttled.
 
+Its input is the window's engine activity where the exporter has it, else utilization
+(:func:`load_mean`).
+
 The thresholds are the diagnosis's (``insight/diagnosis.py`` ``DiagnosisThresholds``; a test
 keeps the two equal; a source may not import ``insight``), applied to PromQL's
 ``avg_over_time`` of utilization and memory instead of one sample: a job that stalls for a
@@ -91,3 +94,20 @@ def gpu_window(
         memory_used_mean=memory_used_mean,
         seconds_waiting=seconds_waiting,
     )
+
+
+def load_mean(
+    activity: tuple[float | None, int], utilization: tuple[float | None, int]
+) -> tuple[float | None, int]:
+    """The window's input, (mean percent, samples): engine activity if the source has it,
+    else utilization.
+
+    ``activity`` is ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``'s mean (a ratio, 0-1) and sample count
+    over the window, ``utilization`` ``DCGM_FI_DEV_GPU_UTIL``'s (percent): GPM's engine
+    activity is what fleet tools call a GPU idle by, and measures over the whole window where
+    utilization is the driver's sampling (``gputop.model.activity``).
+    """
+    mean, samples = activity
+    if mean is not None and samples > 0:
+        return max(0.0, min(100.0, mean * 100.0)), samples
+    return utilization
