@@ -10,7 +10,8 @@ error counts, the enforced power limit, BAR1 and the MIG layout (instance handle
 What moves every tick (load, memory, temperature, power draw, clocks, processes, MIG mode) is
 read every tick. A MIG layout that changes is noticed at once when a cached instance handle
 fails; see :mod:`gputop.sources.nvml.mig`. What moves but nothing shows (the graphics and
-video clocks and the energy counter under the TUI alone: ``seldom``) is slow too.
+video clocks and the energy counter under the TUI alone: ``seldom``) is slow too. GPM's
+activity (Hopper and later) is worked out on the source's own cadence (:mod:`.gpm`).
 """
 
 from __future__ import annotations
