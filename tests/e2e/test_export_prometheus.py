@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fakes.nvml_h200 import loaded_windows
 from support.command import ROOT
 from support.exporter import FOUR, running_exporter
 from support.metrics import document, web_config
@@ -66,3 +67,31 @@ def test_prometheus_scrapes_over_tls_with_basic_auth(tmp_path: Path) -> None:
             assert {item["metric"]["device"] for item in result} == {f"nvidia{i}" for i in range(4)}
             time.sleep(1.5)
             assert by_label(query(url, "up"), "instance") == {targets[0]: 1.0}
+
+
+def test_prometheus_stores_the_gpm_profiling_metrics_of_a_live_h200() -> None:
+    windows = loaded_windows()
+    with (
+        running_exporter("--hostname", "h200", fake="h200-train") as node,
+        running_prometheus([f"127.0.0.1:{node.port}"], 1.0) as url,
+    ):
+        sm = wait_for_query(url, 'DCGM_FI_PROF_SM_ACTIVE{Hostname="h200"}', lambda r: len(r) == 1)
+        ratios = [(w.activity.sm or 0.0) / 100 for w in windows]
+        value = float(sm[0]["value"][1])
+        assert any(abs(value - ratio) < 1e-9 for ratio in ratios), value
+        assert sm[0]["metric"]["modelName"] == "NVIDIA H200"
+        # A dashboard built for dcgm-exporter's profiling metrics asks these, by these names.
+        for name in (
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            "DCGM_FI_PROF_SM_OCCUPANCY",
+            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+            "DCGM_FI_PROF_DRAM_ACTIVE",
+            "DCGM_FI_PROF_PCIE_TX_BYTES",
+            "DCGM_FI_PROF_PCIE_RX_BYTES",
+            "DCGM_FI_PROF_NVLINK_TX_BYTES",
+            "DCGM_FI_PROF_NVLINK_RX_BYTES",
+        ):
+            (one,) = query(url, f'{name}{{Hostname="h200"}}')
+            assert float(one["value"][1]) >= 0.0, name
+        (tensor,) = query(url, 'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{Hostname="h200"}')
+        assert 0.0 <= float(tensor["value"][1]) <= 1.0

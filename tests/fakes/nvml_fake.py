@@ -29,7 +29,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import astuple, dataclass, field, replace
 from typing import Any, NamedTuple
 
 import pynvml  # noqa: TID251 -- the fake sits under the real pynvml
@@ -52,6 +52,8 @@ MIB = 1024 * 1024
 _U32_NONE = 0xFFFFFFFF
 _U64_NONE = 0xFFFFFFFFFFFFFFFF
 _GPM_BASE = 0x40000000
+_WHOLE_GPU = -1
+"""The GPU-instance id the fake files a whole GPU's GPM sample under."""
 _CARG_TYPE = type(ctypes.byref(ctypes.c_int()))
 
 ARCHITECTURE_CODES = {
@@ -1299,7 +1301,10 @@ class FakeNvml:
     # ----- GPM ----------------------------------------------------------------------------
 
     def _gpm_supported(self, gpu: GpuSample) -> bool:
-        return any(d.utilization.gpu is not None for d in gpu.mig_devices)
+        """Hopper and later: the snapshot has a GPM value for the GPU or a MIG instance."""
+        return any(d.utilization.gpu is not None for d in gpu.mig_devices) or any(
+            value is not None for value in astuple(gpu.activity)
+        )
 
     def nvmlGpmQueryDeviceSupport(self, handle: Any, out: Any) -> int:
         support = _obj(out)
@@ -1328,6 +1333,18 @@ class FakeNvml:
             self._gpm_samples.pop(value, None)
         return NVML_SUCCESS
 
+    def nvmlGpmSampleGet(self, handle: Any, sample: Any) -> int:
+        target = self._target(handle)
+        value = _handle_value(sample)
+        if target is None or target[1] is not None or value not in self._gpm_live:
+            return NVML_ERROR_INVALID_ARGUMENT
+        if not self._gpm_supported(target[0]):
+            return NVML_ERROR_NOT_SUPPORTED
+        gpu_index = _decode(_handle_value(handle))[0]
+        with self._lock:
+            self._gpm_samples[value] = (gpu_index, _WHOLE_GPU, self.tick_of(gpu_index))
+        return NVML_SUCCESS
+
     def nvmlGpmMigSampleGet(self, handle: Any, gi: Any, sample: Any) -> int:
         target = self._target(handle)
         value = _handle_value(sample)
@@ -1354,6 +1371,9 @@ class FakeNvml:
             return NVML_ERROR_INVALID_ARGUMENT
         gpu_index, gi, tick = second
         snapshot = self.snapshots[min(tick, len(self.snapshots) - 1)]
+        if gi == _WHOLE_GPU:
+            # The window's values are those of the snapshot at its end.
+            return _gpu_metrics(request, snapshot.gpus[gpu_index])
         device = self._instance(snapshot.gpus[gpu_index], gi)
         if device is None:
             return NVML_ERROR_NOT_FOUND
@@ -1370,3 +1390,33 @@ class FakeNvml:
                 metric.nvmlReturn = pynvml.NVML_SUCCESS
                 metric.value = value
         return NVML_SUCCESS
+
+
+GPU_GPM_METRICS: dict[int, tuple[str, float]] = {
+    pynvml.NVML_GPM_METRIC_GRAPHICS_UTIL: ("graphics", 1.0),
+    pynvml.NVML_GPM_METRIC_SM_UTIL: ("sm", 1.0),
+    pynvml.NVML_GPM_METRIC_SM_OCCUPANCY: ("sm_occupancy", 1.0),
+    pynvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL: ("tensor", 1.0),
+    pynvml.NVML_GPM_METRIC_DRAM_BW_UTIL: ("dram", 1.0),
+    pynvml.NVML_GPM_METRIC_PCIE_TX_PER_SEC: ("pcie_tx", 1 / MIB),
+    pynvml.NVML_GPM_METRIC_PCIE_RX_PER_SEC: ("pcie_rx", 1 / MIB),
+    pynvml.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC: ("nvlink_tx", 1 / MIB),
+    pynvml.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC: ("nvlink_rx", 1 / MIB),
+}
+"""A whole GPU's GPM metric id -> its ``Activity`` attribute and the factor to NVML's unit
+(percent, or MiB/s where the model holds bytes/s)."""
+
+
+def _gpu_metrics(request: Any, gpu: GpuSample) -> int:
+    """Fill a metrics request from the GPU's ``activity``; a None value (or a metric the
+    snapshot has no attribute for) is that metric's NOT_SUPPORTED, as NVML answers per metric."""
+    for slot in range(request.numMetrics):
+        metric = request.metrics[slot]
+        known = GPU_GPM_METRICS.get(metric.metricId)
+        value = None if known is None else getattr(gpu.activity, known[0])
+        if value is None or known is None:
+            metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED
+        else:
+            metric.nvmlReturn = NVML_SUCCESS
+            metric.value = value * known[1]
+    return NVML_SUCCESS

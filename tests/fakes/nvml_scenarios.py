@@ -243,6 +243,13 @@ def _failing(code: int) -> Callable[[], tuple[list[Snapshot], Faults]]:
     return lambda: ([snapshot(gpu_sample())], Faults(init_error=code))
 
 
+def _h200_train() -> tuple[list[Snapshot], Faults]:
+    # Imported here: that module builds on this one's machines.
+    from fakes.nvml_h200 import h200_ticks
+
+    return h200_ticks(), Faults()
+
+
 SCENARIOS: dict[str, Callable[[], tuple[list[Snapshot], Faults]]] = {
     "h100-mig-8x7": lambda: ([h100_mig_box()], Faults()),
     "plain-8": lambda: ([plain_box(8)], Faults()),
@@ -253,6 +260,8 @@ SCENARIOS: dict[str, Callable[[], tuple[list[Snapshot], Faults]]] = {
         Faults(),
     ),
     "busy-2": lambda: (varying(plain_box(2)), Faults()),
+    # One H200 (Hopper: GPM) under the training-like load it was recorded under.
+    "h200-train": _h200_train,
     "no-gpu": lambda: ([snapshot()], Faults()),
     "no-library": _failing(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND),
     "no-driver": _failing(pynvml.NVML_ERROR_DRIVER_NOT_LOADED),

@@ -19,6 +19,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Static
 
+from fakes.nvml_h200 import loaded_windows
 from gputop.history import gpu_key
 from gputop.insight.diagnosis import Finding, diagnose
 from gputop.model import (
@@ -97,6 +98,25 @@ def busy_gpu(second: int) -> GpuSample:
         throttle_reasons=(),
         processes=(TRAINER,),
     )
+
+
+def h200_gpu(second: int) -> GpuSample:
+    """The real H200's one-second windows in turn (``snapshots/h200-gpm.json``): utilization
+    reads 94-98 % while its SMs are 93-95 % active and its tensor pipes 90-92 %."""
+    windows = loaded_windows()
+    window = windows[second % len(windows)]
+    return dataclasses.replace(
+        busy_gpu(second),
+        name="NVIDIA H200",
+        utilization=Utilization(gpu=window.utilization, memory=window.memory_utilization),
+        activity=window.activity,
+        power=Power(draw=window.power, limit=700.0),
+    )
+
+
+def test_history_screen_charts_sm_activity(snap_compare: SnapCompare) -> None:
+    """An H200 (GPM): SM activity beside utilization; SM and tensor in the statistics."""
+    assert snap_compare(HistoryApp(run(h200_gpu, 120)), press=["1"], terminal_size=SIZE)
 
 
 class HistoryApp(App[None]):

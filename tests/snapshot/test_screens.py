@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from fakes.nvml_h200 import h200_gpu, loaded_windows
 from gputop.model import GpuSample, Memory, Power, ProcessSample, Reason, Snapshot, Utilization
 from gputop.sinks.smi_xml import snapshot_to_xml
 from gputop.sources.smi.recording import Recording
@@ -24,6 +26,7 @@ from gputop.ui.settings import UiSettings
 from support import pods
 from support.apps import (
     FIXED_SETTINGS,
+    START,
     eight_gpus,
     live_app,
     load,
@@ -232,6 +235,45 @@ def test_focused_gpu_shows_its_detail_in_compact_mode(snap_compare: SnapCompare)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=focus_gpu_5)
+
+
+def h200_box(ticks: int) -> list[Snapshot]:
+    """Eight H200s, each through the real H200's one-second windows (busy 8 s, idle 4 s),
+    GPU i ``i`` windows ahead: utilization, GPM activity and power as recorded together."""
+    windows = loaded_windows()
+    base = capture("rtx3090x4-procs-v12.xml")
+    stream = []
+    for tick in range(ticks):
+        gpus = tuple(
+            dataclasses.replace(
+                h200_gpu(windows[(tick + index) % len(windows)], index),
+                uuid=f"GPU-{index:08x}-0000-0000-0000-000000000000",
+                pci_bus_id=f"00000000:{0x18 + index * 0x10:02X}:00.0",
+                throttle_reasons=(),
+                processes=(),
+            )
+            for index in range(8)
+        )
+        stream.append(
+            dataclasses.replace(
+                base, timestamp=START + timedelta(seconds=tick), gpus=gpus, attached_gpus=8
+            )
+        )
+    return stream
+
+
+def test_focused_h200_shows_its_gpm_activity_in_compact_mode(snap_compare: SnapCompare) -> None:
+    """Eight H200s (GPM): each detail line opens with SM, tensor, occupancy and DRAM
+    activity (0 % on those between two busy stretches), PCIe traffic after the codecs."""
+    app = live_app(h200_box(HISTORY), ticks=HISTORY)
+
+    async def focus_gpu_2(pilot: Pilot[object]) -> None:
+        while len(pilot.app.screen.query("GpuPanel")) < 8:
+            await pilot.pause()
+        pilot.app.screen.query("GpuPanel")[2].focus()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=focus_gpu_2)
 
 
 def test_settings_used_here_hide_host_and_clock() -> None:

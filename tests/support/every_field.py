@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from gputop.model import (
+    Activity,
     Clocks,
     ContainerView,
     EccErrors,
@@ -127,7 +128,22 @@ EVERY_FIELD = Snapshot(
             unavailable=(("fan_speed", Reason.NOT_SUPPORTED), ("power.draw", Reason.GPU_LOST)),
             lost=True,
         ),
-        GpuSample(index=2, power=Power(draw=-0.001), utilization=Utilization(gpu=0.004)),
+        GpuSample(
+            index=2,
+            power=Power(draw=-0.001),
+            utilization=Utilization(gpu=0.004),
+            activity=Activity(
+                graphics=97.22,
+                sm=93.63,
+                sm_occupancy=13.84,
+                tensor=90.9,
+                dram=15.8,
+                pcie_tx=0.61 * MIB,
+                pcie_rx=2.25 * MIB,
+                nvlink_tx=0.0,
+            ),
+            unavailable=(("activity.nvlink_rx", Reason.NOT_SUPPORTED),),
+        ),
     ),
     events=(
         xid_event(datetime(2024, 9, 18, 13, 59, 59, 500000), 0, 79, uuid="GPU-0"),

@@ -7,7 +7,8 @@ from dataclasses import replace
 import pytest
 
 from gputop.insight.diagnosis import DEFAULT_THRESHOLDS
-from gputop.model import GpuSample, Memory, Owner, Power, Utilization
+from gputop.model import GpuSample, Memory, Owner, Power, Reason, Utilization
+from gputop.model.activity import load_percent
 from gputop.model.fields import MIB
 from gputop.model.fleet import GpuState
 from gputop.model.gpu_state import sample_state
@@ -179,3 +180,54 @@ def test_one_sample_window_and_one_sample_are_judged_alike(
             assert over_window is GpuState.UNKNOWN
     else:
         assert over_window is one
+
+
+def test_dcgm_profiling_series_fill_the_gpus_activity() -> None:
+    gpu = _build(
+        ("DCGM_FI_DEV_GPU_UTIL", GPU0, 98.0),
+        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", GPU0, 0.9787),
+        ("DCGM_FI_PROF_SM_ACTIVE", GPU0, 0.9433),
+        ("DCGM_FI_PROF_SM_OCCUPANCY", GPU0, 0.1394),
+        ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", GPU0, 0.9157),
+        ("DCGM_FI_PROF_DRAM_ACTIVE", GPU0, 0.1586),
+        ("DCGM_FI_PROF_PCIE_TX_BYTES", GPU0, 775946.0),
+        ("DCGM_FI_PROF_PCIE_RX_BYTES", GPU0, 2474639.0),
+        # DCGM's per-instance profiling of a MIG instance is the instance's, not the GPU's.
+        ("DCGM_FI_PROF_NVLINK_TX_BYTES", {**GPU0, "GPU_I_ID": "3"}, 5e9),
+    )
+    activity = gpu.activity
+    assert activity.graphics == pytest.approx(97.87)
+    assert activity.sm == pytest.approx(94.33)
+    assert activity.sm_occupancy == pytest.approx(13.94)
+    assert activity.tensor == pytest.approx(91.57)
+    assert activity.dram == pytest.approx(15.86)
+    assert (activity.pcie_tx, activity.pcie_rx) == (775946.0, 2474639.0)
+    assert activity.nvlink_tx is None
+    assert gpu.reason("activity.nvlink_tx") is Reason.NOT_EXPORTED
+    assert gpu.reason("activity.sm") is None
+
+
+def test_dcgm_exporters_default_counters_have_no_activity_but_utilization() -> None:
+    gpu = _build(("DCGM_FI_DEV_GPU_UTIL", GPU0, 40.0))
+    assert gpu.activity.graphics is None and gpu.reason("activity.graphics") is Reason.NOT_EXPORTED
+    assert load_percent(gpu) == 40.0
+
+
+@pytest.mark.parametrize(
+    ("activity", "utilization", "expected"),
+    [
+        ((0.9787, 12), (98.0, 12), (97.87, 12)),  # engine activity where the exporter has it
+        ((0.02, 12), (100.0, 12), (2.0, 12)),  # utilization's "0 or 100" sampling: activity wins
+        ((None, 0), (44.0, 10), (44.0, 10)),  # dcgm-exporter's default counters: utilization
+        ((0.5, 0), (44.0, 10), (44.0, 10)),  # no activity sample in the window
+        ((None, 0), (None, 0), (None, 0)),
+    ],
+)
+def test_the_windows_input_is_engine_activity_else_utilization(
+    activity: tuple[float | None, int],
+    utilization: tuple[float | None, int],
+    expected: tuple[float | None, int],
+) -> None:
+    mean, samples = window.load_mean(activity, utilization)
+    assert samples == expected[1]
+    assert mean == (None if expected[0] is None else pytest.approx(expected[0]))

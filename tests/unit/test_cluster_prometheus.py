@@ -169,6 +169,11 @@ def test_states_over_the_window(fleet_json: dict[str, Any]) -> None:
     assert (v100["state"], v100["utilization_mean"]) == (GpuState.UNKNOWN.value, 0.0)
     titan = _node(fleet_json, "dcgm-exporter-lcxpl")["gpus"][0]
     assert titan["state"] == GpuState.UNKNOWN.value  # no utilization nor memory: unknown
+    # MIG on, so no utilization; DCGM's engine activity for the whole GPU is the window's input.
+    a100 = _gpu(_node(fleet_json, "ub20-a100-k8s"), "GPU-34319582-d595-d1c7-d1d2-179bcfa61660")
+    assert a100["utilization_gpu"] is None
+    assert a100["activity_graphics"] == pytest.approx(99.563)
+    assert (a100["state"], a100["utilization_mean"]) == (GpuState.BUSY.value, 99.563)
 
 
 def test_the_table_says_how_many_are_idle(
@@ -178,7 +183,8 @@ def test_the_table_says_how_many_are_idle(
     result = cluster("--prometheus", prometheus.url, "--once")
     assert result.returncode == 0, result.stderr
     head, _, *rows = result.stdout.splitlines()
-    assert head.startswith(f"{len(CAPTURES)} nodes, 31 GPUs: 1 busy, 0 waiting, 0 idle")
+    # Busy: the V100 at 44 %, and the MIG A100 whose engine activity DCGM measured at 99.6 %.
+    assert head.startswith(f"{len(CAPTURES)} nodes, 31 GPUs: 2 busy, 0 waiting, 0 idle")
     assert "scraped every 1 s" in head
     assert sorted(row.split()[0] for row in rows) == sorted(
         ["ub20-a100-k8s", "dcgm-exporter-wwwjh", "gsrh100-074", "r6i3n0",
@@ -209,9 +215,12 @@ def test_one_round_trip_per_metric_not_per_node(
         source.close()
     families = len(source._families or ())
     assert len(fleet.nodes) == len(servers)
-    # One query per family, three for the window, one for freshness; never per node.
-    assert per_refresh == families + 4
-    assert unchanged == (families + 4 if rescraped else 1)
+    # One query per family, three for the window (two more for the engine activity some
+    # exporters have), one for freshness; never per node.
+    window = 3 + (2 if "DCGM_FI_PROF_GR_ENGINE_ACTIVE" in (source._families or ()) else 0)
+    assert window == 5
+    assert per_refresh == families + window + 1
+    assert unchanged == (families + window + 1 if rescraped else 1)
     assert [n.host for n in again.nodes] == [n.host for n in fleet.nodes]
     for old, new in zip(fleet.nodes, again.nodes, strict=True):
         # The exporters serve fixed captures: the values never change, only their time.

@@ -10,6 +10,7 @@ import pytest
 
 from gputop.errors import GputopError
 from gputop.model import (
+    Activity,
     Clocks,
     GpuSample,
     Memory,
@@ -23,6 +24,7 @@ from gputop.sinks.csv_log import COLUMNS, CsvLogError, CsvLogger, gpu_row
 
 MIB = 1024**2
 T0 = datetime(2024, 9, 18, 14, 0, 0)
+GPM_CELLS = 9
 
 FULL = GpuSample(
     index=0,
@@ -70,6 +72,15 @@ def test_columns_are_the_documented_ones() -> None:
         "pstate",
         "throttle_reasons",
         "processes",
+        "activity_graphics",
+        "activity_sm",
+        "activity_sm_occupancy",
+        "activity_tensor",
+        "activity_dram",
+        "pcie_tx_bytes_per_s",
+        "pcie_rx_bytes_per_s",
+        "nvlink_tx_bytes_per_s",
+        "nvlink_rx_bytes_per_s",
     )
 
 
@@ -99,11 +110,13 @@ def test_header_then_one_row_per_gpu(tmp_path: Path) -> None:
         "P2",
         "sw_power_cap;hw_slowdown",
         "2",
+        *[""] * GPM_CELLS,  # an RTX 3090 has no GPM
     ]
-    values = rows[2][4:-1]
+    values = rows[2][4:]
     assert rows[2][:4] == ["2024-09-18T14:00:00.000", "1", "", 'Odd, "quoted" name']
-    assert values == [""] * 12
-    assert rows[2][-1] == "0"
+    processes = COLUMNS.index("processes") - 4
+    assert values[processes] == "0"
+    assert values[:processes] + values[processes + 1 :] == [""] * (12 + GPM_CELLS)
     assert rows[3][0] == "2024-09-18T14:00:01.500"
 
 
@@ -174,3 +187,45 @@ def test_a_file_with_other_columns_is_refused(tmp_path: Path) -> None:
 def test_unwritable_path_is_a_gputop_error(tmp_path: Path) -> None:
     with pytest.raises(GputopError, match="cannot open"):
         CsvLogger(tmp_path / "no-such-dir" / "log.csv")
+
+
+HOPPER = GpuSample(
+    index=0,
+    name="NVIDIA H200",
+    activity=Activity(
+        graphics=97.22,
+        sm=93.63,
+        sm_occupancy=13.84,
+        tensor=90.9,
+        dram=15.8,
+        pcie_tx=0.61 * MIB,
+        pcie_rx=2.25 * MIB,
+        nvlink_tx=0.0,
+        nvlink_rx=None,
+    ),
+)
+
+
+def test_gpm_columns_hold_percent_and_bytes_per_second() -> None:
+    row = dict(zip(COLUMNS, gpu_row(snapshot(), HOPPER), strict=True))
+    assert row["activity_graphics"] == "97.22"
+    assert row["activity_sm"] == "93.63"
+    assert row["activity_sm_occupancy"] == "13.84"
+    assert row["activity_tensor"] == "90.9"
+    assert row["activity_dram"] == "15.8"
+    assert row["pcie_tx_bytes_per_s"] == "639631.36"
+    assert row["pcie_rx_bytes_per_s"] == "2359296"
+    assert row["nvlink_tx_bytes_per_s"] == "0"
+    assert row["nvlink_rx_bytes_per_s"] == ""  # not reported: empty, never 0
+
+
+def test_a_log_written_before_gpm_is_continued_with_its_own_columns(tmp_path: Path) -> None:
+    earlier = COLUMNS[:-GPM_CELLS]
+    path = tmp_path / "old.csv"
+    path.write_text(",".join(earlier) + "\n" + ",".join(["x"] * len(earlier)) + "\n")
+    with CsvLogger(path) as log:
+        log.write(snapshot(0, (HOPPER,)))
+    rows = read_rows(path)
+    assert rows[0] == list(earlier)
+    assert [len(row) for row in rows] == [len(earlier)] * 3
+    assert rows[2][:4] == ["2024-09-18T14:00:00.000", "0", "", "NVIDIA H200"]

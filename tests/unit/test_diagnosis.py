@@ -21,6 +21,7 @@ from gputop.insight.diagnosis import (
     limiting_reasons,
 )
 from gputop.model import (
+    Activity,
     Clocks,
     EccErrors,
     GpuSample,
@@ -524,3 +525,32 @@ def test_gpu_state(gpu: GpuSample | None, state: GpuState) -> None:
 def test_holds_work_cannot_tell_without_any_evidence() -> None:
     assert holds_work(make_gpu(None, processes=(), used=None)) is None
     assert holds_work(make_gpu(None, processes=(), used=2 * GIB)) is True
+
+
+# -- the input: engine activity where measured, else utilization ---------------------------
+
+
+def with_activity(gpu: GpuSample, graphics: float | None) -> GpuSample:
+    return replace(gpu, activity=Activity(graphics=graphics, sm=graphics))
+
+
+def test_engine_activity_decides_the_state_where_gpm_measured_it() -> None:
+    # Utilization's sampling read 100 % of a GPU whose engines were busy 2 % of the time
+    # (dcgm-exporter issue 341), and 10 % of one busy 60 %.
+    assert gpu_state(with_activity(make_gpu(100.0), 2.0)) is GpuState.WAITING
+    assert gpu_state(with_activity(make_gpu(10.0), 60.0)) is GpuState.BUSY
+    idle = make_gpu(3.0, processes=(), used=0)
+    assert gpu_state(with_activity(idle, 0.0)) is GpuState.IDLE
+    # Without GPM (older GPUs, recordings): utilization, as before.
+    assert gpu_state(with_activity(make_gpu(10.0), None)) is GpuState.WAITING
+
+
+def test_the_waiting_finding_names_the_engine_activity_it_averaged() -> None:
+    gpus = [with_activity(make_gpu(100.0), 4.0) for _ in range(60)]
+    (finding,) = diagnose(history(gpus), 0)
+    assert finding.kind is FindingKind.WAITING
+    assert finding.text.startswith(
+        "waiting: 1 process holds 30.0GiB but engine activity averaged 4% over the last 30s"
+    )
+    (held,) = [f for f in diagnose(history(gpus[:1]), 0) if f.kind is FindingKind.HELD]
+    assert held.text == "held: 1 process holds 30.0GiB at 4% engine activity right now"

@@ -92,8 +92,9 @@ DCGM_COUNTER = re.compile(r"^(DCGM_\w+) counter metrics should have \"_total\" s
         (str(FOUR), ("--replay", str(MIG_TEXT))),
         (str(FOUR), ("--replay", str(ROOT / "snapshots" / "h200-mig-590-q.txt"))),
         (str(FOUR), ("--replay", str(ROOT / "snapshots" / "a100-sxm4-80gb-mig-v12.xml"))),
+        ("h200-train", ()),
     ],
-    ids=["4x3090", "8x7-mig", "replay-h100-mig", "replay-h200-mig", "replay-a100-mig"],
+    ids=["4x3090", "8x7-mig", "replay-h100-mig", "replay-h200-mig", "replay-a100-mig", "h200-gpm"],
 )
 def test_promtool_accepts_the_output(fake: str, args: tuple[str, ...]) -> None:
     assert PROMTOOL.exists(), "promtool: run scripts/install-system-deps"

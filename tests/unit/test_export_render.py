@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.nvml_h200 import h200_gpu, loaded_windows, without_activity
 from fakes.nvml_scenarios import GIB, MIB, gpu_sample, h100_mig_box, mig_gpu, snapshot
 from gputop.insight.diagnosis import gpu_state
 from gputop.model import GpuSample, ProcessSample, Snapshot, Utilization
@@ -326,3 +327,35 @@ def test_the_readme_lists_every_exported_name() -> None:
     for line in text.splitlines():
         if line.startswith("# TYPE "):
             assert listed(line.split()[2]), line
+
+
+def test_gpm_activity_is_dcgm_profiling_metrics_in_dcgms_units() -> None:
+    window = loaded_windows()[1]
+    text = render(snapshot(h200_gpu(window)))
+    values = series(text)
+    for name, expected in (
+        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0.9787),
+        ("DCGM_FI_PROF_SM_ACTIVE", 0.9433),
+        ("DCGM_FI_PROF_SM_OCCUPANCY", 0.1394),
+        ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.9157),
+        ("DCGM_FI_PROF_DRAM_ACTIVE", 0.1586),
+        ("DCGM_FI_PROF_PCIE_TX_BYTES", 0.74 * MIB),
+        ("DCGM_FI_PROF_PCIE_RX_BYTES", 2.36 * MIB),
+        ("DCGM_FI_PROF_NVLINK_TX_BYTES", 0.0),
+        ("DCGM_FI_PROF_NVLINK_RX_BYTES", 0.0),
+    ):
+        assert find(values, name, gpu="0") == [pytest.approx(expected)], name
+        family = DCGM_FAMILIES[name]
+        assert f"# TYPE {name} gauge" in text
+        assert f"# HELP {name} {family.help}" in text
+    # dcgm-exporter's help texts, word for word (etc/dcp-metrics-included.csv).
+    assert DCGM_FAMILIES["DCGM_FI_PROF_SM_ACTIVE"].help == (
+        "The ratio of cycles an SM has at least 1 warp assigned."
+    )
+    assert DCGM_FAMILIES["DCGM_FI_PROF_PCIE_TX_BYTES"].help.endswith("in bytes per second.")
+
+
+def test_no_profiling_metric_for_a_gpu_without_gpm() -> None:
+    values = series(render(snapshot(without_activity(h200_gpu(loaded_windows()[1])))))
+    assert not [key for key in values if key[0].startswith("DCGM_FI_PROF_")]
+    assert find(values, "DCGM_FI_DEV_GPU_UTIL", gpu="0") == [98.0]

@@ -54,7 +54,8 @@ def test_prometheus_names_are_dcgm_exporters_or_ours() -> None:
     for table in (GPU_FIELDS, MIG_FIELDS):
         for f in table:
             framebuffer = (f.prometheus or "").startswith("DCGM_FI_DEV_FB_")
-            ratio = (f.prometheus or "").startswith("DCGM_FI_PROF_")  # DCGM's 0..1, from %
+            # DCGM's 0..1, from %; its PCIe and NVLink rates are bytes/s as the model's.
+            ratio = (f.prometheus or "").startswith("DCGM_FI_PROF_") and f.unit != "B/s"
             millijoules = f.prometheus == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
             expected = (
                 1 / 1024**2 if framebuffer else 1 / 100 if ratio else 1000 if millijoules else 1.0

@@ -9,7 +9,16 @@ from datetime import datetime, timedelta
 import pytest
 
 from gputop.history import HistoryStore, Metric, gpu_key, memory_bound
-from gputop.model import Clocks, GpuSample, Memory, Power, Snapshot, Temperature, Utilization
+from gputop.model import (
+    Activity,
+    Clocks,
+    GpuSample,
+    Memory,
+    Power,
+    Snapshot,
+    Temperature,
+    Utilization,
+)
 
 T0 = datetime(2024, 9, 18, 21, 34, 12)
 
@@ -122,6 +131,7 @@ def test_every_metric_reads_its_field_and_the_store_files_the_same() -> None:
         temperature=Temperature(gpu=7.0),
         fan_speed=8.0,
         clocks=Clocks(sm=9, memory=12),
+        activity=Activity(sm=13.0, tensor=14.0),
     )
     want = {
         Metric.GPU_UTIL: 1.0,
@@ -136,6 +146,8 @@ def test_every_metric_reads_its_field_and_the_store_files_the_same() -> None:
         Metric.FAN: 8.0,
         Metric.SM_CLOCK: 9.0,
         Metric.MEM_CLOCK: 12.0,
+        Metric.SM_ACTIVE: 13.0,
+        Metric.TENSOR_ACTIVE: 14.0,
     }
     fields = [metric for metric in Metric if metric is not Metric.THROTTLED]
     store = HistoryStore(capacity=4)

@@ -147,7 +147,9 @@ def test_the_live_source_reads_what_the_view_says(monkeypatch: pytest.MonkeyPatc
         made.update(kwargs)
         return "enricher"
 
-    def open_nvml_source(*, enrich: object, seldom: frozenset[str]) -> CyclingSource:
+    def open_nvml_source(
+        *, enrich: object, seldom: frozenset[str], gpm_cadence: object = None
+    ) -> CyclingSource:
         made["enrich"] = enrich
         made["seldom"] = seldom
         return CyclingSource([_empty()])

@@ -302,7 +302,7 @@ def test_live_feed_hands_out_the_first_snapshot_and_closes_once() -> None:
 def stand_in(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
     source = StandIn()
     # Handed the InView the process table fills (see test_in_view.py).
-    monkeypatch.setattr(live, "open_live_source", lambda in_view: source)
+    monkeypatch.setattr(live, "open_live_source", lambda in_view, gpm_cadence=None: source)
     yield source
 
 
@@ -316,13 +316,13 @@ def test_cli_main_dispatches_live_options(
 def test_cli_main_turns_errors_into_one_line_and_an_exit_code(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def no_driver(in_view: object) -> StandIn:
+    def no_driver(in_view: object, gpm_cadence: object = None) -> StandIn:
         raise NoDriver("NVIDIA driver not loaded; --replay works anywhere")
 
     monkeypatch.setattr(live, "open_live_source", no_driver)
     assert cli.main(["--once"]) == 1
     assert capsys.readouterr().err == "gputop: NVIDIA driver not loaded; --replay works anywhere\n"
-    monkeypatch.setattr(live, "open_live_source", lambda in_view: StandIn())
+    monkeypatch.setattr(live, "open_live_source", lambda in_view, gpm_cadence=None: StandIn())
     assert cli.main(["--json", "--gpu", "GPU-ffff"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nothing matches 'GPU-ffff'" in err

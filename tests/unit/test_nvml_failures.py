@@ -12,6 +12,7 @@ from fakes.nvml_fake import FakeNvml, Faults
 from fakes.nvml_harness import nvml_source
 from fakes.nvml_scenarios import GIB, MIB, gpu_sample, snapshot
 from gputop.model import GpuSample, Memory, ProcessSample, Reason, Temperature
+from gputop.sources.nvml.gpm import ACTIVITY_PATHS
 
 NOT_SUPPORTED = pynvml.NVML_ERROR_NOT_SUPPORTED
 NO_PERMISSION = pynvml.NVML_ERROR_NO_PERMISSION
@@ -46,7 +47,8 @@ def test_a_failing_call_costs_only_its_own_fields(
     for path in paths:
         assert got.reason(path) is expected, path
     missing = {path for path, _ in got.unavailable}
-    assert missing == {*paths, "temperature.memory"}
+    # The card has no HBM (memory temperature) and no GPM (activity): not a Hopper.
+    assert missing == {*paths, "temperature.memory", *ACTIVITY_PATHS}
     # Everything else was still read.
     assert got.name == "NVIDIA RTX A6000"
     assert got.clocks.graphics == 1740

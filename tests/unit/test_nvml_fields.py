@@ -10,6 +10,7 @@ from fakes.nvml_fake import FakeNvml, Faults
 from fakes.nvml_harness import nvml_source
 from fakes.nvml_scenarios import GIB, MIB, gpu_sample, snapshot
 from gputop.model import GpuSample, ProcessSample, Reason, Snapshot
+from gputop.sources.nvml.gpm import ACTIVITY_PATHS
 
 
 def _poll(snap: Snapshot, faults: Faults | None = None) -> Snapshot:
@@ -28,8 +29,10 @@ def test_every_gpu_field_comes_through() -> None:
         if f.name in ("processes", "unavailable"):
             continue
         assert getattr(got, f.name) == getattr(want, f.name), f.name
-    # The card reports everything but memory temperature (not an HBM part).
-    assert got.unavailable == (("temperature.memory", Reason.NOT_SUPPORTED),)
+    # The card reports everything but GPM's activity (not a Hopper) and memory temperature
+    # (not an HBM part).
+    activity = tuple((path, Reason.NOT_SUPPORTED) for path in ACTIVITY_PATHS)
+    assert got.unavailable == (*activity, ("temperature.memory", Reason.NOT_SUPPORTED))
     assert got.reason("temperature.memory") is Reason.NOT_SUPPORTED
 
 

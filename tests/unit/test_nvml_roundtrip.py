@@ -24,6 +24,7 @@ import pytest
 from fakes.nvml_fake import FakeNvml
 from fakes.nvml_harness import nvml_source
 from gputop.model import GpuSample, MigDeviceSample, Reason, Snapshot
+from gputop.sources.nvml.gpm import ACTIVITY_PATHS
 from gputop.sources.smi.recording import snapshot_from_path
 
 CAPTURES = sorted((Path(__file__).resolve().parents[2] / "snapshots").glob("*.xml"))
@@ -81,9 +82,10 @@ def test_under_mig_reasons_agree(capture: Path) -> None:
         return {path for path, reason in unavailable if reason is Reason.UNDER_MIG}
 
     for have, expected in zip(got.gpus, want.gpus, strict=True):
-        assert under_mig(have.unavailable) - {"processes.sm_utilization"} == under_mig(
-            expected.unavailable
-        )
+        # NVML also says so of the per-process SM figures and of GPM's activity, which is
+        # measured per instance under MIG; no recording format carries either.
+        only_live = {"processes.sm_utilization", *ACTIVITY_PATHS}
+        assert under_mig(have.unavailable) - only_live == under_mig(expected.unavailable)
         for mine, theirs in zip(have.mig_devices, expected.mig_devices, strict=True):
             # NVML also says why it has no per-instance encoder/decoder figures.
             assert under_mig(theirs.unavailable) <= under_mig(mine.unavailable)

@@ -154,9 +154,10 @@ def _bind(
 
 
 def _live_feed(selection: GpuSelection | None) -> Feed:
-    from gputop.cli.live import open_live_source
+    from gputop.cli.live import EXPORT_GPM_EVERY, open_live_source
+    from gputop.sources.nvml.gpm import GpmCadence
 
-    source = open_live_source()
+    source = open_live_source(gpm_cadence=GpmCadence(every=EXPORT_GPM_EVERY))
     try:
         first = source.poll()
         if selection is not None:

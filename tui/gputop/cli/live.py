@@ -49,6 +49,7 @@ from gputop.sources.k8s.kubelet import kubelet_socket
 if TYPE_CHECKING:
     from gputop.sinks.fanout import SnapshotSinks
     from gputop.sources.gpu_select import GpuSelection
+    from gputop.sources.nvml.gpm import GpmCadence
 
 
 TUI_UNSHOWN = frozenset({"clocks.graphics", "clocks.video", "power.energy"})
@@ -65,10 +66,39 @@ def unshown_fields(options: Options) -> frozenset[str]:
     return TUI_UNSHOWN
 
 
-def open_live_source(in_view: InView | None = None) -> Source:
+TUI_GPM_BUDGET = 0.003
+"""The share of a core GPM's metrics may cost in the TUI, at the 1.4 ms a call a real H200
+charged: every tick on 1-2 GPUs, every 2 s on 4, every 4 s on 8, every 10 s for 8 GPUs of 7
+MIG instances (0.8 % of a core there, where every tick was 8 %; ``benchmarks/bench_gpm.py``).
+Each value is then the mean since the last one, nothing between lost."""
+EXPORT_GPM_EVERY = 15.0
+"""Seconds between GPM computations for ``gputop export``: the common scrape interval (each
+scrape sees the mean over the last 15 s, as dcgm-exporter's DCGM sees its own interval's)."""
+UNWRITTEN_GPM_EVERY = 10.0
+"""Seconds between GPM computations in a headless run that prints or writes none of it
+(``--record``, the text summary, ``--pick``)."""
+
+
+def gpm_cadence(options: Options) -> GpmCadence:
+    """How often this run works GPM's metrics out: every tick for a run that prints or
+    writes every tick's (``--json``, ``--log``), within a CPU budget for the TUI, seldom
+    where nothing reads them."""
+    from gputop.sources.nvml.gpm import GpmCadence
+
+    if options.json or options.log is not None:
+        return GpmCadence()
+    if options.headless:
+        return GpmCadence(every=UNWRITTEN_GPM_EVERY)
+    return GpmCadence(budget=TUI_GPM_BUDGET)
+
+
+def open_live_source(
+    in_view: InView | None = None, gpm_cadence: GpmCadence | None = None
+) -> Source:
     """The NVML source with process enrichment; ``in_view``: where a view says which
     processes it shows, so that only those have their ``/proc`` facts read every tick, and
-    which GPU fields nothing shows, read every few seconds.
+    which GPU fields nothing shows, read every few seconds; ``gpm_cadence``: how often GPM's
+    metrics are worked out (None: every tick).
 
     Raises:
         NoDriver, NoPermission: NVML cannot be used here (one line naming the case).
@@ -83,7 +113,9 @@ def open_live_source(in_view: InView | None = None) -> Source:
         in_view=None if in_view is None else in_view.pids,
     )
     nvml = open_nvml_source(
-        enrich=enricher, seldom=frozenset() if in_view is None else in_view.unshown
+        enrich=enricher,
+        seldom=frozenset() if in_view is None else in_view.unshown,
+        gpm_cadence=gpm_cadence,
     )
     watcher = None
     if kubelet_socket(env) is not None:
@@ -143,7 +175,7 @@ def run_live(
     # The process table says which processes are on screen; the rest are read less often,
     # as are the fields only a recording or a headless run writes, when the TUI is all.
     in_view = InView(unshown=unshown_fields(options))
-    starting = DriverStart(open_source or partial(open_live_source, in_view))
+    starting = DriverStart(open_source or partial(open_live_source, in_view, gpm_cadence(options)))
     if options.headless:
         source = starting.wait_saying_so(err)
     else:

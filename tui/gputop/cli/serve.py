@@ -339,12 +339,13 @@ def _serve_live(
     users: dict[str, str] | None,
     ssl: ssl.SSLContext | None,
 ) -> int:
-    from gputop.cli.live import open_live_source
+    from gputop.cli.live import TUI_GPM_BUDGET, open_live_source
     from gputop.sources.gpu_select import GpuSelection
+    from gputop.sources.nvml.gpm import GpmCadence
     from gputop.sources.shared import SnapshotPublisher, private_socket_dir
 
     selection = GpuSelection.parse(options.gpu) if options.gpu is not None else None
-    source = open_live_source()
+    source = open_live_source(gpm_cadence=GpmCadence(budget=TUI_GPM_BUDGET))
     directory = private_socket_dir()
     try:
         first = source.poll()

@@ -34,6 +34,9 @@ class Metric(enum.Enum):
     MEM_CLOCK = "clocks.memory"
     ENCODER = "utilization.encoder"
     DECODER = "utilization.decoder"
+    SM_ACTIVE = "activity.sm"
+    """GPM's SM activity (Hopper and later; NaN elsewhere), charted beside utilization."""
+    TENSOR_ACTIVE = "activity.tensor"
     THROTTLED = "throttled"
     """1 while a reason that limits the clocks is active, else 0. Not a field: which reasons
     limit is the diagnosis's call, so whoever builds the store hands it this reader

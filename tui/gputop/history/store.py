@@ -8,8 +8,8 @@ coarse tier costs nothing on the other ticks.
 
 Memory grows with the run up to a bound fixed by the capacities, whatever the run's length:
 per GPU and metric 4 bytes a tick and 12 a bucket, plus 8 bytes a tick's time and 12 a bucket's
-start and weight, for at most ``max_keys`` GPUs. :func:`memory_bound` works it out: 3.4 MB for
-8 GPUs and the 13 metrics, 27 MB at the limit of 64 GPUs.
+start and weight, for at most ``max_keys`` GPUs. :func:`memory_bound` works it out: 3.9 MB for
+8 GPUs and the 15 metrics, 31 MB at the limit of 64 GPUs.
 
 Only the poller thread appends or rebuilds. The UI reads the :class:`HistoryView` carried by
 each tick (copies, so it never sees a ring being written), or a :class:`HistoryWindow` through

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from gputop.insight.textfmt import fmt_clock, fmt_duration, seconds_between
 from gputop.model import GpuSample, ProcessSample, Snapshot, ThrottleKind, ThrottleReason
+from gputop.model.activity import load_name, load_percent
 from gputop.model.gpu_state import DEFAULT_THRESHOLDS as STATE_DEFAULTS
 from gputop.model.gpu_state import GpuState as GpuState
 from gputop.model.gpu_state import compute_processes as compute_processes
@@ -129,6 +130,13 @@ def limiting_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
     if not reasons:
         return ()  # the common case, on every sample of a long history
     return reasons_of_kind(reasons, ThrottleKind.POWER, ThrottleKind.THERMAL, ThrottleKind.HARDWARE)
+
+
+# -- the input: how busy a GPU is --------------------------------------------------------
+# Activity: GPM's engine activity if the source measured it, else utilization
+# (``gputop.model.activity``). The rules below read a GPU's load through these two alone.
+_load = load_percent
+_load_name = load_name
 
 
 # -- one sample ---------------------------------------------------------------------------
@@ -286,7 +294,8 @@ def _cpu_hint(processes: Sequence[ProcessSample], thresholds: DiagnosisThreshold
 def _waiting(
     points: Sequence[_Point], span: float, since: datetime | None, th: DiagnosisThresholds
 ) -> Finding | None:
-    utils = [p.gpu.utilization.gpu for p in points if p.gpu.utilization.gpu is not None]
+    loads = [_load(p.gpu) for p in points]
+    utils = [load for load in loads if load is not None]
     if not utils:
         return None  # MIG and friends: unknown is not 0
     mean = sum(utils) / len(utils)
@@ -294,8 +303,8 @@ def _waiting(
         return None
     processes = compute_processes(points[-1].gpu)
     text = (
-        f"waiting: {_holders(points[-1].gpu)} but utilization averaged {mean:.0f}% over the "
-        f"last {fmt_duration(span)} ({_cpu_hint(processes, th)})"
+        f"waiting: {_holders(points[-1].gpu)} but {_load_name(points[-1].gpu)} averaged "
+        f"{mean:.0f}% over the last {fmt_duration(span)} ({_cpu_hint(processes, th)})"
     )
     return Finding(FindingKind.WAITING, Severity.WARNING, text, since)
 
@@ -319,10 +328,10 @@ def _held_now(gpu: GpuSample, th: DiagnosisThresholds) -> Finding | None:
     With too little history the waiting rule is silent, yet one snapshot of 21.9GiB held
     at 0% is still worth a line: it says what is true right now and claims nothing more.
     """
-    util = gpu.utilization.gpu
+    util = _load(gpu)
     if util is None or util >= th.idle_utilization_pct or not holds_work(gpu, th):
         return None
-    text = f"held: {_holders(gpu)} at {util:.0f}% utilization right now"
+    text = f"held: {_holders(gpu)} at {util:.0f}% {_load_name(gpu)} right now"
     return Finding(FindingKind.HELD, Severity.INFO, text)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gputop.model.container import ContainerView
 from gputop.model.owner import Owner
 from gputop.model.sample import (
+    Activity,
     Clocks,
     EccErrors,
     GpuSample,
@@ -22,6 +23,7 @@ from gputop.model.sample import (
 from gputop.model.throttle import ThrottleKind, ThrottleReason
 
 __all__ = [
+    "Activity",
     "Clocks",
     "ContainerView",
     "EccErrors",

@@ -118,6 +118,96 @@ DEC_UTIL = Field(
     query="utilization.decoder",
     prometheus="DCGM_FI_DEV_DEC_UTIL",
 )
+# GPM (Hopper and later): percent in the model, DCGM's ratios (0-1) when exported.
+ACTIVITY_GRAPHICS = Field(
+    "activity.graphics",
+    "engine active",
+    "%",
+    json="activity_graphics",
+    csv="activity_graphics",
+    prometheus="DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    export_scale=1 / 100,
+)
+ACTIVITY_SM = Field(
+    "activity.sm",
+    "SM active",
+    "%",
+    json="activity_sm",
+    csv="activity_sm",
+    prometheus="DCGM_FI_PROF_SM_ACTIVE",
+    export_scale=1 / 100,
+)
+ACTIVITY_SM_OCCUPANCY = Field(
+    "activity.sm_occupancy",
+    "SM occupancy",
+    "%",
+    json="activity_sm_occupancy",
+    csv="activity_sm_occupancy",
+    prometheus="DCGM_FI_PROF_SM_OCCUPANCY",
+    export_scale=1 / 100,
+)
+ACTIVITY_TENSOR = Field(
+    "activity.tensor",
+    "tensor active",
+    "%",
+    json="activity_tensor",
+    csv="activity_tensor",
+    prometheus="DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    export_scale=1 / 100,
+)
+ACTIVITY_DRAM = Field(
+    "activity.dram",
+    "DRAM active",
+    "%",
+    json="activity_dram",
+    csv="activity_dram",
+    prometheus="DCGM_FI_PROF_DRAM_ACTIVE",
+    export_scale=1 / 100,
+)
+PCIE_TX = Field(
+    "activity.pcie_tx",
+    "PCIe tx",
+    "B/s",
+    json="pcie_tx_bytes_per_second",
+    csv="pcie_tx_bytes_per_s",
+    prometheus="DCGM_FI_PROF_PCIE_TX_BYTES",
+)
+PCIE_RX = Field(
+    "activity.pcie_rx",
+    "PCIe rx",
+    "B/s",
+    json="pcie_rx_bytes_per_second",
+    csv="pcie_rx_bytes_per_s",
+    prometheus="DCGM_FI_PROF_PCIE_RX_BYTES",
+)
+NVLINK_TX = Field(
+    "activity.nvlink_tx",
+    "NVLink tx",
+    "B/s",
+    json="nvlink_tx_bytes_per_second",
+    csv="nvlink_tx_bytes_per_s",
+    prometheus="DCGM_FI_PROF_NVLINK_TX_BYTES",
+)
+NVLINK_RX = Field(
+    "activity.nvlink_rx",
+    "NVLink rx",
+    "B/s",
+    json="nvlink_rx_bytes_per_second",
+    csv="nvlink_rx_bytes_per_s",
+    prometheus="DCGM_FI_PROF_NVLINK_RX_BYTES",
+)
+ACTIVITY_FIELDS: tuple[Field, ...] = (
+    ACTIVITY_GRAPHICS,
+    ACTIVITY_SM,
+    ACTIVITY_SM_OCCUPANCY,
+    ACTIVITY_TENSOR,
+    ACTIVITY_DRAM,
+    PCIE_TX,
+    PCIE_RX,
+    NVLINK_TX,
+    NVLINK_RX,
+)
+"""What GPM measures for a GPU (``model.sample.Activity``), in ``--json`` and ``--log`` order."""
 MEM_TOTAL = Field(
     "memory.total",
     "memory total",
@@ -412,6 +502,7 @@ GPU_FIELDS: tuple[Field, ...] = (
     MEM_UTIL,
     ENC_UTIL,
     DEC_UTIL,
+    *ACTIVITY_FIELDS,
     MEM_TOTAL,
     MEM_USED,
     MEM_FREE,
@@ -456,8 +547,14 @@ CSV_LOG: tuple[Field, ...] = (
     PSTATE,
     THROTTLE,
     PROCESSES,
+    *ACTIVITY_FIELDS,
 )
-"""The ``--log`` columns after the timestamp, in their order (the documented header)."""
+"""The ``--log`` columns after the timestamp, in their order (the documented header). The
+GPM columns come last, so that a log an earlier gputop wrote (:data:`CSV_LOG_BEFORE_GPM`,
+the same columns without them) is continued with its own columns."""
+
+CSV_LOG_BEFORE_GPM: tuple[Field, ...] = CSV_LOG[: -len(ACTIVITY_FIELDS)]
+"""The ``--log`` columns of gputop before it read GPM."""
 
 GPU_BY_PATH: dict[str, Field] = {f.path: f for f in GPU_FIELDS}
 GPU_BY_QUERY: dict[str, Field] = {f.query: f for f in GPU_FIELDS if f.query is not None}

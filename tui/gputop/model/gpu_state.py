@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
+from gputop.model.activity import load_percent
 from gputop.model.sample import GpuSample, ProcessSample, Reason
 from gputop.model.throttle import ThrottleKind, ThrottleReason
 
@@ -173,9 +174,9 @@ def judge(
 
 
 def activity(gpu: GpuSample) -> float | None:
-    """How hard the GPU works, in %: what every state is judged by. Utilization (the share
-    of time a kernel ran); a source that measures engine activity can be preferred here."""
-    return gpu.utilization.gpu
+    """How hard the GPU works, in %: what every state is judged by. GPM's engine activity
+    where a source measured it, else utilization (:mod:`gputop.model.activity`)."""
+    return load_percent(gpu)
 
 
 def compute_processes(gpu: GpuSample) -> tuple[ProcessSample, ...]:

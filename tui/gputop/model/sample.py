@@ -7,7 +7,7 @@ owning object's ``unavailable`` records why, keyed by the field's dotted path
 showing 0.
 
 Units: memory in bytes, power in watts, temperature in degrees Celsius, clocks in MHz,
-utilization and fan speed in percent.
+utilization, activity and fan speed in percent, transfer rates in bytes per second.
 """
 
 from __future__ import annotations
@@ -62,6 +62,36 @@ class Utilization:
     memory: float | None = None
     encoder: float | None = None
     decoder: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """What the GPU's performance monitors (GPM: Hopper and later) measured over a window
+    between two of their samples: how much of the GPU did work, not only whether a kernel ran.
+
+    ``utilization.gpu`` is the share of time *any* kernel ran, so one small kernel at a time
+    reads 100 %; these say how many SMs worked and how hard. Percent (0-100) of time or of the
+    hardware's peak, as NVML reports them (DCGM's ``DCGM_FI_PROF_*`` are the same as ratios);
+    transfer rates in bytes per second. None on GPUs without GPM, under MIG (see the MIG
+    devices' own ``utilization``), in recordings, and until two samples exist.
+    """
+
+    graphics: float | None = None
+    """Share of time the graphics/compute engine was active (DCGM's ``GR_ENGINE_ACTIVE``)."""
+    sm: float | None = None
+    """Share of SM cycles with at least one warp assigned, averaged over the SMs."""
+    sm_occupancy: float | None = None
+    """Warps resident on the SMs against the most they can hold."""
+    tensor: float | None = None
+    """Share of cycles any tensor pipe was active."""
+    dram: float | None = None
+    """Device memory bandwidth used against its peak."""
+    pcie_tx: float | None = None
+    """Bytes per second the GPU sent over PCIe (headers included)."""
+    pcie_rx: float | None = None
+    nvlink_tx: float | None = None
+    """Bytes per second sent over all NVLinks together."""
+    nvlink_rx: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +217,8 @@ class GpuSample:
     serial: str | None = None
     architecture: str | None = None
     utilization: Utilization = field(default_factory=Utilization)
+    activity: Activity = field(default_factory=Activity)
+    """GPM's measurements (Hopper and later), live only."""
     memory: Memory = field(default_factory=Memory)
     bar1: Memory = field(default_factory=Memory)
     temperature: Temperature = field(default_factory=Temperature)

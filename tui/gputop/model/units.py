@@ -94,3 +94,19 @@ def fmt_count(count: int, noun: str, plural: str | None = None) -> str:
     """``1 snapshot``, ``2 snapshots``: a count with its noun in the right number
     (``plural`` where adding an s does not make it: ``process``, ``processes``)."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+_RATE_UNITS = ("B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s")
+
+
+def fmt_rate(value: float | None) -> str:
+    """Bytes per second in binary units, one decimal below 10: ``2.3MiB/s``, ``620KiB/s``."""
+    if value is None:
+        return NA
+    amount = max(float(value), 0.0)
+    unit = 0
+    while amount >= 1024 and unit < len(_RATE_UNITS) - 1:
+        amount /= 1024
+        unit += 1
+    text = f"{amount:.1f}" if unit and amount < 10 else f"{amount:.0f}"
+    return f"{text}{_RATE_UNITS[unit]}"

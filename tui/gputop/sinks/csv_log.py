@@ -11,7 +11,13 @@ timestamp (ISO 8601, the snapshot's local time, milliseconds), index, uuid, name
 utilization_gpu (%), utilization_memory (%), memory_used_mib, memory_total_mib,
 power_draw_w, power_limit_w, temperature_c, fan_speed (%), sm_clock_mhz, mem_clock_mhz,
 pstate (P0..P15), throttle_reasons (active reasons joined by ``;``, ``none`` when the GPU
-reports that none is active, empty when it does not report them), processes (count).
+reports that none is active, empty when it does not report them), processes (count), then
+what GPM measures (Hopper and later, live only; empty elsewhere): activity_graphics,
+activity_sm, activity_sm_occupancy, activity_tensor, activity_dram (%),
+pcie_tx_bytes_per_s, pcie_rx_bytes_per_s, nvlink_tx_bytes_per_s, nvlink_rx_bytes_per_s.
+
+A log an earlier gputop wrote, without the GPM columns, is continued with its own columns
+(they came last, so its rows are the first cells of today's).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import Any
 
 from gputop.errors import GputopError
 from gputop.model import GpuSample, Snapshot
-from gputop.model.fields import CSV_LOG, Value
+from gputop.model.fields import CSV_LOG, CSV_LOG_BEFORE_GPM, Value
 from gputop.sinks.whole import write_whole
 
 COLUMNS: tuple[str, ...] = ("timestamp", *(field.csv for field in CSV_LOG if field.csv))
@@ -35,6 +41,11 @@ COLUMNS: tuple[str, ...] = ("timestamp", *(field.csv for field in CSV_LOG if fie
 
 _MIB = 1024 * 1024
 _HEADER = ",".join(COLUMNS)
+_EARLIER_HEADERS: dict[str, int] = {
+    ",".join(("timestamp", *(f.csv for f in CSV_LOG_BEFORE_GPM if f.csv))): 1
+    + len(CSV_LOG_BEFORE_GPM),
+}
+"""Headers of logs an earlier gputop wrote, which are continued: header -> cells a row."""
 
 
 class CsvLogError(GputopError):
@@ -111,7 +122,9 @@ class CsvLogger:
         self._pending = ("\n" if needs_newline else "") + (_HEADER + "\n" if needs_header else "")
 
     def _inspect(self) -> tuple[bool, bool]:
-        """(write a header?, end a partial last line first?) for the existing file."""
+        """(write a header?, end a partial last line first?) for the existing file; sets
+        how many cells a row has (fewer when continuing an earlier gputop's log)."""
+        self._cells = len(COLUMNS)
         try:
             mode = os.stat(self.path).st_mode
         except FileNotFoundError:
@@ -134,7 +147,8 @@ class CsvLogger:
         if size == 0:
             return True, False
         header = first.decode("utf-8", "replace").strip().lstrip("\ufeff")
-        if header != _HEADER:
+        self._cells = _EARLIER_HEADERS.get(header, self._cells)
+        if header != _HEADER and header not in _EARLIER_HEADERS:
             raise CsvLogError(
                 f"{self.path}: exists with other columns than gputop's CSV log; choose another file"
             )
@@ -148,8 +162,9 @@ class CsvLogger:
                 left in a regular file.
         """
         rows = io.StringIO()
+        cells = self._cells
         csv.writer(rows, lineterminator="\n").writerows(
-            gpu_row(snapshot, gpu) for gpu in snapshot.gpus
+            gpu_row(snapshot, gpu)[:cells] for gpu in snapshot.gpus
         )
         data = (self._pending + rows.getvalue()).encode("utf-8")
         try:

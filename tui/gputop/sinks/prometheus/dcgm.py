@@ -48,6 +48,28 @@ DCGM_FAMILIES: dict[str, Family] = {
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE": Family(
         "gauge", "Ratio of time the graphics engine is active."
     ),
+    # etc/dcp-metrics-included.csv (SM activity and occupancy are listed there, commented out)
+    "DCGM_FI_PROF_SM_ACTIVE": Family(
+        "gauge", "The ratio of cycles an SM has at least 1 warp assigned."
+    ),
+    "DCGM_FI_PROF_SM_OCCUPANCY": Family("gauge", "The ratio of number of warps resident on an SM."),
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": Family(
+        "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."
+    ),
+    "DCGM_FI_PROF_DRAM_ACTIVE": Family(
+        "gauge",
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+    ),
+    "DCGM_FI_PROF_PCIE_TX_BYTES": Family(
+        "gauge",
+        "The rate of data transmitted over the PCIe bus - including both protocol headers "
+        "and data payloads - in bytes per second.",
+    ),
+    "DCGM_FI_PROF_PCIE_RX_BYTES": Family(
+        "gauge",
+        "The rate of data received over the PCIe bus - including both protocol headers and "
+        "data payloads - in bytes per second.",
+    ),
     "DCGM_EXP_CLOCK_EVENTS_COUNT": Family("counter", "reported clock events"),
     # DCGM fields dcgm-exporter exports when a counters file lists them (dcgm_fields.h).
     "DCGM_FI_DEV_FB_TOTAL": Family("gauge", "Framebuffer memory total (in MiB)."),
@@ -82,6 +104,16 @@ DCGM_FAMILIES: dict[str, Family] = {
     ),
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": Family("gauge", "Whether remapping of rows has failed"),
     "DCGM_FI_DEV_ROW_REMAP_PENDING": Family("gauge", "Whether remapping of rows is pending"),
+    "DCGM_FI_PROF_NVLINK_TX_BYTES": Family(
+        "gauge",
+        "The rate of data transmitted over NVLink - including both protocol headers and data "
+        "payloads - in bytes per second.",
+    ),
+    "DCGM_FI_PROF_NVLINK_RX_BYTES": Family(
+        "gauge",
+        "The rate of data received over NVLink - including both protocol headers and data "
+        "payloads - in bytes per second.",
+    ),
 }
 
 CLOCK_EVENTS = "DCGM_EXP_CLOCK_EVENTS_COUNT"

@@ -148,7 +148,14 @@ class NvmlApi(Protocol):
     NVML_DEVICE_MIG_ENABLE: int
     NVML_GPU_INSTANCE_PROFILE_COUNT: int
     NVML_GPM_METRIC_GRAPHICS_UTIL: int
+    NVML_GPM_METRIC_SM_UTIL: int
+    NVML_GPM_METRIC_SM_OCCUPANCY: int
+    NVML_GPM_METRIC_ANY_TENSOR_UTIL: int
     NVML_GPM_METRIC_DRAM_BW_UTIL: int
+    NVML_GPM_METRIC_PCIE_TX_PER_SEC: int
+    NVML_GPM_METRIC_PCIE_RX_PER_SEC: int
+    NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC: int
+    NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC: int
     NVML_GPM_METRICS_GET_VERSION: int
     NVML_VALUE_TYPE_DOUBLE: int
     NVML_VALUE_TYPE_UNSIGNED_INT: int
@@ -241,6 +248,7 @@ class NvmlApi(Protocol):
     def nvmlGpmQueryDeviceSupport(self, handle: Handle) -> GpmSupport: ...
     def nvmlGpmSampleAlloc(self) -> Handle: ...
     def nvmlGpmSampleFree(self, gpmSample: Handle) -> None: ...
+    def nvmlGpmSampleGet(self, handle: Handle, gpmSample: Handle) -> Handle: ...
     def nvmlGpmMigSampleGet(
         self, handle: Handle, gpuInstanceId: int, gpmSample: Handle
     ) -> Handle: ...

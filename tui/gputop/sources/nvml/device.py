@@ -10,7 +10,8 @@ error counts, the enforced power limit, BAR1 and the MIG layout (instance handle
 What moves every tick (load, memory, temperature, power draw, clocks, processes, MIG mode) is
 read every tick. A MIG layout that changes is noticed at once when a cached instance handle
 fails; see :mod:`gputop.sources.nvml.mig`. What moves but nothing shows (the graphics and
-video clocks and the energy counter under the TUI alone: ``seldom``) is slow too.
+video clocks and the energy counter under the TUI alone: ``seldom``) is slow too. GPM's
+activity (Hopper and later) is worked out on the source's own cadence (:mod:`.gpm`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gputop.model import (
+    Activity,
     Clocks,
     EccErrors,
     GpuSample,
@@ -43,6 +45,7 @@ from gputop.sources.nvml.codes import (
     text,
     throttle_names,
 )
+from gputop.sources.nvml.gpm import ACTIVITY_PATHS, EVERY_TICK, GpmCadence, GpuActivity
 from gputop.sources.nvml.health import read_remapped_rows, read_retired_pages
 from gputop.sources.nvml.memory import read_bar1, read_memory
 from gputop.sources.nvml.processes import (
@@ -62,6 +65,8 @@ _UTILIZATION_PATHS = (
     "utilization.decoder",
 )
 
+
+_NO_ACTIVITY = Activity()
 
 SLOW_REFRESH = 5.0
 """Seconds between re-reads of slow values (modes, ECC counters, power limit, BAR1, MIG layout)."""
@@ -109,6 +114,8 @@ class GpuSampler:
         clock: monotonic seconds, for the slow values' cadence.
         seldom: field paths read as slow values although they move, since nothing shows
             them (of ``clocks.graphics``, ``clocks.video``, ``power.energy``).
+        gpm_cadence: how often GPM's metrics are worked out (the GPU's activity, its MIG
+            instances'), shared by a source's samplers (see :mod:`gputop.sources.nvml.gpm`).
     """
 
     def __init__(
@@ -121,8 +128,12 @@ class GpuSampler:
         slow_refresh: float = SLOW_REFRESH,
         clock: Callable[[], float] = time.monotonic,
         seldom: frozenset[str] = frozenset(),
+        gpm_cadence: GpmCadence = EVERY_TICK,
     ) -> None:
         self.index = index
+        self._gpm_cadence = gpm_cadence
+        self._activity: GpuActivity | None = None
+        """GPM of the whole GPU, made on the first tick out of MIG mode."""
         self._seldom = seldom
         self._energy_seldom = "power.energy" in seldom
         self._slow_refresh = slow_refresh
@@ -162,7 +173,8 @@ class GpuSampler:
     @property
     def gpm_samples(self) -> list[Handle]:
         """GPM buffers this GPU allocated (freed when the source closes)."""
-        return [] if self._mig is None else self._mig.gpm_samples()
+        mine = [] if self._activity is None else self._activity.buffers()
+        return mine if self._mig is None else mine + self._mig.gpm_samples()
 
     def sample(self) -> GpuSample:
         """Read everything NVML tells about this GPU now."""
@@ -180,13 +192,20 @@ class GpuSampler:
             self._refresh_at = now + self._slow_refresh
         return sample
 
-    def _free_gpm_samples(self) -> None:
+    def free_gpm(self) -> None:
+        """Free every GPM buffer (MIG mode changed, or the source closes)."""
         nvml = self._nvml
         for buffer in self.gpm_samples:
             try:
                 nvml.nvmlGpmSampleFree(buffer)
             except nvml.NVMLError:
                 continue
+        if self._mig is not None:
+            self._mig.release()
+        if self._activity is not None:
+            self._activity.release()
+        self._mig = None
+        self._activity = None
 
     def _lost_sample(self) -> GpuSample:
         last = self._last
@@ -226,8 +245,7 @@ class GpuSampler:
         if mig_mode is not None and self._mig_mode is not None and mig_mode != self._mig_mode:
             self._memo.clear()
             self._slow = None
-            self._free_gpm_samples()
-            self._mig = None
+            self.free_gpm()
         if mig_mode is not None:
             self._mig_mode = mig_mode
 
@@ -246,6 +264,7 @@ class GpuSampler:
         c.missing.extend(slow.notes)
 
         utilization = self._utilization(c, h, mig_mode)
+        activity = self._gpm(c, h, mig_mode)
         memory = read_memory(c, nvml, h, "memory")
         temperature = self._temperature(c, h, slow)
         draw = c.call("power_usage", ("power.draw",), nvml.nvmlDeviceGetPowerUsage, h)
@@ -280,6 +299,7 @@ class GpuSampler:
             serial=slow.serial,
             architecture=slow.architecture,
             utilization=utilization,
+            activity=activity,
             memory=memory,
             bar1=slow.bar1,
             temperature=temperature,
@@ -408,8 +428,20 @@ class GpuSampler:
         from gputop.sources.nvml.mig import MigState, sample_mig_devices
 
         if self._mig is None:
-            self._mig = MigState()
-        return sample_mig_devices(self._nvml, self._codes, c, h, self._mig, name, total, processes)
+            self._mig = MigState(cadence=self._gpm_cadence)
+        return sample_mig_devices(
+            self._nvml, self._codes, c, h, self._mig, name, total, processes, self._clock()
+        )
+
+    def _gpm(self, c: DeviceCalls, h: Handle, mig_mode: bool | None) -> Activity:
+        if mig_mode:
+            # Each GPU instance is measured on its own (its MIG device's utilization).
+            c.note(ACTIVITY_PATHS, Reason.UNDER_MIG)
+            return _NO_ACTIVITY
+        reader = self._activity
+        if reader is None:
+            reader = self._activity = GpuActivity(self._nvml, self._codes, self._gpm_cadence)
+        return reader.read(c, h, self._clock())
 
     def _utilization(self, c: DeviceCalls, h: Handle, mig_mode: bool | None) -> Utilization:
         nvml = self._nvml

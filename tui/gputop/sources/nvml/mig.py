@@ -2,8 +2,9 @@
 
 Under MIG, NVML reports no utilization for the GPU or its instances; such values are None with
 ``Reason.UNDER_MIG``, never 0. On GPUs that support GPU Performance Monitoring, each GPU
-instance's graphics activity and DRAM bandwidth are measured between two GPM samples taken a
-tick apart.
+instance's graphics activity and DRAM bandwidth are measured between two GPM samples
+(:mod:`gputop.sources.nvml.gpm`, which a whole GPU's activity shares), a tick apart or
+as ``MigState.cadence`` says.
 
 The profile name (``3g.40gb``) comes from NVML where it can: the GPU instance's profile id, looked
 up in the GPU's profile table. Those calls need privileges on most systems; without them the
@@ -28,16 +29,19 @@ from dataclasses import dataclass, field
 
 from gputop.model import Memory, MigDeviceSample, ProcessSample, Reason, Unavailable, Utilization
 from gputop.model.mig_profiles import derive_profile, profile_from_name
-from gputop.sources.nvml.api import DeviceAttributes, GpmMetric, GpmMetricsGet, Handle, NvmlApi
+from gputop.sources.nvml.api import DeviceAttributes, Handle, NvmlApi
 from gputop.sources.nvml.calls import (
     CallFailed,
     CallMemo,
     DeviceCalls,
     ErrorCodes,
-    read_number,
     same_objects,
 )
 from gputop.sources.nvml.codes import text
+from gputop.sources.nvml.gpm import EVERY_TICK, GpmCadence, GpmRequest, GpmWindow
+from gputop.sources.nvml.gpm import allocate as gpm_allocate
+from gputop.sources.nvml.gpm import missing as gpm_missing
+from gputop.sources.nvml.gpm import support as gpm_support
 from gputop.sources.nvml.memory import read_bar1, read_memory
 
 _MIG_PREFIX = "MIG "
@@ -45,18 +49,6 @@ _ACTIVITY_PATHS = ("utilization.gpu", "utilization.memory")
 _ENGINE_PATHS = ("utilization.encoder", "utilization.decoder")
 _ACTIVITY_UNDER_MIG = tuple((path, Reason.UNDER_MIG) for path in _ACTIVITY_PATHS)
 _ENGINE_UNDER_MIG = tuple((path, Reason.UNDER_MIG) for path in _ENGINE_PATHS)
-
-
-@dataclass(slots=True)
-class _GpmPair:
-    """Two GPM sample buffers for one GPU instance: each tick overwrites the older one."""
-
-    buffers: tuple[Handle, Handle]
-    sample_key: str
-    metrics_key: str
-    older: int = 0
-    """Which buffer holds the older sample (the one the next sample overwrites)."""
-    primed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +132,14 @@ class MigState:
     """GPU-instance profile id -> name, once read."""
     instance_profiles: dict[int, str | None] = field(default_factory=dict)
     """GPU instance id -> profile name, for the current layout."""
-    gpm: dict[int, _GpmPair] = field(default_factory=dict)
-    request: _GpmRequest | None = None
-    """The one metrics request of this GPU's instances (made on first need)."""
+    gpm: dict[int, GpmWindow] = field(default_factory=dict)
+    """Per GPU instance id: its GPM window."""
+    request: GpmRequest | None = None
+    """The one metrics request of this GPU's instances (made on first need): NVML's struct
+    holds room for every GPM metric (about 9 KiB); one per instance was 2 MiB on 8 GPUs of 7
+    instances."""
+    cadence: GpmCadence = EVERY_TICK
+    """How often an instance's GPM metrics are worked out."""
     layout: tuple[tuple[int, str | None], ...] = ()
     found: tuple[_Found, ...] | None = None
     """The devices of the last enumeration; None: enumerate on the next tick."""
@@ -160,20 +157,10 @@ class MigState:
         """Every GPM sample buffer allocated, for freeing."""
         return [h for pair in self.gpm.values() for h in pair.buffers]
 
-
-@dataclass(frozen=True, slots=True)
-class _GpmRequest:
-    """A metrics request (graphics activity, DRAM bandwidth), shared by a GPU's instances.
-
-    NVML's request struct holds room for every GPM metric (about 9 KiB); one per instance
-    and direction was 2 MiB on 8 GPUs of 7 instances. A GPU's instances are sampled one after
-    another on one thread (``MigState`` is used by one thread at a time), so each call sets the
-    two samples it compares and reads the answer before the next instance's call.
-    """
-
-    request: GpmMetricsGet
-    slots: tuple[GpmMetric, GpmMetric]
-    """Its two metric entries (views into it, which NVML fills), looked up once."""
+    def release(self) -> None:
+        """The windows no longer measure (their buffers are being freed)."""
+        self.cadence.closed(len(self.gpm))
+        self.gpm.clear()
 
 
 _Activity = tuple[Utilization, Unavailable]
@@ -193,8 +180,10 @@ def sample_mig_devices(
     gpu_name: str | None,
     gpu_memory_total: int | None,
     processes: tuple[ProcessSample, ...],
+    now: float = 0.0,
 ) -> tuple[MigDeviceSample, ...]:
-    """Every MIG device of the GPU at ``handle`` (which is in MIG mode)."""
+    """Every MIG device of the GPU at ``handle`` (which is in MIG mode); ``now`` (monotonic
+    seconds) for the GPM windows' cadence (``MigState.cadence``)."""
     count = parent.call(
         "mig_max_count",
         ("mig_devices",),
@@ -204,7 +193,7 @@ def sample_mig_devices(
     )
     if not count:
         return ()
-    gpm = _gpm_supported(nvml, parent, handle)
+    gpm = gpm_support(nvml, parent, handle) is None
     measured: dict[int, tuple[DeviceCalls, Memory]] = {}
     found = state.found
     if found is not None and not parent.refresh and not _strangers(processes, state):
@@ -258,7 +247,7 @@ def sample_mig_devices(
         ci = slow.compute_instance_id
         if gi is not None and gpm:
             if gi not in activity:
-                activity[gi] = _gpm_activity(nvml, codes, parent, handle, state, gi)
+                activity[gi] = _gpm_activity(nvml, codes, parent, handle, state, gi, now)
             utilization, missing = activity[gi]
             calls.missing.extend(missing)
         else:
@@ -409,8 +398,8 @@ def _identify_all(
     if layout != state.layout:
         state.layout = layout
         state.instance_profiles.clear()
-        for pair in state.gpm.values():
-            pair.primed = False  # a sample of a destroyed instance is no baseline
+        for window in state.gpm.values():
+            window.reset()  # a sample of a destroyed instance is no baseline
         live = {address for address, _ in layout}
         for address in [a for a in state.devices if a not in live]:
             del state.devices[address]
@@ -513,12 +502,6 @@ def _profile_names(nvml: NvmlApi, parent: DeviceCalls, handle: Handle) -> dict[i
     return names
 
 
-def _gpm_supported(nvml: NvmlApi, parent: DeviceCalls, handle: Handle) -> bool:
-    query = getattr(nvml, "nvmlGpmQueryDeviceSupport", None)
-    support = parent.attempt("gpm_support", query, handle, static=True)
-    return not isinstance(support, CallFailed) and bool(support.isSupportedDevice)
-
-
 def _gpm_activity(
     nvml: NvmlApi,
     codes: ErrorCodes,
@@ -526,72 +509,26 @@ def _gpm_activity(
     handle: Handle,
     state: MigState,
     gi: int,
+    now: float,
 ) -> _Activity:
-    """Graphics activity and DRAM bandwidth of GPU instance ``gi`` since the last tick."""
-    pair = state.gpm.get(gi)
-    if pair is None:
-        first = parent.attempt(f"gpm_alloc:{gi}:0", nvml.nvmlGpmSampleAlloc)
-        second = parent.attempt(f"gpm_alloc:{gi}:1", nvml.nvmlGpmSampleAlloc)
-        for buffer in (first, second):
-            if isinstance(buffer, CallFailed):
-                return _no_activity(buffer.reason)
-        pair = state.gpm[gi] = _GpmPair((first, second), f"gpm_sample:{gi}", f"gpm_metrics:{gi}")
-    older = pair.older
-    taken = parent.attempt(
-        pair.sample_key, nvml.nvmlGpmMigSampleGet, handle, gi, pair.buffers[older]
-    )
-    if isinstance(taken, CallFailed):
-        if taken.code in codes.gone:
-            state.found = None  # the instance is gone: enumerate next tick
-        return _no_activity(taken.reason)
-    pair.older = 1 - older
-    if not pair.primed:
-        # One sample is not a rate; the next tick has two.
-        pair.primed = True
-        return _no_activity(Reason.NOT_AVAILABLE)
-    # The buffer just written is the newer sample: from the other one to it.
-    shared = state.request
-    if shared is None:
-        request = _metrics_request(nvml)
-        shared = state.request = _GpmRequest(request, _slots(request))
-    shared.request.sample1 = pair.buffers[1 - older]
-    shared.request.sample2 = pair.buffers[older]
-    result = parent.attempt(pair.metrics_key, nvml.nvmlGpmMetricsGet, shared.request)
-    if isinstance(result, CallFailed):
-        return _no_activity(result.reason)
-    success = nvml.NVML_SUCCESS
-    graphics, dram = shared.slots
-    gpu = _metric(graphics, success)
-    memory = _metric(dram, success)
-    if gpu is not None and memory is not None:
-        return Utilization(gpu=gpu, memory=memory), ()
-    missing = tuple(
-        (path, Reason.NOT_SUPPORTED)
-        for path, value in zip(_ACTIVITY_PATHS, (gpu, memory), strict=True)
-        if value is None
-    )
+    """Graphics activity and DRAM bandwidth of GPU instance ``gi`` over its GPM window."""
+    window = state.gpm.get(gi)
+    if window is None:
+        buffers = gpm_allocate(nvml, parent, f"gpm_alloc:{gi}")
+        if isinstance(buffers, CallFailed):
+            return _no_activity(buffers.reason)
+        window = state.gpm[gi] = GpmWindow(buffers, f"gpm_sample:{gi}", f"gpm_metrics:{gi}")
+        state.cadence.opened()
+    request = state.request
+    if request is None:
+        request = state.request = GpmRequest(
+            nvml,
+            ((nvml.NVML_GPM_METRIC_GRAPHICS_UTIL, 1.0), (nvml.NVML_GPM_METRIC_DRAM_BW_UTIL, 1.0)),
+        )
+    take = (nvml.nvmlGpmMigSampleGet, (handle, gi))
+    measured = window.measure(parent, request, nvml, take, now, state.cadence)
+    failed = window.sample_failed
+    if failed is not None and failed.code in codes.gone:
+        state.found = None  # the instance is gone: enumerate next tick
+    (gpu, memory), missing = gpm_missing(_ACTIVITY_PATHS, measured, codes)
     return Utilization(gpu=gpu, memory=memory), missing
-
-
-def _slots(request: GpmMetricsGet) -> tuple[GpmMetric, GpmMetric]:
-    """The request's two metric entries: views into it, which NVML fills on each call."""
-    return request.metrics[0], request.metrics[1]
-
-
-def _metric(metric: GpmMetric, success: int) -> float | None:
-    if read_number(metric, "nvmlReturn") != success:
-        return None
-    return float(read_number(metric, "value"))
-
-
-def _metrics_request(nvml: NvmlApi) -> GpmMetricsGet:
-    """A request for graphics activity and DRAM bandwidth (its two samples set per call)."""
-    request = nvml.c_nvmlGpmMetricsGet_t()
-    request.version = nvml.NVML_GPM_METRICS_GET_VERSION
-    request.numMetrics = len(_ACTIVITY_PATHS)
-    metric_ids = (nvml.NVML_GPM_METRIC_GRAPHICS_UTIL, nvml.NVML_GPM_METRIC_DRAM_BW_UTIL)
-    for slot, metric_id in enumerate(metric_ids):
-        request.metrics[slot].metricId = metric_id
-        request.metrics[slot].nvmlReturn = 0
-        request.metrics[slot].value = 0.0
-    return request

@@ -31,6 +31,7 @@ from gputop.sources.nvml.calls import ErrorCodes, same_objects
 from gputop.sources.nvml.codes import cuda_version
 from gputop.sources.nvml.device import SLOW_REFRESH, GpuSampler
 from gputop.sources.nvml.events import EventWatcher, LostWatch, WatchedGpu, start_watcher
+from gputop.sources.nvml.gpm import GpmCadence
 from gputop.sources.nvml.pool import SamplerPool
 from gputop.sources.nvml.processes import ProcessNames
 
@@ -118,6 +119,7 @@ def open_nvml_source(
     nvml: NvmlApi | None = None,
     seldom: frozenset[str] = frozenset(),
     events: bool = True,
+    gpm_cadence: GpmCadence | None = None,
 ) -> NvmlSource:
     """Load and initialise NVML and return a source over every GPU it sees.
 
@@ -128,6 +130,7 @@ def open_nvml_source(
         nvml: the pynvml module to use (imported when None).
         seldom: see :class:`NvmlSource`.
         events: watch the GPUs' health events (XID errors, ...) on a thread of their own.
+        gpm_cadence: see :class:`NvmlSource`.
 
     Raises:
         NoDriver: no NVML library, driver not loaded, no GPU, or a version mismatch.
@@ -149,6 +152,7 @@ def open_nvml_source(
             shutdown_on_close=True,
             seldom=seldom,
             events=events,
+            gpm_cadence=gpm_cadence,
         )
     except (api.NVMLError, api.NVMLLibraryMismatchError) as error:
         _shutdown(api)
@@ -182,6 +186,8 @@ class NvmlSource:
             ``power.energy``): read with the slow values rather than every tick.
         events: watch health events (:mod:`gputop.sources.nvml.events`); each poll's
             snapshot carries those that arrived since the previous one.
+        gpm_cadence: how often GPM's metrics (activity, MIG instances' utilization) are
+            worked out; None: every tick.
     """
 
     def __init__(
@@ -196,8 +202,10 @@ class NvmlSource:
         clock: Callable[[], float] = time.monotonic,
         seldom: frozenset[str] = frozenset(),
         events: bool = False,
+        gpm_cadence: GpmCadence | None = None,
     ) -> None:
         self._nvml = nvml
+        cadence = GpmCadence() if gpm_cadence is None else gpm_cadence
         self._deadline = deadline
         self._enrich = None if enrich is None else _Enrichment(enrich)
         self._shutdown_on_close = shutdown_on_close
@@ -218,6 +226,7 @@ class NvmlSource:
                 slow_refresh=slow_refresh,
                 clock=clock,
                 seldom=seldom,
+                gpm_cadence=cadence,
             )
             for i in range(self._count)
         ]
@@ -309,9 +318,7 @@ class NvmlSource:
             # the process is about to let go of NVML anyway.
             return
         for sampler in self._samplers:
-            for buffer in sampler.gpm_samples:
-                with contextlib.suppress(self._nvml.NVMLError):
-                    self._nvml.nvmlGpmSampleFree(buffer)
+            sampler.free_gpm()
         if self._shutdown_on_close:
             _shutdown(self._nvml)
 

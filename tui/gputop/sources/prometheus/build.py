@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from gputop.model import (
+    Activity,
     Clocks,
     EccErrors,
     GpuSample,
@@ -35,6 +36,7 @@ from gputop.sources.prometheus.families import Reading
 
 _GROUPS: dict[str, type] = {
     "utilization": Utilization,
+    "activity": Activity,
     "memory": Memory,
     "temperature": Temperature,
     "power": Power,
@@ -220,6 +222,8 @@ class NodeBuilder:
             if not is_blank(value):
                 mig.values["utilization.gpu"] = max(0.0, min(100.0, value * 100.0))
             return True
+        if metric in fam.INSTANCE_PROFILING:
+            return True  # DCGM's per-instance SM, tensor, DRAM activity: not the GPU's
         spec = fam.MIG_METRICS.get(metric)
         if spec is None and metric == fam.MIG_FREE.prometheus:
             spec = fam.MIG_FREE

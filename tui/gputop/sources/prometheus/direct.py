@@ -26,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gputop.errors import BadArguments
 from gputop.model import GpuSample, Snapshot
+from gputop.model.activity import load_percent
 from gputop.model.fleet import FleetSnapshot, GpuWindow, NodeView
 from gputop.sources.prometheus.build import NodeBuilder
 from gputop.sources.prometheus.client import (
@@ -245,8 +246,9 @@ class DirectFleet:
         self, identity: str, now: float, gpu: GpuSample
     ) -> tuple[float | None, int, int | None]:
         track = self._tracks.setdefault(identity, _Track())
-        if gpu.utilization.gpu is not None and math.isfinite(gpu.utilization.gpu):
-            track.util.append((now, gpu.utilization.gpu))
+        load = load_percent(gpu)  # engine activity where exported, else utilization
+        if load is not None and math.isfinite(load):
+            track.util.append((now, load))
         if gpu.memory.used is not None:
             track.memory.append((now, gpu.memory.used))
         cutoff = now - self._window

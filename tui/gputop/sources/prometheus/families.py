@@ -59,6 +59,12 @@ GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 """A ratio (0-1) of time the graphics engine was busy: the only activity DCGM gives per MIG
 instance, read as that instance's utilization in percent."""
 
+INSTANCE_PROFILING: frozenset[str] = frozenset(
+    name for name, f in GPU_METRICS.items() if f.path.startswith("activity.")
+)
+"""GPM's profiling metrics, which DCGM reports per MIG instance too: on a series with
+``GPU_I_ID`` they are the instance's, never the GPU's."""
+
 THROTTLE_MASKS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
 """dcgm-exporter's clock-event bit mask (NVML's bits), under its newer and older names."""
 

@@ -35,7 +35,7 @@ from gputop.sources.prometheus.client import (
 from gputop.sources.prometheus.families import Reading
 from gputop.sources.prometheus.identity import clash_notice, gpu_identity, group_readings
 from gputop.sources.prometheus.plausible import plausible
-from gputop.sources.prometheus.window import gpu_window
+from gputop.sources.prometheus.window import gpu_window, load_mean
 
 DEFAULT_WINDOW = 300.0
 """Seconds over which a GPU's state is judged (busy, waiting, idle)."""
@@ -234,7 +234,7 @@ class PrometheusFleet:
             error += str(failures[0])
         elif not families:
             error = f"{self._client.url} has no dcgm-exporter or gputop series"
-        windows = {key: answers.pop(key, []) for key in ("#util_mean", "#util_count", "#mem_mean")}
+        windows = {key: answers.pop(key, []) for key in _WINDOW_KEYS}
         nodes, notices = self._nodes_from(
             answers, newest, windows, taken, partial=targets is not None
         )
@@ -277,6 +277,10 @@ class PrometheusFleet:
             queries["#util_count"] = f"count_over_time({fam.UTIL_METRIC}{window})"
         if fam.MEMORY_USED_METRIC in families:
             queries["#mem_mean"] = f"avg_over_time({fam.MEMORY_USED_METRIC}{window})"
+        if fam.GR_ENGINE_ACTIVE in families:
+            # GPM's engine activity, where an exporter has it for whole GPUs (load_mean).
+            queries["#activity_mean"] = f"avg_over_time({fam.GR_ENGINE_ACTIVE}{window})"
+            queries["#activity_count"] = f"count_over_time({fam.GR_ENGINE_ACTIVE}{window})"
         return queries
 
     def _step(self) -> float:
@@ -413,8 +417,9 @@ class PrometheusFleet:
             if gpu is None:
                 continue
             extra = extras.get(index)
-            util = aggregates["#util_mean"].get(key) if "#util_mean" in aggregates else None
-            count = aggregates.get("#util_count", {}).get(key, 0.0)
+            util, count = load_mean(
+                _aggregate(aggregates, "#activity", key), _aggregate(aggregates, "#util", key)
+            )
             mem = aggregates.get("#mem_mean", {}).get(key)
             memory_mean = None if mem is None else round(mem / fam.MEMORY_USED_SCALE)
             windows.append(
@@ -445,6 +450,17 @@ def _matcher(labels: Mapping[str, str], host: str, instances: tuple[str, ...]) -
         if labels.get(name) == host:
             return _Matcher(name, host, instances)
     return _Matcher("instance", str(labels.get("instance", host)))
+
+
+_WINDOW_KEYS = ("#util_mean", "#util_count", "#mem_mean", "#activity_mean", "#activity_count")
+
+
+def _aggregate(
+    aggregates: dict[str, dict[str, float]], prefix: str, gpu: str
+) -> tuple[float | None, int]:
+    """A window query's (mean, sample count) for one GPU: ``prefix`` ``_mean`` and ``_count``."""
+    mean = aggregates.get(f"{prefix}_mean", {}).get(gpu)
+    return mean, int(aggregates.get(f"{prefix}_count", {}).get(gpu, 0.0))
 
 
 def _by_gpu(samples: Iterable[Sample]) -> dict[str, float]:

@@ -1,9 +1,10 @@
 """A GPU's state over the fleet's window: busy, waiting, idle or throttled.
 
 The states and thresholds are the ones every view uses (``model/gpu_state.py``), applied to
-PromQL's ``avg_over_time`` of utilization and memory instead of one sample: a job that stalls
-for a minute is waiting, not idle for a moment. The clock-event reasons and the power draw
-are the newest sample's.
+PromQL's ``avg_over_time`` of the GPU's load and memory instead of one sample: a job that
+stalls for a minute is waiting, not idle for a moment. The load is the window's engine
+activity where the exporter has it, else utilization (:func:`load_mean`). The clock-event
+reasons and the power draw are the newest sample's.
 """
 
 from __future__ import annotations
@@ -91,3 +92,20 @@ def gpu_window(
         memory_used_mean=memory_used_mean,
         seconds_waiting=seconds_waiting,
     )
+
+
+def load_mean(
+    activity: tuple[float | None, int], utilization: tuple[float | None, int]
+) -> tuple[float | None, int]:
+    """The window's input, (mean percent, samples): engine activity if the source has it,
+    else utilization.
+
+    ``activity`` is ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``'s mean (a ratio, 0-1) and sample count
+    over the window, ``utilization`` ``DCGM_FI_DEV_GPU_UTIL``'s (percent): GPM's engine
+    activity is what fleet tools call a GPU idle by, and measures over the whole window where
+    utilization is the driver's sampling (``gputop.model.activity``).
+    """
+    mean, samples = activity
+    if mean is not None and samples > 0:
+        return max(0.0, min(100.0, mean * 100.0)), samples
+    return utilization

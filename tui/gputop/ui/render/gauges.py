@@ -21,6 +21,7 @@ from gputop.model.units import (
     fmt_celsius,
     fmt_count,
     fmt_percent,
+    fmt_rate,
     fmt_used_of,
     fmt_watts,
     ratio,
@@ -373,11 +374,52 @@ def missing_reasons(gpu: GpuSample, paths: Sequence[str]) -> list[str]:
     return found
 
 
+ACTIVITY_PARTS = (("SM", "sm"), ("tensor", "tensor"), ("occ", "sm_occupancy"), ("DRAM", "dram"))
+"""What the detail line says of GPM's activity, in its order: (label, ``Activity`` field)."""
+_ACTIVITY_TROUBLE = frozenset({Reason.NO_PERMISSION, Reason.ERROR})
+
+
+def activity_parts(gpu: GpuSample) -> list[tuple[str, Level]]:
+    """GPM's activity as detail parts: ``SM 94%``, ``tensor 91%``, ``occ 14%``, ``DRAM 16%``.
+
+    Nothing for a GPU without GPM (most GPUs: a line of n/a on each would say nothing) nor
+    before its first window; ``activity n/a (no permission)`` when it has GPM but could not
+    be read.
+    """
+    activity = gpu.activity
+    parts = [
+        (f"{label} {fmt_percent(value)}", Level.OK)
+        for label, name in ACTIVITY_PARTS
+        if (value := getattr(activity, name)) is not None
+    ]
+    if parts:
+        return parts
+    reason = gpu.reason("activity.sm")
+    if reason is not None and reason in _ACTIVITY_TROUBLE:
+        return [(f"activity {NA} ({reason.value})", Level.NA)]
+    return []
+
+
+def traffic_parts(gpu: GpuSample) -> list[tuple[str, Level]]:
+    """GPM's PCIe traffic, and NVLink's where any flows: ``PCIe tx 620KiB/s rx 2.4MiB/s``."""
+    activity = gpu.activity
+    parts = []
+    for label, tx, rx in (
+        ("PCIe", activity.pcie_tx, activity.pcie_rx),
+        ("NVLink", activity.nvlink_tx, activity.nvlink_rx),
+    ):
+        if (tx is None and rx is None) or (label == "NVLink" and not (tx or rx)):
+            continue
+        parts.append((f"{label} tx {fmt_rate(tx)} rx {fmt_rate(rx)}", Level.OK))
+    return parts
+
+
 def detail_parts(gpu: GpuSample) -> list[tuple[str, Level]]:
-    """The detail line as (text, level) parts: fan, P-state, clocks, codecs, throttling, n/a."""
+    """The detail line as (text, level) parts: GPM's activity, fan, P-state, clocks, codecs,
+    PCIe and NVLink traffic, throttling, n/a."""
     if gpu.lost:
         return [(LOST_TEXT, Level.CRIT)]
-    parts: list[tuple[str, Level]] = []
+    parts: list[tuple[str, Level]] = activity_parts(gpu)
     parts.append(_field("fan", fmt_percent(gpu.fan_speed), gpu, "fan_speed"))
     parts.append(_field("", gpu.performance_state or NA, gpu, "performance_state", empty="P-state"))
     sm, mem = gpu.clocks.sm, gpu.clocks.memory
@@ -387,6 +429,7 @@ def detail_parts(gpu: GpuSample) -> list[tuple[str, Level]]:
         parts.append((f"sm {_mhz(sm)} mem {_mhz(mem)} MHz", Level.OK))
     enc, dec = gpu.utilization.encoder, gpu.utilization.decoder
     parts.append((f"enc {fmt_percent(enc)} dec {fmt_percent(dec)}", Level.OK))
+    parts += traffic_parts(gpu)
     reasons = gpu.throttle_reasons
     if reasons is None:
         parts.append(_field("throttle", NA, gpu, "throttle_reasons"))

@@ -1,6 +1,7 @@
 """Enter on a GPU: its history, and what the diagnosis makes of it.
 
-Charts of utilization, memory, power, temperature and clocks over a selectable window
+Charts of utilization (with GPM's SM activity where measured), memory, power,
+temperature and clocks over a selectable window
 (keys 1: 1 min, 2: 10 min, 3: 1 h, 4: all), min/avg/max of each, marks (x) where throttling
 was active, and the findings of :func:`gputop.insight.diagnosis.diagnose`. Esc closes.
 
@@ -155,7 +156,8 @@ def chart_title(title: str, lines: Sequence[Line], throttled: bool) -> Content:
     """``title`` then a coloured key for each line (and the throttle mark when shown).
 
     The key lives in the border rather than in a plotext legend, which would be drawn over
-    the top left of the plot, where a busy GPU's lines are.
+    the top left of the plot, where a busy GPU's lines are. ``lines`` are those with data
+    (a GPU without GPM keys no SM line it cannot draw).
     """
     parts: list[Content | tuple[str, str]] = [Content(title)]
     if len(lines) > 1:
@@ -203,7 +205,8 @@ class HistoryChart(PlotextPlot):
         """Draw ``window``; its first line's min/avg/max go into the subtitle."""
         self._window = window
         self._throttled = window.flags(Metric.THROTTLED) if self.marks else []
-        self.border_title = chart_title(self.chart_title, self.lines, any(self._throttled))
+        keyed = [self.lines[0], *(line for line in self.lines[1:] if _has_data(window, line))]
+        self.border_title = chart_title(self.chart_title, keyed, any(self._throttled))
         primary = window.stats(self.lines[0][0])
         if primary is None:
             self.border_subtitle = "n/a"
@@ -316,7 +319,13 @@ class HistoryScreen(Screen[None]):
         with Grid(id="history-charts"):
             yield HistoryChart(
                 "Utilization %",
-                [(Metric.GPU_UTIL, "GPU", BLUE), (Metric.MEM_UTIL, "memory", GREEN)],
+                [
+                    (Metric.GPU_UTIL, "GPU", BLUE),
+                    (Metric.MEM_UTIL, "memory", GREEN),
+                    # GPM (Hopper and later): how much of the GPU worked while it was busy
+                    # (tensor activity is in the statistics: its key would not fit too).
+                    (Metric.SM_ACTIVE, "SM", ORANGE),
+                ],
                 ylim=(0.0, 100.0),
                 id="chart-utilization",
             )
@@ -413,12 +422,22 @@ class HistoryScreen(Screen[None]):
 _STAT_ROWS = (
     ("GPU util %", Metric.GPU_UTIL, 0, 1.0),
     ("mem util %", Metric.MEM_UTIL, 0, 1.0),
+    ("SM active %", Metric.SM_ACTIVE, 0, 1.0),
+    ("tensor %", Metric.TENSOR_ACTIVE, 0, 1.0),
     ("memory GiB", Metric.MEM_USED, 1, 1 / GIB),
     ("power W", Metric.POWER, 0, 1.0),
     ("temp C", Metric.TEMP, 0, 1.0),
     ("SM MHz", Metric.SM_CLOCK, 0, 1.0),
     ("mem MHz", Metric.MEM_CLOCK, 0, 1.0),
 )
+
+
+_MEASURED_ONLY = frozenset({Metric.SM_ACTIVE, Metric.TENSOR_ACTIVE})
+"""Rows shown only where the window has values."""
+
+
+def _has_data(window: HistoryWindow, line: Line) -> bool:
+    return window.stats(line[0]) is not None
 
 
 def _stats_table(window: HistoryWindow) -> Table:
@@ -429,6 +448,8 @@ def _stats_table(window: HistoryWindow) -> Table:
     table.add_row("", "min", "avg", "max", style="bold")
     for label, metric, digits, scale in _STAT_ROWS:
         found = window.stats(metric)
+        if found is None and metric in _MEASURED_ONLY:
+            continue  # GPM's rows on a GPU without GPM (most): n/a each time says nothing
         if found is None:
             table.add_row(label, "n/a", "n/a", "n/a")
         else:
