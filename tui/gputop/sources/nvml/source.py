@@ -29,8 +29,9 @@ from gputop.model.fields import host_facts
 from gputop.sources.nvml.api import NvmlApi
 from gputop.sources.nvml.calls import ErrorCodes, same_objects
 from gputop.sources.nvml.codes import cuda_version
-from gputop.sources.nvml.device import SLOW_REFRESH, GpuSampler
+from gputop.sources.nvml.device import SLOW_REFRESH, GpuSampler, Shown
 from gputop.sources.nvml.pool import SamplerPool
+from gputop.sources.nvml.prices import ENERGY_REFRESH
 from gputop.sources.nvml.processes import ProcessNames
 
 BUNDLED_CAPTURE_HINT = "gputop --demo"
@@ -116,6 +117,8 @@ def open_nvml_source(
     enrich: Enrich | HostLookup | None = None,
     nvml: NvmlApi | None = None,
     seldom: frozenset[str] = frozenset(),
+    shown: Shown | None = None,
+    mig_shown: Callable[[], bool] | None = None,
 ) -> NvmlSource:
     """Load and initialise NVML and return a source over every GPU it sees.
 
@@ -124,7 +127,7 @@ def open_nvml_source(
             the GPUs one after the other on the calling thread, with no bound.
         enrich: adds host process details; see :data:`Enrich`.
         nvml: the pynvml module to use (imported when None).
-        seldom: see :class:`NvmlSource`.
+        seldom, shown, mig_shown: see :class:`NvmlSource`.
 
     Raises:
         NoDriver: no NVML library, driver not loaded, no GPU, or a version mismatch.
@@ -140,7 +143,13 @@ def open_nvml_source(
         if count == 0:
             raise NoDriver(MESSAGE_NO_GPU)
         return NvmlSource(
-            api, deadline=deadline, enrich=enrich, shutdown_on_close=True, seldom=seldom
+            api,
+            deadline=deadline,
+            enrich=enrich,
+            shutdown_on_close=True,
+            seldom=seldom,
+            shown=shown,
+            mig_shown=mig_shown,
         )
     except (api.NVMLError, api.NVMLLibraryMismatchError) as error:
         _shutdown(api)
@@ -169,9 +178,15 @@ class NvmlSource:
         shutdown_on_close: call ``nvmlShutdown`` on close (when this source initialised NVML).
         slow_refresh: seconds between re-reads of values that change rarely (modes, ECC
             counters, power limit, BAR1, MIG layout); 0 reads everything every tick.
-        clock: monotonic seconds, for that cadence (tests pass a fake one).
-        seldom: GPU field paths that nothing shows (``clocks.graphics``, ``clocks.video``,
-            ``power.energy``): read with the slow values rather than every tick.
+        clock: monotonic seconds, for the cadences (tests pass a fake one).
+        seldom: field paths that nothing of the run shows or writes: the graphics and video
+            clocks are then read with the slow values, per-process utilization
+            (``processes.sm_utilization``) and MIG activity (``mig_devices.utilization``)
+            not at all (see :mod:`gputop.sources.nvml.prices`).
+        energy_refresh: seconds between reads of the total energy counter.
+        shown: the PIDs a view shows now (None from it: all); per-process utilization is
+            read only for the GPUs that run one of them.
+        mig_shown: whether a view shows MIG instances' activity now; GPM is read only then.
     """
 
     def __init__(
@@ -185,6 +200,9 @@ class NvmlSource:
         slow_refresh: float = SLOW_REFRESH,
         clock: Callable[[], float] = time.monotonic,
         seldom: frozenset[str] = frozenset(),
+        energy_refresh: float = ENERGY_REFRESH,
+        shown: Shown | None = None,
+        mig_shown: Callable[[], bool] | None = None,
     ) -> None:
         self._nvml = nvml
         self._deadline = deadline
@@ -207,6 +225,9 @@ class NvmlSource:
                 slow_refresh=slow_refresh,
                 clock=clock,
                 seldom=seldom,
+                energy_refresh=energy_refresh,
+                shown=shown,
+                mig_shown=mig_shown,
             )
             for i in range(self._count)
         ]
