@@ -154,10 +154,13 @@ def _bind(
         raise BadArguments(f"--listen {text}: not a host name or address") from None
 
 
-def _live_feed(selection: GpuSelection | None) -> Feed:
-    from gputop.cli.live import open_live_source
+def _live_feed(selection: GpuSelection | None, detail: ProcessDetail) -> Feed:
+    from gputop.cli.live import export_unshown, open_live_source
+    from gputop.pipeline.in_view import InView
 
-    source = open_live_source()
+    # Per-process utilization costs 2 ms a GPU a tick on real hardware: read only when
+    # process series are written.
+    source = open_live_source(InView(unshown=export_unshown(detail is not ProcessDetail.NONE)))
     try:
         first = source.poll()
         if selection is not None:
@@ -255,7 +258,11 @@ def _serve(
     # Bound before the source opens: a port in use is said at once, with nothing to undo.
     server = _bind(address, ns.listen, latest, web)
     try:
-        feed = _live_feed(selection) if ns.replay is None else _replay_feed(ns, selection)
+        feed = (
+            _live_feed(selection, ProcessDetail(ns.export_processes))
+            if ns.replay is None
+            else _replay_feed(ns, selection)
+        )
     except BaseException:
         server.server_close()
         raise
