@@ -5,7 +5,7 @@ then a new array); the source keeps the array from the last tick and fills it at
 reads a list that outgrew it again, in the same tick, into a bigger one. Fields that nothing
 shows (``seldom``: the graphics and video clocks under the TUI alone) are read with the slow
 values, every few seconds, and hold their last reading in between; the energy counter (5 ms
-a call on an H200) is read on its own cadence, whatever the run.
+a call on an H200) is read on its own cadence (every 10 s, a minute where nothing writes it).
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def test_fields_nothing_shows_are_read_on_the_slow_cadence_and_never_left_empty(
         # in between: never None, never 0.
         read_at = 5 if number >= 5 else 0
         assert asked[graphics] == asked[video] == (1 if refresh else 0), number
-        # The energy counter has its own cadence (10 s), shown or not.
+        # The energy counter has its own cadence (a minute, when nothing shows it).
         counted = Counter(call.name for call in calls)["nvmlDeviceGetTotalEnergyConsumption"]
         assert counted == (1 if number == 0 else 0), number
         assert gpu.clocks.graphics == 1000 + read_at

@@ -25,6 +25,7 @@ from gputop.sources.nvml.device import SLOW_REFRESH
 from gputop.sources.nvml.prices import (
     CHEAP_US,
     ENERGY_REFRESH,
+    ENERGY_UNSHOWN_REFRESH,
     MIG_ACTIVITY,
     PRICES,
     PROCESS_UTILIZATION_REFRESH,
@@ -150,14 +151,8 @@ def test_a_steady_tick_makes_only_cheap_calls_and_wanted_ones() -> None:
 # -- each cadence -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "seldom",
-    [frozenset(), frozenset({"clocks.graphics", "clocks.video", "power.energy"})],
-    ids=["export or headless", "TUI"],
-)
-def test_the_energy_counter_is_read_once_every_ten_seconds_in_every_mode(
-    seldom: frozenset[str],
-) -> None:
+def test_the_energy_counter_is_read_once_every_ten_seconds_where_it_is_written() -> None:
+    seldom: frozenset[str] = frozenset()  # gputop export
     box = [
         snapshot(
             *(replace(g, power=replace(g.power, energy=1000.0 + n)) for g in plain_box(2).gpus)
@@ -410,3 +405,15 @@ def test_mig_activity_is_read_while_a_view_shows_it_and_starts_over_after() -> N
     for step, (got, _) in enumerate(ticks):
         values = [d.utilization.gpu for g in got.gpus for d in g.mig_devices]
         assert all(v is not None for v in values) == (step == 3), step
+
+
+def test_an_energy_counter_nothing_shows_is_read_once_a_minute() -> None:
+    # The TUI, --record, --json: none of them has the energy counter.
+    seldom = frozenset({"clocks.graphics", "clocks.video", "power.energy"})
+    ticks = _run(plain_box(1), 130, seldom=seldom)
+    read_at = [
+        n for n, (_, c) in enumerate(ticks) if _count(c, "nvmlDeviceGetTotalEnergyConsumption")
+    ]
+    assert ENERGY_UNSHOWN_REFRESH == 60.0
+    assert read_at == [0, 60, 120]
+    assert all(got.gpus[0].power.energy is not None for got, _ in ticks)

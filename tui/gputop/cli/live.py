@@ -60,7 +60,8 @@ PRICED = frozenset({*TUI_UNSHOWN, SM_UTILIZATION, MIG_ACTIVITY})
 """The fields a run reads less, or not at all, while nothing of it shows or writes them
 (``gputop.sources.nvml.prices``): the graphics and video clocks every few seconds,
 per-process utilization (2 ms a GPU a tick on an H200) and MIG activity (1-2 ms an instance)
-never. The energy counter is read on its own cadence whatever the run."""
+never, the energy counter (5 ms) once a minute instead of every 10 s: only ``gputop export``
+writes it."""
 
 _SHOWN_BY_THE_TUI = frozenset({SM_UTILIZATION, MIG_ACTIVITY})
 """The process table's SM% column (for the GPUs with a process on screen) and the panels'

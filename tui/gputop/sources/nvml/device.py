@@ -8,7 +8,8 @@ How often each call is made follows its price (:mod:`gputop.sources.nvml.prices`
 that change rarely are *slow*: read on the first tick and then every ``slow_refresh`` seconds
 (:data:`SLOW_REFRESH`), reused in between: MIG, persistence, compute and ECC modes, ECC error
 counts, the enforced power limit, BAR1 and the MIG layout (instance handles, UUIDs). The
-energy counter has a cadence of its own (``prices.ENERGY_REFRESH``). What moves every tick
+energy counter has a cadence of its own (``prices.ENERGY_REFRESH``, a minute where nothing
+shows or writes it). What moves every tick
 and is cheap (load, memory, temperature, power draw, clocks, processes) is read every tick. A
 MIG layout that changes is noticed at once when a cached instance handle fails; see
 :mod:`gputop.sources.nvml.mig`; a MIG mode changed by a GPU reset at the next slow read.
@@ -52,6 +53,7 @@ from gputop.sources.nvml.codes import (
 from gputop.sources.nvml.memory import read_bar1, read_memory
 from gputop.sources.nvml.prices import (
     ENERGY_REFRESH,
+    ENERGY_UNSHOWN_REFRESH,
     MIG_ACTIVITY,
     PROCESS_UTILIZATION_REFRESH,
     SM_UTILIZATION,
@@ -123,7 +125,8 @@ class GpuSampler:
         seldom: field paths nothing shows or writes: ``clocks.graphics`` and ``clocks.video``
             are read as slow values although they move; :data:`SM_UTILIZATION` and
             :data:`MIG_ACTIVITY` are not read.
-        energy_refresh: seconds between reads of the total energy counter.
+        energy_refresh: seconds between reads of the total energy counter (at least
+            ``ENERGY_UNSHOWN_REFRESH`` when ``power.energy`` is in ``seldom``).
         shown: the PIDs a view shows; per-process utilization is read only for a GPU that
             has one of them (None, or a None answer: every GPU).
         mig_shown: whether a view shows MIG activity now (None: always); read only then.
@@ -150,7 +153,10 @@ class GpuSampler:
         self._mig_activity = MIG_ACTIVITY not in seldom
         self._shown = shown
         self._slow_refresh = slow_refresh
-        self._energy_refresh = energy_refresh
+        # Nothing but `gputop export` writes the energy counter: elsewhere it is read seldom.
+        self._energy_refresh = max(
+            energy_refresh, ENERGY_UNSHOWN_REFRESH if "power.energy" in seldom else 0.0
+        )
         self._clock = clock
         self._refresh_at: float | None = None
         """When slow values are next re-read; None: on the next tick."""

@@ -13,7 +13,8 @@ something wants it, never more (:class:`Cadence`):
   counters, the MIG layout): on the slow cadence (``device.SLOW_REFRESH``), and at once when
   a failing call says the layout changed;
 * the energy counter: its own cadence (:data:`ENERGY_REFRESH`) everywhere; it is a counter,
-  so a reading a few seconds old loses nothing, and a scrape every 15 s is the common case;
+  so a reading a few seconds old loses nothing, and a scrape every 15 s is the common case
+  (:data:`ENERGY_UNSHOWN_REFRESH` where nothing shows or writes it);
 * per-process utilization and MIG activity (GPM metrics): only while some view shows or some
   sink writes them (``pipeline.in_view.InView``); per-process utilization every
   :data:`PROCESS_UTILIZATION_REFRESH` seconds then, as nvitop reads it;
@@ -57,6 +58,11 @@ cadence for its process list, and NVML keeps the samples of the seconds between.
 
 ENERGY_REFRESH = 10.0
 """Seconds between reads of the total energy counter (5 ms of CPU a call on an H200)."""
+
+ENERGY_UNSHOWN_REFRESH = 60.0
+"""The same while nothing of the run shows or writes it (only ``gputop export`` does: the TUI,
+``--json``, ``--record`` and ``--log`` have no energy counter): read now and then, so that it
+is never left empty."""
 
 CHEAP_US = 50.0
 """A call that costs more CPU than this (median, microseconds) is not made every tick."""
