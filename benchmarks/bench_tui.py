@@ -140,6 +140,8 @@ def run_peer(tool: str) -> int:
     """Run a peer's own command-line entry point, at a 1 s interval, in this process (whose
     pynvml the fake is under). Peers are installed in a venv of their own (see README)."""
     interval = os.environ.get("GPUTOP_BENCH_PEER_INTERVAL")
+    if tool == "nvitop-i1":
+        tool, interval = "nvitop", "1"
     if tool == "nvitop":
         from nvitop.cli import main as nvitop_main  # type: ignore[import-not-found]
 
@@ -189,6 +191,19 @@ def _rtx4090s(processes: int) -> Any:
     return snapshot(*cards)
 
 
+def _eight_gpus(processes: int) -> Any:
+    from fakes.nvml_scenarios import gpu_sample, snapshot
+
+    cards = []
+    for index in range(8):
+        card = gpu_sample(index, name="NVIDIA H100 80GB HBM3")
+        mine = [
+            replace(card.processes[0], pid=5000 + n) for n in range(processes) if n % 8 == index
+        ]
+        cards.append(replace(card, processes=tuple(mine)))
+    return snapshot(*cards)
+
+
 def _h100_mig(processes: int) -> Any:
     from fakes.nvml_scenarios import h100_mig_box
 
@@ -199,10 +214,11 @@ BOXES: dict[str, Callable[[int], Any]] = {
     "1gpu": _one_gpu,
     "4x4090": _rtx4090s,
     "8x7": _h100_mig,
+    "8gpu": _eight_gpus,
 }
 """Machines of the side-by-side runs, by name: a function of the process count."""
 
-MARKERS = {"1gpu": ("A6000", 1), "4x4090": ("4090", 4), "8x7": ("H100", 8)}
+MARKERS = {"1gpu": ("A6000", 1), "4x4090": ("4090", 4), "8x7": ("H100", 8), "8gpu": ("H100", 8)}
 """Text of a box's first frame, and how many times it shows (once per GPU)."""
 
 
@@ -215,7 +231,7 @@ def _marker(tool: str, box: str) -> tuple[str, int]:
         return MARKERS[box]
     if tool == "bare":
         return bare_app.MARKER, 1
-    return ("NVITOP", 1) if tool == "nvitop" else MARKERS[box]
+    return ("NVITOP", 1) if tool.startswith("nvitop") else MARKERS[box]
 
 
 def on_pids(snapshot: Any, pids: list[int]) -> Any:
@@ -684,13 +700,19 @@ def main() -> int:
         "--only",
         nargs="+",
         metavar="PEER",
-        help="--side-by-side: these peers only (nvitop, gpustat, nvtop) beside gputop",
+        help="--side-by-side: these peers only (nvitop, gpustat, nvtop; nvitop-i1: nvitop "
+        "--interval 1) beside gputop",
     )
     parser.add_argument(
         "--boxes",
         nargs="+",
         choices=sorted({case[0] for case in CASES}),
         help="--side-by-side: these boxes only (default: every box)",
+    )
+    parser.add_argument(
+        "--skip-first-frames",
+        action="store_true",
+        help="--side-by-side: CPU, bytes and RSS only, no first frames in tmux",
     )
     parser.add_argument(
         "--priced",
@@ -918,6 +940,9 @@ def _peers(options: argparse.Namespace) -> list[str]:
             probe = subprocess.run([python, "-c", f"import {peer}"], capture_output=True)
             if probe.returncode == 0:
                 found.append(peer)
+                if peer == "nvitop" and "nvitop-i1" in (options.only or ()):
+                    # nvitop --interval 1, as this benchmark ran it before: beside its default.
+                    found.append("nvitop-i1")
     if shutil.which("nvtop"):
         try:
             build_fake_nvml_c(NVTOP_LIBRARY)
@@ -978,6 +1003,7 @@ def fake_nvml_c_rss_mib(extra_env: dict[str, str]) -> float:
 _QUIT = {
     "gputop": b"q",
     "nvitop": b"q",
+    "nvitop-i1": b"q",
     "gpustat": b"\x03",
     "nvtop": b"q",
     "bare": b"q",
@@ -1052,7 +1078,7 @@ def side_by_side(options: argparse.Namespace) -> int:
                     f" adapter, snapshots) RSS {fake_nvml_c_rss_mib(extra):5.1f} MiB"
                 )
     print("load average at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-    if shutil.which("tmux"):
+    if shutil.which("tmux") and not options.skip_first_frames:
         side_by_side_first_frames(options, peers)
     return 0
 
@@ -1103,6 +1129,11 @@ def side_by_side_case(
                     else ""
                 ),
                 flush=True,
+            )
+            busiest = sorted(run.threads_s.items(), key=lambda item: -item[1])[:4]
+            print(
+                "      by thread, ms/s: "
+                + ", ".join(f"{name} {spent / run.seconds * 1000:.1f}" for name, spent in busiest)
             )
 
 
