@@ -154,6 +154,7 @@ def test_the_live_source_reads_what_the_view_says(monkeypatch: pytest.MonkeyPatc
         seldom: frozenset[str],
         shown: Callable[[], frozenset[int] | None],
         mig_shown: Callable[[], bool],
+        gpm_window: float,
     ) -> CyclingSource:
         made["enrich"] = enrich
         made["seldom"] = seldom

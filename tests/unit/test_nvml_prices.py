@@ -20,12 +20,13 @@ import pytest
 from fakes.nvml_fake import Call, FakeNvml, Faults, load_prices
 from fakes.nvml_install import ENV_COSTS, installed, price
 from fakes.nvml_scenarios import gpu_sample, h100_mig_box, mig_gpu, plain_box, snapshot
-from gputop.model import Snapshot
+from gputop.model import Reason, Snapshot
 from gputop.sources.nvml.device import SLOW_REFRESH
 from gputop.sources.nvml.prices import (
     CHEAP_US,
     ENERGY_REFRESH,
     ENERGY_UNSHOWN_REFRESH,
+    GPM_SINK_WINDOW,
     MIG_ACTIVITY,
     PRICES,
     PROCESS_UTILIZATION_REFRESH,
@@ -417,3 +418,58 @@ def test_an_energy_counter_nothing_shows_is_read_once_a_minute() -> None:
     assert ENERGY_UNSHOWN_REFRESH == 60.0
     assert read_at == [0, 60, 120]
     assert all(got.gpus[0].power.energy is not None for got, _ in ticks)
+
+
+def test_a_sink_scraped_seldom_has_mig_activity_over_a_window_read_that_often() -> None:
+    box = h100_mig_box(2, 7, 20)
+    fake = FakeNvml(box)
+    clock = Clock()
+    counts: list[tuple[int, int]] = []
+    values = []
+    with installed(fake):
+        pynvml.nvmlInit()
+        polled = NvmlSource(
+            pynvml,
+            deadline=None,
+            host="testhost",
+            shutdown_on_close=True,
+            clock=clock,
+            gpm_window=GPM_SINK_WINDOW,
+        )
+        try:
+            for _ in range(23):
+                mark = fake.mark()
+                got = polled.poll()
+                calls = fake.calls_since(mark)
+                counts.append(
+                    (_count(calls, "nvmlGpmMigSampleGet"), _count(calls, "nvmlGpmMetricsGet"))
+                )
+                values.append([d.utilization.gpu for g in got.gpus for d in g.mig_devices])
+                clock.now += 1.0
+        finally:
+            polled.close()
+    assert GPM_SINK_WINDOW == 10.0
+    # A first sample, a first rate the next tick (an exporter has a value at once), then a
+    # sample and a rate every 10 s: the mean over them.
+    read = [n for n, (samples, _) in enumerate(counts) if samples]
+    assert read == [0, 1, 11, 21]
+    assert [n for n, (_, metrics) in enumerate(counts) if metrics] == [1, 11, 21]
+    assert all(samples == 14 for samples, _ in (counts[0], counts[1], counts[11]))
+    assert all(v is None for v in values[0])
+    for step in range(1, 23):  # held between reads, never n/a
+        assert values[step] == values[1], step
+
+
+def test_a_held_per_process_utilization_keeps_the_reason_it_was_not_read() -> None:
+    fake = FakeNvml(
+        plain_box(1),
+        Faults(errors={(0, "nvmlDeviceGetProcessUtilization"): pynvml.NVML_ERROR_NO_PERMISSION}),
+    )
+    clock = Clock()
+    with _source(fake, clock) as polled:
+        ticks = []
+        for _ in range(3):
+            ticks.append(polled.poll().gpus[0])
+            clock.now += 1.0
+    for gpu in ticks:  # read on the first and third ticks, held on the second
+        assert gpu.reason("processes.sm_utilization") is Reason.NO_PERMISSION

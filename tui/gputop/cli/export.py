@@ -157,10 +157,13 @@ def _bind(
 def _live_feed(selection: GpuSelection | None, detail: ProcessDetail) -> Feed:
     from gputop.cli.live import export_unshown, open_live_source
     from gputop.pipeline.in_view import InView
+    from gputop.sources.nvml.prices import GPM_SINK_WINDOW
 
     # Per-process utilization costs 2 ms a GPU a tick on real hardware: read only when
-    # process series are written.
-    source = open_live_source(InView(unshown=export_unshown(detail is not ProcessDetail.NONE)))
+    # process series are written; MIG activity (GPM, 1-2 ms an instance) is scraped every
+    # 15 s or so: the mean over 10 s, read that often.
+    in_view = InView(unshown=export_unshown(detail is not ProcessDetail.NONE))
+    source = open_live_source(in_view, gpm_window=GPM_SINK_WINDOW)
     try:
         first = source.poll()
         if selection is not None:

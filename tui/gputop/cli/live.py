@@ -93,10 +93,11 @@ def export_unshown(process_series: bool) -> frozenset[str]:
     return frozenset() if process_series else frozenset({SM_UTILIZATION})
 
 
-def open_live_source(in_view: InView | None = None) -> Source:
+def open_live_source(in_view: InView | None = None, *, gpm_window: float = 0.0) -> Source:
     """The NVML source with process enrichment; ``in_view``: where a view says which
     processes it shows, so that only those have their ``/proc`` facts read every tick, and
-    which GPU fields nothing shows, read every few seconds.
+    which GPU fields nothing shows, read every few seconds; ``gpm_window``: seconds a MIG
+    activity reading is the mean over (0: a tick, for a view).
 
     Raises:
         NoDriver, NoPermission: NVML cannot be used here (one line naming the case).
@@ -115,6 +116,7 @@ def open_live_source(in_view: InView | None = None) -> Source:
         seldom=frozenset() if in_view is None else in_view.unshown,
         shown=None if in_view is None else in_view.pids,
         mig_shown=None if in_view is None else in_view.mig_activity_shown,
+        gpm_window=gpm_window,
     )
     watcher = None
     if kubelet_socket(env) is not None:

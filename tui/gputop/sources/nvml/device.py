@@ -130,6 +130,8 @@ class GpuSampler:
         shown: the PIDs a view shows; per-process utilization is read only for a GPU that
             has one of them (None, or a None answer: every GPU).
         mig_shown: whether a view shows MIG activity now (None: always); read only then.
+        gpm_window: seconds each MIG activity reading is the mean over, once a first one is
+            in (0: each tick's; ``prices.GPM_SINK_WINDOW`` for a sink scraped seldom).
     """
 
     def __init__(
@@ -145,8 +147,10 @@ class GpuSampler:
         energy_refresh: float = ENERGY_REFRESH,
         shown: Shown | None = None,
         mig_shown: Callable[[], bool] | None = None,
+        gpm_window: float = 0.0,
     ) -> None:
         self.index = index
+        self._gpm_window = gpm_window
         self._mig_shown = mig_shown
         self._seldom = seldom
         self._sm_wanted = SM_UTILIZATION not in seldom
@@ -171,6 +175,8 @@ class GpuSampler:
         self._recheck = False
         """Read the slow values (MIG mode first) on the next tick, whatever the cadence: what
         this tick saw says the MIG mode may have changed."""
+        self._switched = False
+        """What the last tick said of that."""
         self._slow: _SlowPart | None = None
         """The slow part of the last refresh; None: read it on the next tick."""
         self._nvml = nvml
@@ -184,7 +190,9 @@ class GpuSampler:
         self._mig_mode: bool | None = None
         self._process_since = 0
         self._usage: dict[int, float] = {}
-        """Per-PID SM utilization last read: held while no view shows it."""
+        """Per-PID SM utilization last read: held until the next read."""
+        self._usage_notes: tuple[tuple[str, Reason], ...] = ()
+        """What that read could not get, noted again while it is held."""
         self._rows = ProcessRows()
         self._lists: ProcessLists | None = None
         self._process_utilization = UtilizationReader(nvml)
@@ -318,8 +326,12 @@ class GpuSampler:
         mig_devices = (
             self._mig_devices(c, h, slow.name, memory.total, processes) if mig_mode else ()
         )
-        if not c.refresh and self._mig_switched(mig_mode, mig_devices, processes):
+        # On the change, not for as long as it lasts: a driver that lists instance ids
+        # without MIG would otherwise have every tick read the slow values.
+        switched = self._mig_switched(mig_mode, mig_devices, processes)
+        if switched and not self._switched and not c.refresh:
             self._recheck = True
+        self._switched = switched
         sample = GpuSample(
             index=self.index,
             name=slow.name,
@@ -473,6 +485,8 @@ class GpuSampler:
             total,
             processes,
             activity=self._mig_activity and (self._mig_shown is None or self._mig_shown()),
+            now=self._now,
+            window=self._gpm_window,
         )
 
     def _utilization(self, c: DeviceCalls, h: Handle, mig_mode: bool | None) -> Utilization:
@@ -649,9 +663,15 @@ class GpuSampler:
             self._rows = ProcessRows()
             return ()
         if self._utilization_wanted(found):
+            noted = len(c.missing)
             self._usage, self._process_since = sm_utilization(
                 c, self._nvml, h, self._process_since, self._process_utilization
             )
+            self._usage_notes = tuple(c.missing[noted:])
+        else:
+            # Held, with what its last read could not get (a reused reading reports the
+            # same gaps as a fresh one).
+            c.missing.extend(self._usage_notes)
         return self._rows(found, self._names, self._usage)
 
     def _utilization_wanted(self, found: list[RunningProcess]) -> bool:

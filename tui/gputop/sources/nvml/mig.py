@@ -57,6 +57,15 @@ class _GpmPair:
     older: int = 0
     """Which buffer holds the older sample (the one the next sample overwrites)."""
     primed: bool = False
+    taken_at: float = 0.0
+    """When the newer sample was taken (the sampler's clock)."""
+    last: tuple[Utilization, Unavailable] | None = None
+    """The activity last measured, held until the window ends."""
+
+    def start_over(self) -> None:
+        """Not read for a while: the next sample starts a new rate."""
+        self.primed = False
+        self.last = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,10 +204,19 @@ def sample_mig_devices(
     processes: tuple[ProcessSample, ...],
     *,
     activity: bool = True,
+    now: float = 0.0,
+    window: float = 0.0,
 ) -> tuple[MigDeviceSample, ...]:
-    """Every MIG device of the GPU at ``handle`` (which is in MIG mode); ``activity``: read
-    each instance's activity through GPM (1-2 ms of CPU an instance a tick on an H200), which
-    is done only while something shows or writes it."""
+    """Every MIG device of the GPU at ``handle`` (which is in MIG mode).
+
+    Args:
+        activity: read each instance's activity through GPM (1-2 ms of CPU an instance on an
+            H200), which is done only while something shows or writes it.
+        now: the sampler's clock, for ``window``.
+        window: seconds between GPM samples once a first rate is in: the activity is the
+            mean over that window, held between (0: every tick, for a view that shows it
+            live; a sink scraped every 15 s needs it every few seconds only).
+    """
     count = parent.call(
         "mig_max_count",
         ("mig_devices",),
@@ -213,7 +231,7 @@ def sample_mig_devices(
     if not gpm:
         for pair in state.gpm.values():
             # Read again later, a rate starts over: not an average since it was last shown.
-            pair.primed = False
+            pair.start_over()
     measured: dict[int, tuple[DeviceCalls, Memory]] = {}
     found = state.found
     if found is not None and not parent.refresh and not _strangers(processes, state):
@@ -267,7 +285,7 @@ def sample_mig_devices(
         ci = slow.compute_instance_id
         if gi is not None and gpm:
             if gi not in measures:
-                measures[gi] = _gpm_activity(nvml, codes, parent, handle, state, gi)
+                measures[gi] = _gpm_activity(nvml, codes, parent, handle, state, gi, now, window)
             utilization, missing = measures[gi]
             calls.missing.extend(missing)
         elif supported and gi is not None:
@@ -537,8 +555,11 @@ def _gpm_activity(
     handle: Handle,
     state: MigState,
     gi: int,
+    now: float,
+    window: float,
 ) -> _Activity:
-    """Graphics activity and DRAM bandwidth of GPU instance ``gi`` since the last tick."""
+    """Graphics activity and DRAM bandwidth of GPU instance ``gi`` since its last sample:
+    the last tick's, or ``window`` seconds ago (held in between) once a first rate is in."""
     pair = state.gpm.get(gi)
     if pair is None:
         first = parent.attempt(f"gpm_alloc:{gi}:0", nvml.nvmlGpmSampleAlloc)
@@ -547,6 +568,8 @@ def _gpm_activity(
             if isinstance(buffer, CallFailed):
                 return _no_activity(buffer.reason)
         pair = state.gpm[gi] = _GpmPair((first, second), f"gpm_sample:{gi}", f"gpm_metrics:{gi}")
+    if pair.last is not None and now < pair.taken_at + window:
+        return pair.last
     older = pair.older
     taken = parent.attempt(
         pair.sample_key, nvml.nvmlGpmMigSampleGet, handle, gi, pair.buffers[older]
@@ -556,6 +579,7 @@ def _gpm_activity(
             state.found = None  # the instance is gone: enumerate next tick
         return _no_activity(taken.reason)
     pair.older = 1 - older
+    pair.taken_at = now
     if not pair.primed:
         # One sample is not a rate; the next tick has two.
         pair.primed = True
@@ -574,14 +598,13 @@ def _gpm_activity(
     graphics, dram = shared.slots
     gpu = _metric(graphics, success)
     memory = _metric(dram, success)
-    if gpu is not None and memory is not None:
-        return Utilization(gpu=gpu, memory=memory), ()
     missing = tuple(
         (path, Reason.NOT_SUPPORTED)
         for path, value in zip(_ACTIVITY_PATHS, (gpu, memory), strict=True)
         if value is None
     )
-    return Utilization(gpu=gpu, memory=memory), missing
+    pair.last = Utilization(gpu=gpu, memory=memory), missing
+    return pair.last
 
 
 def _slots(request: GpmMetricsGet) -> tuple[GpmMetric, GpmMetric]:

@@ -17,7 +17,8 @@ something wants it, never more (:class:`Cadence`):
   (:data:`ENERGY_UNSHOWN_REFRESH` where nothing shows or writes it);
 * per-process utilization and MIG activity (GPM metrics): only while some view shows or some
   sink writes them (``pipeline.in_view.InView``); per-process utilization every
-  :data:`PROCESS_UTILIZATION_REFRESH` seconds then, as nvitop reads it;
+  :data:`PROCESS_UTILIZATION_REFRESH` seconds then, as nvitop reads it, and MIG activity
+  every tick for a view, over :data:`GPM_SINK_WINDOW` for a sink scraped every 15 s;
 * PCIe throughput (20 ms of wall time a call): never on a thread a tick waits for; the
   sampler does not read it.
 
@@ -55,6 +56,11 @@ WANTED_FIELDS = frozenset({SM_UTILIZATION, MIG_ACTIVITY})
 PROCESS_UTILIZATION_REFRESH = 2.0
 """Seconds between reads of per-process utilization while it is wanted (2 ms a GPU): nvitop's
 cadence for its process list, and NVML keeps the samples of the seconds between."""
+
+GPM_SINK_WINDOW = 10.0
+"""Seconds a GPM reading (MIG activity) is the mean over where a sink scraped every 15 s or so
+writes it (``gputop export``): a GPM sample and a metrics call per instance that often,
+instead of every tick (1-2 ms of CPU an instance). A view showing it reads it every tick."""
 
 ENERGY_REFRESH = 10.0
 """Seconds between reads of the total energy counter (5 ms of CPU a call on an H200)."""

@@ -119,6 +119,7 @@ def open_nvml_source(
     seldom: frozenset[str] = frozenset(),
     shown: Shown | None = None,
     mig_shown: Callable[[], bool] | None = None,
+    gpm_window: float = 0.0,
 ) -> NvmlSource:
     """Load and initialise NVML and return a source over every GPU it sees.
 
@@ -127,7 +128,7 @@ def open_nvml_source(
             the GPUs one after the other on the calling thread, with no bound.
         enrich: adds host process details; see :data:`Enrich`.
         nvml: the pynvml module to use (imported when None).
-        seldom, shown, mig_shown: see :class:`NvmlSource`.
+        seldom, shown, mig_shown, gpm_window: see :class:`NvmlSource`.
 
     Raises:
         NoDriver: no NVML library, driver not loaded, no GPU, or a version mismatch.
@@ -150,6 +151,7 @@ def open_nvml_source(
             seldom=seldom,
             shown=shown,
             mig_shown=mig_shown,
+            gpm_window=gpm_window,
         )
     except (api.NVMLError, api.NVMLLibraryMismatchError) as error:
         _shutdown(api)
@@ -187,6 +189,7 @@ class NvmlSource:
         shown: the PIDs a view shows now (None from it: all); per-process utilization is
             read only for the GPUs that run one of them.
         mig_shown: whether a view shows MIG instances' activity now; GPM is read only then.
+        gpm_window: seconds a MIG activity reading is the mean over (0: a tick).
     """
 
     def __init__(
@@ -203,6 +206,7 @@ class NvmlSource:
         energy_refresh: float = ENERGY_REFRESH,
         shown: Shown | None = None,
         mig_shown: Callable[[], bool] | None = None,
+        gpm_window: float = 0.0,
     ) -> None:
         self._nvml = nvml
         self._deadline = deadline
@@ -228,6 +232,7 @@ class NvmlSource:
                 energy_refresh=energy_refresh,
                 shown=shown,
                 mig_shown=mig_shown,
+                gpm_window=gpm_window,
             )
             for i in range(self._count)
         ]
