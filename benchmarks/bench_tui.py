@@ -25,6 +25,13 @@ that forwards to the same fake: ``fake_nvml_c``, ``nvml_c_adapter``) on the issu
 alone), with live processes that have run ``--age`` seconds; rotated order, ``--rounds``
 rounds, medians of CPU, bytes/s and RSS; then first frames in tmux beside a bare Textual app.
 ``--floor`` adds gputop's own live path under a bare Textual app (``floor_app``): the floor.
+
+``--priced`` runs every tool on the fake charging what each NVML call costs on a real H200
+(``snapshots/nvml-prices-h200.tsv``, or ``--priced FILE``): ``GPUTOP_FAKE_NVML_COSTS``, spent in
+C (``fake_nvml_c/price.c``, built here) with the GIL let go, as a real driver call does. Each
+run then prints its CPU a second split into NVML's price, the fake's own Python and the rest
+(the tool). Peers run at their default intervals (nvitop's panels every 0.5 s; its
+``--interval 1`` takes process snapshots every 0.33 s) unless ``--peer-interval`` says.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import argparse
 import compileall
 import contextlib
 import fcntl
+import json
 import os
 import select
 import shutil
@@ -114,6 +122,10 @@ def bench_fake() -> Any:
     if live:
         base = on_pids(base, [int(pid) for pid in live.split(",")])
     fake = FakeNvml(varying(base, ticks=ticks))
+    # What each call costs on a real GPU (GPUTOP_FAKE_NVML_COSTS), spent in C.
+    from fakes.nvml_install import price
+
+    price(fake, os.environ)
     # A driver that is slow to start, as where the GPUs are not kept initialised.
     init_seconds = float(os.environ.get("GPUTOP_BENCH_NVML_INIT_S", "0"))
     if init_seconds:
@@ -127,15 +139,24 @@ def bench_fake() -> Any:
 def run_peer(tool: str) -> int:
     """Run a peer's own command-line entry point, at a 1 s interval, in this process (whose
     pynvml the fake is under). Peers are installed in a venv of their own (see README)."""
+    interval = os.environ.get("GPUTOP_BENCH_PEER_INTERVAL")
+    if tool == "nvitop-i1":
+        tool, interval = "nvitop", "1"
     if tool == "nvitop":
         from nvitop.cli import main as nvitop_main  # type: ignore[import-not-found]
 
-        sys.argv = ["nvitop", "--interval", "1"]
+        # Its default unless told: panels every 0.5 s (``--interval 1``: processes 0.33 s).
+        sys.argv = ["nvitop", *(["--interval", interval] if interval else [])]
         return int(nvitop_main() or 0)
+    if tool == "nvitop-exporter":
+        from nvitop_exporter.cli import main as exporter_main  # type: ignore[import-not-found]
+
+        sys.argv = ["nvitop-exporter", *sys.argv[2:]]
+        return int(exporter_main() or 0)
     if tool == "gpustat":
         from gpustat.cli import main as gpustat_main  # type: ignore[import-not-found]
 
-        sys.argv = ["gpustat", "--interval", "1"]
+        sys.argv = ["gpustat", "--interval", interval or "1"]
         gpustat_main()
         return 0
     if tool == "bare":
@@ -170,6 +191,19 @@ def _rtx4090s(processes: int) -> Any:
     return snapshot(*cards)
 
 
+def _eight_gpus(processes: int) -> Any:
+    from fakes.nvml_scenarios import gpu_sample, snapshot
+
+    cards = []
+    for index in range(8):
+        card = gpu_sample(index, name="NVIDIA H100 80GB HBM3")
+        mine = [
+            replace(card.processes[0], pid=5000 + n) for n in range(processes) if n % 8 == index
+        ]
+        cards.append(replace(card, processes=tuple(mine)))
+    return snapshot(*cards)
+
+
 def _h100_mig(processes: int) -> Any:
     from fakes.nvml_scenarios import h100_mig_box
 
@@ -180,10 +214,11 @@ BOXES: dict[str, Callable[[int], Any]] = {
     "1gpu": _one_gpu,
     "4x4090": _rtx4090s,
     "8x7": _h100_mig,
+    "8gpu": _eight_gpus,
 }
 """Machines of the side-by-side runs, by name: a function of the process count."""
 
-MARKERS = {"1gpu": ("A6000", 1), "4x4090": ("4090", 4), "8x7": ("H100", 8)}
+MARKERS = {"1gpu": ("A6000", 1), "4x4090": ("4090", 4), "8x7": ("H100", 8), "8gpu": ("H100", 8)}
 """Text of a box's first frame, and how many times it shows (once per GPU)."""
 
 
@@ -196,7 +231,7 @@ def _marker(tool: str, box: str) -> tuple[str, int]:
         return MARKERS[box]
     if tool == "bare":
         return bare_app.MARKER, 1
-    return ("NVITOP", 1) if tool == "nvitop" else MARKERS[box]
+    return ("NVITOP", 1) if tool.startswith("nvitop") else MARKERS[box]
 
 
 def on_pids(snapshot: Any, pids: list[int]) -> Any:
@@ -247,12 +282,14 @@ def name_os_threads() -> None:
 
 def count_fake_cpu(fake: Any) -> None:
     """Count the CPU time the fake library itself burns (its Python stands in for the C
-    driver), and append ``<fake ns> <counting ns>`` to ``GPUTOP_BENCH_FAKE_LOG`` on each
-    SIGUSR1 (what the counting itself cost is reported apart, see ``fake_cpu``)."""
+    driver), and append ``<fake ns> <counting ns> <price ns>`` to ``GPUTOP_BENCH_FAKE_LOG`` on
+    each SIGUSR1 (what the counting itself cost is reported apart, see ``fake_cpu``; the price
+    is the part of the fake's time spent charging what the calls cost on a real GPU)."""
     from fake_cpu import FakeCpu, counting_cost_ns
 
     counter = FakeCpu()
     counter.install(fake)
+    spent = _price_counter()
     log = os.environ.get("GPUTOP_BENCH_FAKE_LOG")
     if log:
         # Measured at the first report, not at start: it takes tens of milliseconds that a
@@ -264,9 +301,54 @@ def count_fake_cpu(fake: Any) -> None:
             if not per_call:
                 per_call.append(counting_cost_ns())
             with open(log, "a") as out:
-                out.write(f"{counter.total_ns} {counter.calls * per_call[0]:.0f}\n")
+                out.write(f"{counter.total_ns} {counter.calls * per_call[0]:.0f} {spent()}\n")
+            calls = os.environ.get("GPUTOP_BENCH_PRICED_CALLS")
+            if calls:
+                # Which priced calls the tool made so far (what its NVML price is made of).
+                Path(calls).write_text(json.dumps(dict(fake.priced_calls)))
 
         signal.signal(signal.SIGUSR1, report)
+
+
+def _price_counter() -> Callable[[], int]:
+    """Nanoseconds of prices spent so far in this process (0 when the fake is unpriced)."""
+    import ctypes
+
+    library = os.environ.get("GPUTOP_FAKE_NVML_PRICE_LIB")
+    if not library or not os.environ.get("GPUTOP_FAKE_NVML_COSTS"):
+        return lambda: 0
+    spent = ctypes.CDLL(library).gputop_fake_nvml_spent_ns
+    spent.restype = ctypes.c_uint64
+    return lambda: int(spent())
+
+
+PRICES = REPO / "snapshots" / "nvml-prices-h200.tsv"
+"""What each NVML call costs on a real H200 (recorded for gputop): ``--priced``'s default."""
+PRICE_C = Path(__file__).resolve().parent / "fake_nvml_c" / "price.c"
+
+
+def build_price_library(folder: Path) -> Path:
+    """Compile ``fake_nvml_c/price.c`` alone (no Python in it) into ``folder``: the library
+    the Python tools' fake spends its prices in; its path."""
+    library = folder / "libgputop_price.so"
+    if library.exists() and library.stat().st_mtime >= PRICE_C.stat().st_mtime:
+        return library
+    folder.mkdir(parents=True, exist_ok=True)
+    command = ["gcc", "-shared", "-fPIC", "-O2", "-fvisibility=hidden", str(PRICE_C)]
+    try:
+        built = subprocess.run([*command, "-o", str(library)], capture_output=True, text=True)
+    except FileNotFoundError as error:
+        raise RuntimeError(f"cannot build the price library: {error}") from None
+    if built.returncode != 0:
+        raise RuntimeError(f"cannot build the price library:\n{built.stderr}")
+    return library
+
+
+def priced_env(costs: Path | None, library: Path) -> dict[str, str]:
+    """What makes a tool's fake charge ``costs`` in ``library`` (nothing when unpriced)."""
+    if costs is None:
+        return {}
+    return {"GPUTOP_FAKE_NVML_COSTS": str(costs), "GPUTOP_FAKE_NVML_PRICE_LIB": str(library)}
 
 
 _TICKS = {"GPUTOP_BENCH_TICKS": "120"}
@@ -418,6 +500,8 @@ class Run:
     """CPU seconds spent inside the fake NVML library (None when not on the fake)."""
     counter_s: float | None
     """CPU seconds the benchmark's own counting of the fake's time cost."""
+    price_s: float | None = None
+    """CPU seconds of the fake's time spent charging real NVML prices (priced runs)."""
 
 
 def _stat_cpu_seconds(stat: Path) -> float:
@@ -443,9 +527,9 @@ def _thread_cpu(pid: int) -> dict[str, float]:
     return names
 
 
-def _fake_log_mark(pid: int, log: Path | None) -> tuple[float, float] | None:
-    """Ask the fake for its CPU and its counter's so far; seconds, or None when not on the
-    fake."""
+def _fake_log_mark(pid: int, log: Path | None) -> tuple[float, float, float] | None:
+    """Ask the fake for its CPU, its counter's and its prices' so far; seconds, or None when
+    not on the fake."""
     if log is None:
         return None
     before = log.read_text().count("\n") if log.exists() else 0
@@ -454,8 +538,9 @@ def _fake_log_mark(pid: int, log: Path | None) -> tuple[float, float] | None:
     while time.perf_counter() < deadline:
         lines = log.read_text().splitlines() if log.exists() else []
         if len(lines) > before:
-            fake_ns, counter_ns = lines[-1].split()
-            return int(fake_ns) / 1e9, int(counter_ns) / 1e9
+            fake_ns, counter_ns, *price_ns = lines[-1].split()
+            price = int(price_ns[0]) if price_ns else 0
+            return int(fake_ns) / 1e9, int(counter_ns) / 1e9, price / 1e9
         time.sleep(0.01)
     return None
 
@@ -482,7 +567,7 @@ def run_on_pty(
         env["GPUTOP_BENCH_FAKE_LOG"] = str(fake_log)
     master, process, started = start_on_pty(command, env)
     threads_start: dict[str, float] = {}
-    fake_start: tuple[float, float] | None = None
+    fake_start: tuple[float, float, float] | None = None
     seen = bytearray()
     first_output = first_frame = -1.0
     counted = 0
@@ -528,9 +613,10 @@ def run_on_pty(
             name: spent - threads_start.get(name, 0.0) for name, spent in threads_end.items()
         }
         fake_end = _fake_log_mark(process.pid, fake_log)
-        fake = counter = None
+        fake = counter = price = None
         if fake_start is not None and fake_end is not None:
             fake, counter = fake_end[0] - fake_start[0], fake_end[1] - fake_start[1]
+            price = fake_end[2] - fake_start[2]
         rss, peak = _rss_kib(process.pid)
         os.write(master, quit_key)
         try:
@@ -540,7 +626,9 @@ def run_on_pty(
             process.wait()
     finally:
         os.close(master)
-    return Run(first_output, first_frame, cpu, elapsed, counted, rss, peak, threads, fake, counter)
+    return Run(
+        first_output, first_frame, cpu, elapsed, counted, rss, peak, threads, fake, counter, price
+    )
 
 
 def report(name: str, run: Run) -> None:
@@ -612,13 +700,33 @@ def main() -> int:
         "--only",
         nargs="+",
         metavar="PEER",
-        help="--side-by-side: these peers only (nvitop, gpustat, nvtop) beside gputop",
+        help="--side-by-side: these peers only (nvitop, gpustat, nvtop; nvitop-i1: nvitop "
+        "--interval 1) beside gputop",
     )
     parser.add_argument(
         "--boxes",
         nargs="+",
         choices=sorted({case[0] for case in CASES}),
         help="--side-by-side: these boxes only (default: every box)",
+    )
+    parser.add_argument(
+        "--skip-first-frames",
+        action="store_true",
+        help="--side-by-side: CPU, bytes and RSS only, no first frames in tmux",
+    )
+    parser.add_argument(
+        "--priced",
+        nargs="?",
+        type=Path,
+        const=PRICES,
+        metavar="FILE",
+        help="charge each NVML call what it costs on a real GPU (default file: %(const)s)",
+    )
+    parser.add_argument(
+        "--peer-interval",
+        metavar="SEC",
+        help="--side-by-side: run nvitop (and gpustat) at this interval instead of their "
+        "defaults (nvitop's: panels every 0.5 s)",
     )
     parser.add_argument(
         "--peers-python",
@@ -758,7 +866,8 @@ def build_fake_nvml_c(folder: Path) -> Path:
     import sysconfig
 
     library = folder / "libnvidia-ml.so.1"
-    if library.exists() and library.stat().st_mtime >= FAKE_NVML_C.stat().st_mtime:
+    newest = max(FAKE_NVML_C.stat().st_mtime, PRICE_C.stat().st_mtime)
+    if library.exists() and library.stat().st_mtime >= newest:
         return folder
     libdir = sysconfig.get_config_var("LIBDIR")
     version = sysconfig.get_config_var("LDVERSION")
@@ -831,6 +940,9 @@ def _peers(options: argparse.Namespace) -> list[str]:
             probe = subprocess.run([python, "-c", f"import {peer}"], capture_output=True)
             if probe.returncode == 0:
                 found.append(peer)
+                if peer == "nvitop" and "nvitop-i1" in (options.only or ()):
+                    # nvitop --interval 1, as this benchmark ran it before: beside its default.
+                    found.append("nvitop-i1")
     if shutil.which("nvtop"):
         try:
             build_fake_nvml_c(NVTOP_LIBRARY)
@@ -852,13 +964,24 @@ def _tool_command(tool: str, options: argparse.Namespace) -> tuple[list[str], di
     name, _, code = tool.partition("@")
     # The fake imports gputop's model, so a peer's venv needs gputop's path too.
     env = {"GPUTOP_BENCH_TOOL": name, "PYTHONPATH": str(Path(code or REPO).resolve() / "tui")}
+    costs: Path | None = getattr(options, "priced", None)
+    if getattr(options, "peer_interval", None):
+        env["GPUTOP_BENCH_PEER_INTERVAL"] = str(options.peer_interval)
     if name in ("gputop", "bare", "floor"):
+        env.update(priced_env(costs, build_price_library(NVTOP_LIBRARY)))
         return _fake_gputop([]), env
     if tool == "nvtop":
         # 1 s refresh (tenths of a second); a config file that does not exist: the defaults,
-        # whatever the user running the benchmark has saved.
+        # whatever the user running the benchmark has saved. Its prices are spent in the
+        # library it loads (price.c is built into it), so that one count holds them.
         config = NVTOP_LIBRARY / "nvtop-defaults.ini"
-        return ["nvtop", "-d", "10", "-c", str(config)], {**env, **fake_nvml_c_env(NVTOP_LIBRARY)}
+        priced = priced_env(costs, NVTOP_LIBRARY / "libnvidia-ml.so.1")
+        return ["nvtop", "-d", "10", "-c", str(config)], {
+            **env,
+            **fake_nvml_c_env(NVTOP_LIBRARY),
+            **priced,
+        }
+    env.update(priced_env(costs, build_price_library(NVTOP_LIBRARY)))
     return [str(options.peers_python), str(Path(__file__).resolve()), "child"], env
 
 
@@ -880,6 +1003,7 @@ def fake_nvml_c_rss_mib(extra_env: dict[str, str]) -> float:
 _QUIT = {
     "gputop": b"q",
     "nvitop": b"q",
+    "nvitop-i1": b"q",
     "gpustat": b"\x03",
     "nvtop": b"q",
     "bare": b"q",
@@ -895,6 +1019,11 @@ def side_by_side(options: argparse.Namespace) -> int:
     peers = [peer for peer in _peers(options) if not options.only or peer in options.only]
     print(f"terminal {COLUMNS}x{ROWS}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     print(f"peers installed: {', '.join(peers) or 'none'}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    print(
+        f"NVML priced as {options.priced}"
+        if options.priced
+        else "NVML unpriced (fake answers in us)"
+    )
     print("load average at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     results: dict[tuple[str, int, str], list[Run]] = {}
     cases = [
@@ -923,6 +1052,17 @@ def side_by_side(options: argparse.Namespace) -> int:
             f"  {median(run.bytes_out / run.seconds for run in runs):6.0f} bytes/s"
             f"  RSS {median(run.rss_kib / 1024 for run in runs):5.1f} MiB"
         )
+    if options.priced:
+        print("CPU per second (one gputop tick), medians, in ms: NVML's price | the fake's")
+        print("own Python | the tool (everything else) | all")
+        for (box, count, tool), runs in results.items():
+            price, fake, rest, whole = (
+                median(part) for part in zip(*map(_split_ms, runs), strict=True)
+            )
+            print(
+                f"  {box:7s} {count:5d} processes  {tool:8s}"
+                f" {price:6.1f} | {fake:5.1f} | {rest:5.1f} | {whole:6.1f}"
+            )
     print(
         f"  bare Textual app (idle)          CPU {median(map(_cpu, bare_runs)):5.2f}%"
         f"  RSS {median(run.rss_kib / 1024 for run in bare_runs):5.1f} MiB"
@@ -938,7 +1078,7 @@ def side_by_side(options: argparse.Namespace) -> int:
                     f" adapter, snapshots) RSS {fake_nvml_c_rss_mib(extra):5.1f} MiB"
                 )
     print("load average at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-    if shutil.which("tmux"):
+    if shutil.which("tmux") and not options.skip_first_frames:
         side_by_side_first_frames(options, peers)
     return 0
 
@@ -977,17 +1117,38 @@ def side_by_side_case(
                     extra_env={**extra, **env},
                 )
             results.setdefault((box, count, tool), []).append(run)
+            price, fake, rest, _ = _split_ms(run)
             print(
                 f"  {box} {count:4d} processes, round {round_number + 1}, {tool:8s}"
                 f" {_cpu(run):5.2f}% CPU ({_own_cpu(run):5.2f}% without the fake),"
                 f" {run.bytes_out / run.seconds:6.0f} bytes/s,"
-                f" RSS {run.rss_kib / 1024:5.1f} MiB",
+                f" RSS {run.rss_kib / 1024:5.1f} MiB"
+                + (
+                    f"; ms/s: NVML price {price:.1f}, fake {fake:.1f}, tool {rest:.1f}"
+                    if options.priced
+                    else ""
+                ),
                 flush=True,
+            )
+            busiest = sorted(run.threads_s.items(), key=lambda item: -item[1])[:4]
+            print(
+                "      by thread, ms/s: "
+                + ", ".join(f"{name} {spent / run.seconds * 1000:.1f}" for name, spent in busiest)
             )
 
 
 def _cpu(run: Run) -> float:
     return run.cpu_s / run.seconds * 100
+
+
+def _split_ms(run: Run) -> tuple[float, float, float, float]:
+    """CPU milliseconds a second: NVML's price, the fake's own Python (and the counting),
+    the tool itself, and all of it."""
+    per_second = 1000 / run.seconds
+    price = (run.price_s or 0.0) * per_second
+    fake = ((run.fake_s or 0.0) + (run.counter_s or 0.0)) * per_second - price
+    whole = run.cpu_s * per_second
+    return price, fake, whole - price - fake, whole
 
 
 def _own_cpu(run: Run) -> float:

@@ -8,8 +8,12 @@
  * the same environment variables as bench_tui's child and turns each raw pointer into the
  * ctypes object pynvml would have passed. The fake's Python stands in for the driver's C
  * code, so the thread CPU spent in here is counted and written, on SIGUSR1, to
- * GPUTOP_BENCH_FAKE_LOG as "<ns inside the fake> <ns the counting cost>", the format
- * bench_tui reads for the Python tools.
+ * GPUTOP_BENCH_FAKE_LOG as "<ns inside the fake> <ns the counting cost> <ns of prices>", the
+ * format bench_tui reads for the Python tools.
+ *
+ * Priced mode (GPUTOP_FAKE_NVML_COSTS=FILE, with GPUTOP_FAKE_NVML_PRICE_LIB naming this very
+ * library): each call spends what it costs on a real GPU, in C (price.c, included here), with
+ * the GIL let go as a real driver call does; the third number of the log is that part.
  *
  * Built by bench_tui (gcc -shared) into benchmarks/_data/; never installed.
  */
@@ -36,6 +40,8 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define U(x) ((unsigned long long)(uintptr_t)(x))
+
+#include "price.c"
 
 static pthread_once_t started = PTHREAD_ONCE_INIT;
 static PyObject *forward_call; /* nvml_c_adapter.call */
@@ -67,12 +73,14 @@ static size_t put_number(char *out, uint64_t value) {
 /* SIGUSR1: append the counts to the log (only async-signal-safe calls in here). */
 static void report(int signal_number) {
   (void)signal_number;
-  char line[64];
+  char line[96];
   uint64_t spent = __atomic_load_n(&inside_ns, __ATOMIC_RELAXED);
   uint64_t counted = __atomic_load_n(&calls, __ATOMIC_RELAXED);
   size_t length = put_number(line, spent);
   line[length++] = ' ';
   length += put_number(line + length, counted * clock_cost);
+  line[length++] = ' ';
+  length += put_number(line + length, gputop_fake_nvml_spent_ns());
   line[length++] = '\n';
   int saved = errno;
   int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT, 0644);

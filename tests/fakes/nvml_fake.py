@@ -15,6 +15,12 @@ Ticks: each device counts its own ticks. A device's tick advances when a call re
 already saw in the current tick (gputop never repeats a call within a tick), or when the test
 calls :meth:`FakeNvml.advance`.
 
+Prices: a fake answers in microseconds where a real driver takes milliseconds for some calls.
+``Faults.prices`` (from a file, :func:`load_prices`, e.g. ``snapshots/nvml-prices-h200.tsv``
+recorded on a real H200) makes each listed call spend its CPU time busy on the calling thread,
+and sleep what its wall time has beyond that (PCIe throughput: 21 ms), before it answers.
+Off by default, so the tests stay fast.
+
 MIG device handles name a position on their GPU. By default a handle stays valid while that
 position exists, whatever instance sits there; :meth:`FakeNvml.invalidate_mig_handles` makes
 the handles handed out so far answer INVALID_ARGUMENT, as a real driver's do once their
@@ -30,6 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass, field, replace
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pynvml  # noqa: TID251 -- the fake sits under the real pynvml
@@ -139,6 +146,8 @@ class Faults:
         latency: seconds every C call sleeps (a slow driver); ``latency_by_name`` per function.
         init_error: the code ``nvmlInitWithFlags`` returns (LIBRARY_NOT_FOUND, ...).
         mps_pids: compute processes listed as MPS-compute instead.
+        prices: C function -> (CPU seconds, wall seconds) each call costs, as on real
+            hardware (:func:`load_prices`); spent by :attr:`FakeNvml.spend`.
     """
 
     errors: dict[tuple[int | None, str], int] = field(default_factory=dict)
@@ -149,6 +158,42 @@ class Faults:
     latency_by_name: dict[str, float] = field(default_factory=dict)
     init_error: int | None = None
     mps_pids: set[int] = field(default_factory=set)
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def load_prices(path: Path) -> dict[str, tuple[float, float]]:
+    """C function -> (CPU seconds, wall seconds) a call, from a prices file: lines of
+    ``function<TAB>cpu_us<TAB>wall_us or -<TAB>note``, ``#`` comments.
+
+    Raises:
+        ValueError: a line that says something else (naming the file and the line).
+    """
+    prices: dict[str, tuple[float, float]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        try:
+            cpu = float(parts[1]) / 1e6
+            wall = cpu if parts[2].strip() == "-" else float(parts[2]) / 1e6
+        except (IndexError, ValueError):
+            wanted = "function, cpu_us, wall_us"
+            raise ValueError(f"{path}:{number}: not '{wanted}': {line!r}") from None
+        if not parts[0].startswith("nvml") or cpu < 0 or wall < cpu:
+            raise ValueError(f"{path}:{number}: not a price: {line!r}")
+        prices[parts[0]] = (cpu, wall)
+    return prices
+
+
+def spend(cpu: float, wall: float) -> None:
+    """Be busy for ``cpu`` seconds of this thread's CPU time, then sleep what ``wall`` has
+    beyond it: a driver call's cost, in Python (which holds the GIL meanwhile, where a real
+    driver call lets it go: the benchmarks spend it in C instead, ``fake_nvml_c/price.c``)."""
+    end = time.thread_time() + cpu
+    while time.thread_time() < end:
+        pass
+    if wall > cpu:
+        time.sleep(wall - cpu)
 
 
 class FakeLibrary:
@@ -425,6 +470,10 @@ class FakeNvml:
         self.nvml_version = nvml_version
         self.calls: list[Call] = []
         self.time_in_calls_ns = 0
+        self.spend: Callable[[str, float, float], None] = lambda _name, cpu, wall: spend(cpu, wall)
+        """How a priced call spends its price: (function, CPU s, wall s)."""
+        self.priced_calls: Counter[str] = Counter()
+        """Priced calls made, per C function."""
         self.initialized = 0
         self._lock = threading.Lock()
         self._gpus: dict[int, _GpuState] = {}
@@ -588,6 +637,11 @@ class FakeNvml:
         delay = faults.latency_by_name.get(fn.name, faults.latency)
         if delay:
             time.sleep(delay)
+        price = faults.prices.get(fn.name) if faults.prices else None
+        if price is not None:
+            with self._lock:
+                self.priced_calls[fn.name] += 1
+            self.spend(fn.name, *price)
         if gpu is not None:
             tick = self._state(gpu).tick
             lost_at = faults.lose_at.get(gpu)

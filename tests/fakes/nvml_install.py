@@ -21,22 +21,28 @@ calls :func:`install_from_environment` before gputop starts. Optional faults:
   PATH=VALUE ...`` makes the GPU report new health counters (``remapped_rows.pending=1``,
   ``ecc_errors.volatile_uncorrected=2``, ``retired_pages.double_bit=1``), ``lose GPU`` takes
   it off the bus.
+* ``GPUTOP_FAKE_NVML_COSTS=FILE``: each call listed in FILE (``snapshots/nvml-prices-h200.tsv``:
+  the prices of a real H200) spends that CPU time busy on the calling thread, and sleeps what
+  its wall time has beyond it. ``GPUTOP_FAKE_NVML_PRICE_LIB=LIB``: spend it in C instead,
+  through LIB's ``gputop_fake_nvml_spend`` (``benchmarks/fake_nvml_c/price.c``), which lets go
+  of the GIL as a real driver call does.
 """
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import pynvml  # noqa: TID251 -- the fake sits under the real pynvml
 
-from fakes.nvml_fake import FakeNvml, Faults
+from fakes.nvml_fake import FakeNvml, Faults, load_prices
 from fakes.nvml_scenarios import scenario
 
 ENV_SPEC = "GPUTOP_FAKE_NVML"
@@ -45,6 +51,8 @@ ENV_HANG = "GPUTOP_FAKE_NVML_HANG"
 ENV_LATENCY = "GPUTOP_FAKE_NVML_LATENCY"
 ENV_INIT_LOG = "GPUTOP_FAKE_NVML_INIT_LOG"
 ENV_CUES = "GPUTOP_FAKE_NVML_CUES"
+ENV_COSTS = "GPUTOP_FAKE_NVML_COSTS"
+ENV_PRICE_LIB = "GPUTOP_FAKE_NVML_PRICE_LIB"
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,6 +131,7 @@ def install_from_environment() -> FakeNvml | None:
     _parse_lose(os.environ.get(ENV_LOSE, ""), fake.faults)
     _parse_hang(os.environ.get(ENV_HANG, ""), fake.faults)
     _parse_latency(os.environ.get(ENV_LATENCY, ""), fake.faults)
+    price(fake, os.environ)
     log = os.environ.get(ENV_INIT_LOG)
     if log:
         _log_inits(fake, Path(log))
@@ -200,6 +209,21 @@ def _ends_in_newline(path: Path) -> bool:
             return handle.read(1) == b"\n"
     except OSError:
         return False
+
+
+def price(fake: FakeNvml, environ: Mapping[str, str]) -> None:
+    """Charge ``fake``'s calls as ``GPUTOP_FAKE_NVML_COSTS`` says, spent in Python or, with
+    ``GPUTOP_FAKE_NVML_PRICE_LIB``, in C."""
+    costs = environ.get(ENV_COSTS)
+    if not costs:
+        return
+    fake.faults.prices = load_prices(Path(costs))
+    library = environ.get(ENV_PRICE_LIB)
+    if library:
+        spend_in_c = ctypes.CDLL(library).gputop_fake_nvml_spend
+        spend_in_c.argtypes = (ctypes.c_double, ctypes.c_double)
+        spend_in_c.restype = None
+        fake.spend = lambda _name, cpu, wall: spend_in_c(cpu, wall)
 
 
 def _log_inits(fake: FakeNvml, log: Path) -> None:

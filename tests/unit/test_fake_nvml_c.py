@@ -10,10 +10,13 @@ processes; and the library must report the CPU its Python took on SIGUSR1.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,6 +148,95 @@ def test_a_c_program_sees_the_scenario_the_python_tools_see(tmp_path: Path) -> N
     assert len({row["util"] for row in seen if row["gpu"] == 0}) == ROUNDS
     assert sorted(p[0] for row in seen[:4] for p in row["pids"]) == PIDS
     assert [len(row["pids"]) for row in seen[:4]] == [2, 2, 1, 1]
-    # SIGUSR1 made the library write the CPU its Python took, and the counting's cost.
-    inside_ns, counting_ns = (int(field) for field in log.read_text().split())
-    assert inside_ns > 0 and counting_ns > 0
+    # SIGUSR1 made the library write the CPU its Python took, the counting's cost, and
+    # the part of it spent on prices (none: this fake is not priced).
+    inside_ns, counting_ns, price_ns = (int(field) for field in log.read_text().split())
+    assert inside_ns > 0 and counting_ns > 0 and price_ns == 0
+
+
+def test_the_c_fake_charges_real_prices_in_c_when_asked(tmp_path: Path) -> None:
+    """GPUTOP_FAKE_NVML_COSTS: each call the C program makes spends its H200 price in the
+    library (price.c), and the log's third number says how much of the fake's time that was."""
+    scenario = {
+        "GPUTOP_BENCH_BOX": "4x4090",
+        "GPUTOP_BENCH_PROCESSES": "6",
+        "GPUTOP_BENCH_TICKS": str(ROUNDS),
+        "GPUTOP_BENCH_PIDS": ",".join(map(str, PIDS)),
+    }
+    base_env = {**os.environ, **scenario, "PYTHONPATH": str(ROOT / "tui")}
+    prepared = subprocess.run(
+        [sys.executable, "-c", HELPER, str(tmp_path / "lib")],
+        cwd=BENCHMARKS,
+        env=base_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert prepared.returncode == 0, prepared.stderr
+    plan = json.loads(prepared.stdout)
+    driver = tmp_path / "driver"
+    source = tmp_path / "driver.c"
+    source.write_text(DRIVER.replace("ROUNDS", str(ROUNDS)))
+    subprocess.run(["gcc", str(source), "-o", str(driver), "-ldl"], check=True, timeout=60)
+    log = tmp_path / "fake-cpu.log"
+    priced = {
+        "GPUTOP_FAKE_NVML_COSTS": str(ROOT / "snapshots" / "nvml-prices-h200.tsv"),
+        "GPUTOP_FAKE_NVML_PRICE_LIB": str(tmp_path / "lib" / "libnvidia-ml.so.1"),
+    }
+    ran = subprocess.run(
+        [str(driver)],
+        env={**base_env, **plan["env"], **priced, "GPUTOP_BENCH_FAKE_LOG": str(log)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    inside_ns, _, price_ns = (int(field) for field in log.read_text().split())
+    # Per GPU and round: utilization 14.6 us, memory 28.1 us, the compute list twice 43.6 us.
+    floor_ns = ROUNDS * 4 * (14.6 + 28.1 + 2 * 43.6) * 1000
+    assert floor_ns <= price_ns <= inside_ns
+
+
+def test_a_price_spent_in_c_is_cpu_on_the_calling_thread_with_the_gil_let_go(
+    tmp_path: Path,
+) -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_tui
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    library = ctypes.CDLL(str(bench_tui.build_price_library(tmp_path)))
+    spend = library.gputop_fake_nvml_spend
+    spend.argtypes = (ctypes.c_double, ctypes.c_double)
+    spent = library.gputop_fake_nvml_spent_ns
+    spent.restype = ctypes.c_uint64
+    beside = 0
+    running = threading.Event()
+    done = threading.Event()
+
+    def count() -> None:
+        nonlocal beside
+        running.set()
+        while not done.is_set():
+            beside += 1
+
+    other = threading.Thread(target=count)
+    # Python hands the GIL over only every 0.2 s now: a price spent holding it (in Python)
+    # would keep the other thread out for all of its 50 ms.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.2)
+    other.start()
+    running.wait()
+    try:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        before = beside
+        spend(0.03, 0.05)  # 30 ms busy, 50 ms in all
+        wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+        moved = beside - before
+    finally:
+        done.set()
+        other.join()
+        sys.setswitchinterval(switch)
+    assert cpu >= 0.03 and wall >= 0.05
+    assert spent() >= 30_000_000
+    assert moved > 0  # the other Python thread ran meanwhile: the GIL was let go

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,10 +149,17 @@ def test_the_live_source_reads_what_the_view_says(monkeypatch: pytest.MonkeyPatc
         return "enricher"
 
     def open_nvml_source(
-        *, enrich: object, seldom: frozenset[str], gpm_cadence: object = None
+        *,
+        enrich: object,
+        seldom: frozenset[str],
+        shown: Callable[[], frozenset[int] | None],
+        mig_shown: Callable[[], bool],
+        gpm_cadence: object = None,
     ) -> CyclingSource:
         made["enrich"] = enrich
         made["seldom"] = seldom
+        made["shown"] = shown
+        made["mig_shown"] = mig_shown
         return CyclingSource([_empty()])
 
     monkeypatch.setattr(live, "ProcessEnricher", enricher)
@@ -164,6 +172,12 @@ def test_the_live_source_reads_what_the_view_says(monkeypatch: pytest.MonkeyPatc
     assert made["enrich"] == "enricher"
     assert made["seldom"] == frozenset({"power.energy"})
     assert made["in_view"]() == frozenset({5, 6})
+    # The NVML source is told too: per-process utilization only for the GPUs on screen.
+    assert made["shown"]() == frozenset({5, 6})
+    # and whether MIG activity is shown (GPM, 1-2 ms an instance): until told, it may be.
+    assert made["mig_shown"]() is True
+    in_view.show_mig_activity(False)
+    assert made["mig_shown"]() is False
 
 
 def _empty() -> Any:
@@ -203,9 +217,25 @@ def test_fields_nothing_shows_are_named_only_when_the_tui_is_all_the_run_has(
 ) -> None:
     from gputop.cli.options import Options
 
-    assert live.unshown_fields(Options()) == live.TUI_UNSHOWN
-    assert live.unshown_fields(Options(log=tmp_path / "log.csv")) == live.TUI_UNSHOWN
-    # A recording writes them, and so do the headless modes: read every tick.
-    assert live.unshown_fields(Options(record=tmp_path / "run.xml")) == frozenset()
-    assert live.unshown_fields(Options(once=True)) == frozenset()
-    assert live.unshown_fields(Options(json=True)) == frozenset()
+    tui = live.TUI_UNSHOWN
+    sm, mig = "processes.sm_utilization", "mig_devices.utilization"
+    assert live.unshown_fields(Options()) == tui
+    assert live.unshown_fields(Options(log=tmp_path / "log.csv")) == tui
+    # A recording writes the clocks; the TUI shows per-process and MIG activity.
+    assert live.unshown_fields(Options(record=tmp_path / "run.xml")) == {"power.energy"}
+    # Headless: a summary, --log and --pick write none of the priced fields, --record the
+    # clocks, --json the clocks and per-process utilization (neither writes MIG activity
+    # or the energy counter).
+    headless = live.PRICED
+    assert live.unshown_fields(Options(once=True)) == headless
+    assert live.unshown_fields(Options(count=5, log=tmp_path / "l.csv")) == headless
+    assert live.unshown_fields(Options(pick=1)) == headless
+    assert live.unshown_fields(Options(json=True)) == {"power.energy", mig}
+    assert live.unshown_fields(Options(count=5, record=tmp_path / "r.xml")) == {
+        "power.energy",
+        sm,
+        mig,
+    }
+    # `gputop export` writes every priced series; per-process ones only with process series.
+    assert live.export_unshown(process_series=True) == frozenset()
+    assert live.export_unshown(process_series=False) == {sm}

@@ -10,6 +10,7 @@ from fakes.nvml_fake import FakeNvml, Faults
 from fakes.nvml_harness import nvml_source
 from fakes.nvml_scenarios import GIB, MIB, gpu_sample, snapshot
 from gputop.model import GpuSample, ProcessSample, Reason, Snapshot
+from gputop.sources.nvml import device
 from gputop.sources.nvml.gpm import ACTIVITY_PATHS
 
 
@@ -129,6 +130,14 @@ def test_per_process_sm_utilization() -> None:
     assert processes[1717].sm_utilization is None
 
 
+@pytest.fixture
+def utilization_every_tick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per-process utilization read on every tick (its cadence is 2 s, and these ticks are
+    not seconds apart): what each read asks NVML and makes of its answer."""
+    monkeypatch.setattr(device, "PROCESS_UTILIZATION_REFRESH", 0.0)
+
+
+@pytest.mark.usefixtures("utilization_every_tick")
 def test_process_utilization_not_found_is_no_samples_not_an_error() -> None:
     quiet = gpu_sample(0, processes=(ProcessSample(pid=9, type="C", name="idle", memory_used=MIB),))
     fake = FakeNvml(snapshot(quiet))
@@ -143,6 +152,7 @@ def test_process_utilization_not_found_is_no_samples_not_an_error() -> None:
     assert fake.counts_since(mark)["nvmlDeviceGetProcessUtilization"] == 1
 
 
+@pytest.mark.usefixtures("utilization_every_tick")
 def test_process_utilization_only_newer_samples() -> None:
     fake = FakeNvml(snapshot(gpu_sample(0)))
     with nvml_source(fake) as source:

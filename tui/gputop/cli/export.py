@@ -153,11 +153,16 @@ def _bind(
         raise BadArguments(f"--listen {text}: not a host name or address") from None
 
 
-def _live_feed(selection: GpuSelection | None) -> Feed:
-    from gputop.cli.live import EXPORT_GPM_EVERY, open_live_source
+def _live_feed(selection: GpuSelection | None, detail: ProcessDetail) -> Feed:
+    from gputop.cli.live import EXPORT_GPM_EVERY, export_unshown, open_live_source
+    from gputop.pipeline.in_view import InView
     from gputop.sources.nvml.gpm import GpmCadence
 
-    source = open_live_source(gpm_cadence=GpmCadence(every=EXPORT_GPM_EVERY))
+    # Per-process utilization costs 2 ms a GPU a tick on real hardware: read only when
+    # process series are written; GPM (1-2 ms a GPU or MIG instance) is worked out once a
+    # scrape interval, the mean since the last time.
+    in_view = InView(unshown=export_unshown(detail is not ProcessDetail.NONE))
+    source = open_live_source(in_view, GpmCadence(every=EXPORT_GPM_EVERY))
     try:
         first = source.poll()
         if selection is not None:
@@ -253,7 +258,11 @@ def _serve(
     # Bound before the source opens: a port in use is said at once, with nothing to undo.
     server = _bind(address, ns.listen, latest, web)
     try:
-        feed = _live_feed(selection) if ns.replay is None else _replay_feed(ns, selection)
+        feed = (
+            _live_feed(selection, ProcessDetail(ns.export_processes))
+            if ns.replay is None
+            else _replay_feed(ns, selection)
+        )
     except BaseException:
         server.server_close()
         raise

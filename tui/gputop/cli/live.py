@@ -45,6 +45,7 @@ from gputop.sources.host.procinfo import (
     host_proc_candidates,
 )
 from gputop.sources.k8s.kubelet import kubelet_socket
+from gputop.sources.nvml.prices import MIG_ACTIVITY, SM_UTILIZATION
 
 if TYPE_CHECKING:
     from gputop.sinks.fanout import SnapshotSinks
@@ -57,13 +58,41 @@ TUI_UNSHOWN = frozenset({"clocks.graphics", "clocks.video", "power.energy"})
 the energy counter) nor writes with ``--log``: read on the source's slow cadence when the TUI
 is all a run has (``--record`` writes them, and the headless modes print them)."""
 
+PRICED = frozenset({*TUI_UNSHOWN, SM_UTILIZATION, MIG_ACTIVITY})
+"""The fields a run reads less, or not at all, while nothing of it shows or writes them
+(``gputop.sources.nvml.prices``): the graphics and video clocks every few seconds,
+per-process utilization (2 ms a GPU a tick on an H200) and MIG activity (1-2 ms an instance)
+never, the energy counter (5 ms) once a minute instead of every 10 s: only ``gputop export``
+writes it."""
+
+_SHOWN_BY_THE_TUI = frozenset({SM_UTILIZATION, MIG_ACTIVITY})
+"""The process table's SM% column (for the GPUs with a process on screen) and the panels'
+MIG rows."""
+_WRITTEN_BY_JSON = frozenset({"clocks.graphics", "clocks.video", SM_UTILIZATION})
+"""``--json``: every field with a JSON name (MIG activity and the energy counter have none)."""
+_WRITTEN_BY_RECORD = frozenset({"clocks.graphics", "clocks.video"})
+"""``--record``: nvidia-smi XML has every clock, and no per-process or MIG activity."""
+
 
 def unshown_fields(options: Options) -> frozenset[str]:
-    """The GPU fields nothing of this run shows or writes: :data:`TUI_UNSHOWN` for the TUI
-    without ``--record``, none for a headless run or a recording TUI."""
-    if options.headless or options.record is not None:
-        return frozenset()
-    return TUI_UNSHOWN
+    """The fields of :data:`PRICED` that nothing of this run shows or writes: for the TUI
+    alone :data:`TUI_UNSHOWN`; ``--record`` writes the clocks, ``--json`` the clocks and
+    per-process utilization; a summary (``--once``, ``--count``), ``--log`` and ``--pick``
+    none of them."""
+    wanted: set[str] = set()
+    if not options.headless:
+        wanted |= _SHOWN_BY_THE_TUI
+    if options.json:
+        wanted |= _WRITTEN_BY_JSON
+    if options.record is not None:
+        wanted |= _WRITTEN_BY_RECORD
+    return PRICED - wanted
+
+
+def export_unshown(process_series: bool) -> frozenset[str]:
+    """What ``gputop export`` does not write: per-process utilization without process series
+    (``--export-processes none``); every other priced field is a series."""
+    return frozenset() if process_series else frozenset({SM_UTILIZATION})
 
 
 TUI_GPM_BUDGET = 0.003
@@ -115,6 +144,8 @@ def open_live_source(
     nvml = open_nvml_source(
         enrich=enricher,
         seldom=frozenset() if in_view is None else in_view.unshown,
+        shown=None if in_view is None else in_view.pids,
+        mig_shown=None if in_view is None else in_view.mig_activity_shown,
         gpm_cadence=gpm_cadence,
     )
     watcher = None

@@ -14,7 +14,9 @@ Values that never change (names, thresholds, limits' bounds) can be asked for ``
 are read once and served from the cache afterwards. Values that change rarely (modes, ECC
 counters, the enforced power limit, BAR1, a MIG device's UUID) can be asked for ``slow``: they
 are read on the ticks a :class:`DeviceCalls` is told to ``refresh`` and reused in between; a
-slow read that fails is not reused, so the next tick asks again.
+slow read that fails is not reused, so the next tick asks again. A value with a cadence of its
+own (the energy counter, see :mod:`gputop.sources.nvml.prices`) is ``slow`` with its own
+``due``: read when that says so, reused otherwise.
 """
 
 from __future__ import annotations
@@ -165,6 +167,7 @@ class DeviceCalls:
         *args: Any,
         static: bool = False,
         slow: bool = False,
+        due: bool | None = None,
     ) -> T | None:
         """Call ``fn(*args)``; on failure note the reason for each of ``paths`` and return None.
 
@@ -175,11 +178,13 @@ class DeviceCalls:
             fn: the pynvml function, or None where this pynvml lacks it.
             static: the value never changes: read it once and cache it.
             slow: the value changes rarely: read it on refresh ticks, reuse it in between.
+            due: for a ``slow`` value on a cadence of its own, whether this tick reads it
+                (None: on refresh ticks).
 
         Raises:
             GpuLost: NVML says the GPU is lost.
         """
-        result = self._attempt(key, fn, args, static, slow)
+        result = self._attempt(key, fn, args, static, slow, due)
         if isinstance(result, CallFailed):
             self.note(paths, result.reason)
             return None
@@ -192,9 +197,10 @@ class DeviceCalls:
         *args: Any,
         static: bool = False,
         slow: bool = False,
+        due: bool | None = None,
     ) -> T | CallFailed:
         """Like :meth:`call` but notes nothing: for fallbacks and calls with special codes."""
-        return self._attempt(key, fn, args, static, slow)
+        return self._attempt(key, fn, args, static, slow, due)
 
     def _attempt(
         self,
@@ -203,6 +209,7 @@ class DeviceCalls:
         args: tuple[Any, ...],
         static: bool,
         slow: bool,
+        due: bool | None = None,
     ) -> T | CallFailed:
         # Positional on purpose: this runs for every NVML call of every tick.
         memo = self._memo
@@ -215,7 +222,7 @@ class DeviceCalls:
             if key in memo.static:
                 value = memo.static[key]
                 return value
-        elif slow and not self.refresh and key in memo.slow:
+        elif slow and not (self.refresh if due is None else due) and key in memo.slow:
             value = memo.slow[key]
             return value
         if fn is None:

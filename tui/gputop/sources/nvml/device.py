@@ -4,14 +4,22 @@ A :class:`GpuSampler` belongs to one GPU and is used by one thread at a time. It
 device handle, what NVML refused (never asked again), values that never change, the last
 process-utilization timestamp and MIG state across ticks. Within one tick no call is made twice.
 
-Values that change rarely are *slow*: read on the first tick and then every ``slow_refresh``
-seconds (:data:`SLOW_REFRESH`), reused in between: persistence, compute and ECC modes, ECC
-error counts, the enforced power limit, BAR1 and the MIG layout (instance handles, UUIDs).
-What moves every tick (load, memory, temperature, power draw, clocks, processes, MIG mode) is
-read every tick. A MIG layout that changes is noticed at once when a cached instance handle
-fails; see :mod:`gputop.sources.nvml.mig`. What moves but nothing shows (the graphics and
-video clocks and the energy counter under the TUI alone: ``seldom``) is slow too. GPM's
-activity (Hopper and later) is worked out on the source's own cadence (:mod:`.gpm`).
+How often each call is made follows its price (:mod:`gputop.sources.nvml.prices`). Values
+that change rarely are *slow*: read on the first tick and then every ``slow_refresh`` seconds
+(:data:`SLOW_REFRESH`), reused in between: MIG, persistence, compute and ECC modes, ECC error
+counts, the enforced power limit, BAR1 and the MIG layout (instance handles, UUIDs). The
+energy counter has a cadence of its own (``prices.ENERGY_REFRESH``, a minute where nothing
+shows or writes it). What moves every tick and is cheap (load, memory, temperature, power
+draw, clocks, processes) is read every tick. A MIG layout that changes is noticed at once
+when a cached instance handle fails; see :mod:`gputop.sources.nvml.mig`; a MIG mode changed
+by a GPU reset at the next slow read. GPM's activity (Hopper and later) is worked out on the
+source's own cadence (:mod:`.gpm`).
+
+What nothing of the run shows or writes (``seldom``) is read less: the graphics and video
+clocks with the slow values; per-process utilization (``processes.sm_utilization``, 2 ms a
+call) and MIG activity (``mig_devices.utilization``, GPM metrics, 1-2 ms an instance) not at
+all. Per-process utilization is read every ``prices.PROCESS_UTILIZATION_REFRESH`` seconds,
+and only for a GPU with a process on screen when the view says which are (``shown``).
 """
 
 from __future__ import annotations
@@ -48,9 +56,17 @@ from gputop.sources.nvml.codes import (
 from gputop.sources.nvml.gpm import ACTIVITY_PATHS, EVERY_TICK, GpmCadence, GpuActivity
 from gputop.sources.nvml.health import read_remapped_rows, read_retired_pages
 from gputop.sources.nvml.memory import read_bar1, read_memory
+from gputop.sources.nvml.prices import (
+    ENERGY_REFRESH,
+    ENERGY_UNSHOWN_REFRESH,
+    MIG_ACTIVITY,
+    PROCESS_UTILIZATION_REFRESH,
+    SM_UTILIZATION,
+)
 from gputop.sources.nvml.processes import (
     ProcessLists,
     ProcessRows,
+    RunningProcess,
     UtilizationReader,
     sm_utilization,
 )
@@ -70,6 +86,9 @@ _NO_ACTIVITY = Activity()
 
 SLOW_REFRESH = 5.0
 """Seconds between re-reads of slow values (modes, ECC counters, power limit, BAR1, MIG layout)."""
+
+Shown = Callable[[], "frozenset[int] | None"]
+"""The PIDs a view shows now (None: every process may be seen)."""
 
 _CLOCK_NAMES = ("graphics", "sm", "memory", "video")
 
@@ -111,9 +130,15 @@ class GpuSampler:
 
     Args:
         slow_refresh: seconds between re-reads of slow values; 0 re-reads them every tick.
-        clock: monotonic seconds, for the slow values' cadence.
-        seldom: field paths read as slow values although they move, since nothing shows
-            them (of ``clocks.graphics``, ``clocks.video``, ``power.energy``).
+        clock: monotonic seconds, for the slow values' and the energy counter's cadences.
+        seldom: field paths nothing shows or writes: ``clocks.graphics`` and ``clocks.video``
+            are read as slow values although they move; :data:`SM_UTILIZATION` and
+            :data:`MIG_ACTIVITY` are not read.
+        energy_refresh: seconds between reads of the total energy counter (at least
+            ``ENERGY_UNSHOWN_REFRESH`` when ``power.energy`` is in ``seldom``).
+        shown: the PIDs a view shows; per-process utilization is read only for a GPU that
+            has one of them (None, or a None answer: every GPU).
+        mig_shown: whether a view shows MIG activity now (None: always); read only then.
         gpm_cadence: how often GPM's metrics are worked out (the GPU's activity, its MIG
             instances'), shared by a source's samplers (see :mod:`gputop.sources.nvml.gpm`).
     """
@@ -128,18 +153,41 @@ class GpuSampler:
         slow_refresh: float = SLOW_REFRESH,
         clock: Callable[[], float] = time.monotonic,
         seldom: frozenset[str] = frozenset(),
+        energy_refresh: float = ENERGY_REFRESH,
+        shown: Shown | None = None,
+        mig_shown: Callable[[], bool] | None = None,
         gpm_cadence: GpmCadence = EVERY_TICK,
     ) -> None:
         self.index = index
         self._gpm_cadence = gpm_cadence
         self._activity: GpuActivity | None = None
         """GPM of the whole GPU, made on the first tick out of MIG mode."""
+        self._mig_shown = mig_shown
         self._seldom = seldom
-        self._energy_seldom = "power.energy" in seldom
+        self._sm_wanted = SM_UTILIZATION not in seldom
+        self._mig_activity = MIG_ACTIVITY not in seldom
+        self._shown = shown
         self._slow_refresh = slow_refresh
+        # Nothing but `gputop export` writes the energy counter: elsewhere it is read seldom.
+        self._energy_refresh = max(
+            energy_refresh, ENERGY_UNSHOWN_REFRESH if "power.energy" in seldom else 0.0
+        )
         self._clock = clock
         self._refresh_at: float | None = None
         """When slow values are next re-read; None: on the next tick."""
+        self._energy_at: float | None = None
+        """When the energy counter is next read; None: on the next tick."""
+        self._energy_due = True
+        self._now = 0.0
+        self._utilization_at: float | None = None
+        """When per-process utilization is next read (while wanted); None: next tick."""
+        self._asked: frozenset[int] = frozenset()
+        """The PIDs listed when it was last read: a new one is read at once."""
+        self._recheck = False
+        """Read the slow values (MIG mode first) on the next tick, whatever the cadence: what
+        this tick saw says the MIG mode may have changed."""
+        self._switched = False
+        """What the last tick said of that."""
         self._slow: _SlowPart | None = None
         """The slow part of the last refresh; None: read it on the next tick."""
         self._nvml = nvml
@@ -152,6 +200,10 @@ class GpuSampler:
         self._handle: Handle | None = None
         self._mig_mode: bool | None = None
         self._process_since = 0
+        self._usage: dict[int, float] = {}
+        """Per-PID SM utilization last read: held until the next read."""
+        self._usage_notes: tuple[tuple[str, Reason], ...] = ()
+        """What that read could not get, noted again while it is held."""
         self._rows = ProcessRows()
         self._lists: ProcessLists | None = None
         self._process_utilization = UtilizationReader(nvml)
@@ -181,7 +233,10 @@ class GpuSampler:
         if self._lost:
             return self._lost_sample()
         now = self._clock()
-        refresh = self._refresh_at is None or now >= self._refresh_at
+        refresh = self._recheck or self._refresh_at is None or now >= self._refresh_at
+        self._recheck = False
+        energy = self._energy_due = self._energy_at is None or now >= self._energy_at
+        self._now = now
         calls = DeviceCalls(self._codes, self._memo, refresh)
         try:
             sample = self._sample(calls)
@@ -190,6 +245,8 @@ class GpuSampler:
             return self._lost_sample()
         if refresh:
             self._refresh_at = now + self._slow_refresh
+        if energy:
+            self._energy_at = now + self._energy_refresh
         return sample
 
     def free_gpm(self) -> None:
@@ -239,11 +296,12 @@ class GpuSampler:
         if isinstance(h, CallFailed):
             return GpuSample(index=self.index, unavailable=(("name", h.reason),))
 
-        # MIG mode first: a change of mode changes what the GPU supports.
-        mig = c.call("mig_mode", ("mig_mode",), nvml.nvmlDeviceGetMigMode, h)
+        # MIG mode first: a change of mode changes what the GPU supports. Slow: 0.1-0.4 ms a
+        # call, and it changes only with a GPU reset.
+        mig = c.call("mig_mode", ("mig_mode",), nvml.nvmlDeviceGetMigMode, h, slow=True)
         mig_mode = None if mig is None else mig[0] == nvml.NVML_DEVICE_MIG_ENABLE
         if mig_mode is not None and self._mig_mode is not None and mig_mode != self._mig_mode:
-            self._memo.clear()
+            self._memo.clear(keep="mig_mode")
             self._slow = None
             self.free_gpm()
         if mig_mode is not None:
@@ -273,7 +331,8 @@ class GpuSampler:
             ("power.energy",),
             nvml.nvmlDeviceGetTotalEnergyConsumption,
             h,
-            slow=self._energy_seldom,
+            slow=True,
+            due=self._energy_due,
         )
         fan = c.call("fan_speed", ("fan_speed",), nvml.nvmlDeviceGetFanSpeed, h)
         pstate = c.call(
@@ -291,6 +350,12 @@ class GpuSampler:
         mig_devices = (
             self._mig_devices(c, h, slow.name, memory.total, processes) if mig_mode else ()
         )
+        # On the change, not for as long as it lasts: a driver that lists instance ids
+        # without MIG would otherwise have every tick read the slow values.
+        switched = self._mig_switched(mig_mode, mig_devices, processes)
+        if switched and not self._switched and not c.refresh:
+            self._recheck = True
+        self._switched = switched
         sample = GpuSample(
             index=self.index,
             name=slow.name,
@@ -329,6 +394,19 @@ class GpuSampler:
         )
         self._last = sample
         return sample
+
+    def _mig_switched(
+        self,
+        mig_mode: bool | None,
+        devices: tuple[MigDeviceSample, ...],
+        processes: tuple[ProcessSample, ...],
+    ) -> bool:
+        """Whether this tick says the MIG mode (read on the slow cadence) may have changed:
+        every instance gone at once (MIG switched off, and the GPU reset), or a process in a
+        GPU instance on a GPU not in MIG mode (switched on)."""
+        if mig_mode:
+            return bool(self._last.mig_devices) and not devices
+        return any(process.gpu_instance_id is not None for process in processes)
 
     def _read_slow(self, h: Handle, refresh: bool) -> _SlowPart:
         """Identity (read once), thresholds and bounds (once) and the slow values (now).
@@ -430,7 +508,16 @@ class GpuSampler:
         if self._mig is None:
             self._mig = MigState(cadence=self._gpm_cadence)
         return sample_mig_devices(
-            self._nvml, self._codes, c, h, self._mig, name, total, processes, self._clock()
+            self._nvml,
+            self._codes,
+            c,
+            h,
+            self._mig,
+            name,
+            total,
+            processes,
+            self._now,
+            activity=self._mig_activity and (self._mig_shown is None or self._mig_shown()),
         )
 
     def _gpm(self, c: DeviceCalls, h: Handle, mig_mode: bool | None) -> Activity:
@@ -441,7 +528,7 @@ class GpuSampler:
         reader = self._activity
         if reader is None:
             reader = self._activity = GpuActivity(self._nvml, self._codes, self._gpm_cadence)
-        return reader.read(c, h, self._clock())
+        return reader.read(c, h, self._now)
 
     def _utilization(self, c: DeviceCalls, h: Handle, mig_mode: bool | None) -> Utilization:
         nvml = self._nvml
@@ -616,10 +703,35 @@ class GpuSampler:
         if not found:
             self._rows = ProcessRows()
             return ()
-        usage, self._process_since = sm_utilization(
-            c, self._nvml, h, self._process_since, self._process_utilization
-        )
-        return self._rows(found, self._names, usage)
+        if self._utilization_wanted(found):
+            noted = len(c.missing)
+            self._usage, self._process_since = sm_utilization(
+                c, self._nvml, h, self._process_since, self._process_utilization
+            )
+            self._usage_notes = tuple(c.missing[noted:])
+        else:
+            # Held, with what its last read could not get (a reused reading reports the
+            # same gaps as a fresh one).
+            c.missing.extend(self._usage_notes)
+        return self._rows(found, self._names, self._usage)
+
+    def _utilization_wanted(self, found: list[RunningProcess]) -> bool:
+        """Per-process utilization (2 ms a call) is read every
+        ``PROCESS_UTILIZATION_REFRESH`` seconds, and at once for a new process, while
+        something shows or writes it: for a GPU with a process on screen, when the view says
+        which are."""
+        if not self._sm_wanted:
+            return False
+        due = self._utilization_at
+        asked = self._asked
+        if due is not None and self._now < due and all(entry.pid in asked for entry in found):
+            return False  # nothing new since the last read, which is recent
+        shown = None if self._shown is None else self._shown()
+        if shown is not None and not any(entry.pid in shown for entry in found):
+            return False
+        self._utilization_at = self._now + PROCESS_UTILIZATION_REFRESH
+        self._asked = frozenset(entry.pid for entry in found)
+        return True
 
 
 def _field_number(nvml: NvmlApi, value_type: int, value: object) -> float:

@@ -181,9 +181,16 @@ def sample_mig_devices(
     gpu_memory_total: int | None,
     processes: tuple[ProcessSample, ...],
     now: float = 0.0,
+    *,
+    activity: bool = True,
 ) -> tuple[MigDeviceSample, ...]:
-    """Every MIG device of the GPU at ``handle`` (which is in MIG mode); ``now`` (monotonic
-    seconds) for the GPM windows' cadence (``MigState.cadence``)."""
+    """Every MIG device of the GPU at ``handle`` (which is in MIG mode).
+
+    Args:
+        now: monotonic seconds, for the GPM windows' cadence (``MigState.cadence``).
+        activity: read each instance's activity through GPM (1-2 ms of CPU an instance on an
+            H200), which is done only while something shows or writes it.
+    """
     count = parent.call(
         "mig_max_count",
         ("mig_devices",),
@@ -193,7 +200,12 @@ def sample_mig_devices(
     )
     if not count:
         return ()
-    gpm = gpm_support(nvml, parent, handle) is None
+    supported = gpm_support(nvml, parent, handle) is None
+    gpm = activity and supported
+    if not gpm:
+        for window in state.gpm.values():
+            # Read again later, a rate starts over: not an average since it was last shown.
+            window.reset()
     measured: dict[int, tuple[DeviceCalls, Memory]] = {}
     found = state.found
     if found is not None and not parent.refresh and not _strangers(processes, state):
@@ -213,7 +225,7 @@ def sample_mig_devices(
     rows = state.rows
     if rows is None or rows.processes is not processes:
         rows = state.rows = _InstanceRows(processes, rows)
-    activity: dict[int, _Activity] = {}
+    measures: dict[int, _Activity] = {}
     devices: list[MigDeviceSample] = []
     reread = enumerating
     for device, known, block in identified:
@@ -246,10 +258,12 @@ def sample_mig_devices(
         gi = slow.gpu_instance_id
         ci = slow.compute_instance_id
         if gi is not None and gpm:
-            if gi not in activity:
-                activity[gi] = _gpm_activity(nvml, codes, parent, handle, state, gi, now)
-            utilization, missing = activity[gi]
+            if gi not in measures:
+                measures[gi] = _gpm_activity(nvml, codes, parent, handle, state, gi, now)
+            utilization, missing = measures[gi]
             calls.missing.extend(missing)
+        elif supported and gi is not None:
+            utilization = Utilization()  # not read: nothing of this run shows or writes it
         else:
             calls.missing.extend(_ACTIVITY_UNDER_MIG)
             utilization = Utilization()

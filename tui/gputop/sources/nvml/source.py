@@ -29,10 +29,11 @@ from gputop.model.fields import host_facts
 from gputop.sources.nvml.api import NvmlApi
 from gputop.sources.nvml.calls import ErrorCodes, same_objects
 from gputop.sources.nvml.codes import cuda_version
-from gputop.sources.nvml.device import SLOW_REFRESH, GpuSampler
+from gputop.sources.nvml.device import SLOW_REFRESH, GpuSampler, Shown
 from gputop.sources.nvml.events import EventWatcher, LostWatch, WatchedGpu, start_watcher
 from gputop.sources.nvml.gpm import GpmCadence
 from gputop.sources.nvml.pool import SamplerPool
+from gputop.sources.nvml.prices import ENERGY_REFRESH
 from gputop.sources.nvml.processes import ProcessNames
 
 BUNDLED_CAPTURE_HINT = "gputop --demo"
@@ -120,6 +121,8 @@ def open_nvml_source(
     seldom: frozenset[str] = frozenset(),
     events: bool = True,
     gpm_cadence: GpmCadence | None = None,
+    shown: Shown | None = None,
+    mig_shown: Callable[[], bool] | None = None,
 ) -> NvmlSource:
     """Load and initialise NVML and return a source over every GPU it sees.
 
@@ -128,7 +131,7 @@ def open_nvml_source(
             the GPUs one after the other on the calling thread, with no bound.
         enrich: adds host process details; see :data:`Enrich`.
         nvml: the pynvml module to use (imported when None).
-        seldom: see :class:`NvmlSource`.
+        seldom, shown, mig_shown: see :class:`NvmlSource`.
         events: watch the GPUs' health events (XID errors, ...) on a thread of their own.
         gpm_cadence: see :class:`NvmlSource`.
 
@@ -153,6 +156,8 @@ def open_nvml_source(
             seldom=seldom,
             events=events,
             gpm_cadence=gpm_cadence,
+            shown=shown,
+            mig_shown=mig_shown,
         )
     except (api.NVMLError, api.NVMLLibraryMismatchError) as error:
         _shutdown(api)
@@ -181,9 +186,15 @@ class NvmlSource:
         shutdown_on_close: call ``nvmlShutdown`` on close (when this source initialised NVML).
         slow_refresh: seconds between re-reads of values that change rarely (modes, ECC
             counters, power limit, BAR1, MIG layout); 0 reads everything every tick.
-        clock: monotonic seconds, for that cadence (tests pass a fake one).
-        seldom: GPU field paths that nothing shows (``clocks.graphics``, ``clocks.video``,
-            ``power.energy``): read with the slow values rather than every tick.
+        clock: monotonic seconds, for the cadences (tests pass a fake one).
+        seldom: field paths that nothing of the run shows or writes: the graphics and video
+            clocks are then read with the slow values, per-process utilization
+            (``processes.sm_utilization``) and MIG activity (``mig_devices.utilization``)
+            not at all (see :mod:`gputop.sources.nvml.prices`).
+        energy_refresh: seconds between reads of the total energy counter.
+        shown: the PIDs a view shows now (None from it: all); per-process utilization is
+            read only for the GPUs that run one of them.
+        mig_shown: whether a view shows MIG instances' activity now; GPM is read only then.
         events: watch health events (:mod:`gputop.sources.nvml.events`); each poll's
             snapshot carries those that arrived since the previous one.
         gpm_cadence: how often GPM's metrics (activity, MIG instances' utilization) are
@@ -201,6 +212,9 @@ class NvmlSource:
         slow_refresh: float = SLOW_REFRESH,
         clock: Callable[[], float] = time.monotonic,
         seldom: frozenset[str] = frozenset(),
+        energy_refresh: float = ENERGY_REFRESH,
+        shown: Shown | None = None,
+        mig_shown: Callable[[], bool] | None = None,
         events: bool = False,
         gpm_cadence: GpmCadence | None = None,
     ) -> None:
@@ -227,6 +241,9 @@ class NvmlSource:
                 clock=clock,
                 seldom=seldom,
                 gpm_cadence=cadence,
+                energy_refresh=energy_refresh,
+                shown=shown,
+                mig_shown=mig_shown,
             )
             for i in range(self._count)
         ]

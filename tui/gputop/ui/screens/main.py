@@ -287,6 +287,7 @@ class MainScreen(StyledOnceScreen):
             # still replay repeats the same snapshot, so no later tick would fill the table).
             self._show(self._first_tick, previous=None)
             self._first_tick = None
+            self._say_in_view()  # whether the layout shows MIG activity
 
     def _mig_tree(self) -> MigTree:
         """The MIG tree, created the first time it is wanted (most machines have no MIG)."""
@@ -392,6 +393,7 @@ class MainScreen(StyledOnceScreen):
         replaying = tick is not None and tick.replay is not None
         compact, wide = choose_layout(width, height, gpus, replaying)
         details = compact and details_fit(height, gpus, replaying)
+        mig_listed = self.mig_rows
         self.mig_rows = False
         charts = 0
         if not compact and tick is not None:
@@ -406,6 +408,8 @@ class MainScreen(StyledOnceScreen):
                 table = height
             charts = chart_rows(width, height, listed, wide, replaying, table)
         self.chart_rows = charts
+        if self.mig_rows != mig_listed:
+            self._say_in_view()
         if (compact, wide, details) != (self.compact, self.wide, self.details):
             self.compact, self.wide, self.details = compact, wide, details
             self.set_class(compact, "-compact")
@@ -558,7 +562,10 @@ class MainScreen(StyledOnceScreen):
         # The MIG tree lists every process: then all are seen.
         in_view = None if self.tick is None else self.tick.in_view
         if in_view is not None:
-            in_view.show(None if self.has_class("-mig") else self._on_screen)
+            tree = self.has_class("-mig")
+            in_view.show(None if tree else self._on_screen)
+            # MIG activity (GPM, 1-2 ms an instance a tick) is read while it is shown.
+            in_view.show_mig_activity(tree or self.mig_rows)
 
     async def action_filter(self) -> None:
         """Filter the process table (its own ``/``, reachable from anywhere)."""
