@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 
 from gputop.model.fleet import FleetSnapshot, NodeView
 from gputop.model.fleet_health import FiringAlert, FleetHealth, NodeHealth, NodeXid
+from gputop.sinks.fleet_json import fleet_text
 from gputop.sources.prometheus.client import PrometheusError, Sample
 from gputop.sources.prometheus.health import read_health
 from gputop.ui.screens.node import NodeScreen
@@ -116,3 +117,41 @@ def test_a_failed_alerts_query_leaves_the_xids_and_says_why() -> None:
     health = read_health(client, _nodes())  # type: ignore[arg-type]
     assert health.node("node-a").xids[0].code == 79
     assert health.error is not None and "503" in health.error
+
+
+def test_two_machines_of_one_host_name_keep_their_own_xids_and_alerts() -> None:
+    """Issue 29: a node is known by its scrape target; health follows the node's key."""
+    base = _nodes()[0]
+    twins = [
+        dataclasses.replace(
+            base, host="vm", instance=f"10.0.0.{n}:9400", label=f"vm (10.0.0.{n}:9400)"
+        )
+        for n in (5, 6)
+    ]
+    client = _Answers(
+        {
+            "gputop_xid_errors_total": [
+                Sample(
+                    {"Hostname": "vm", "instance": "10.0.0.6:9400", "gpu": "0", "xid": "79"},
+                    0.0,
+                    1.0,
+                )
+            ],
+            "DCGM_FI_DEV_XID_ERRORS != 0": [],
+        },
+        [
+            {
+                "state": "firing",
+                "labels": {"alertname": "GpuLost", "Hostname": "vm", "instance": "10.0.0.5:9400"},
+                "annotations": {},
+            }
+        ],
+    )
+    health = read_health(client, twins)  # type: ignore[arg-type]
+    first, second = (health.node(node.key) for node in twins)
+    assert [x.code for x in second.xids] == [79] and first.xids == ()
+    assert [a.name for a in first.alerts] == ["GpuLost"] and second.alerts == ()
+    fleet = dataclasses.replace(demo_fleet(), nodes=tuple(twins), health=health)
+    text = fleet_text(fleet)
+    assert "vm (10.0.0.6:9400): GPU 0: XID 79" in text
+    assert "vm (10.0.0.5:9400): alert GpuLost" in text
