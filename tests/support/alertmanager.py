@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -23,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from support.net import free_port, http_get, wait_until
+from support.net import free_port, http_get, start_server, stop_server, wait_until
 
 ALERTMANAGER = Path("/usr/bin/prometheus-alertmanager")
 """Installed by scripts/install-system-deps (Debian's package ``prometheus-alertmanager``)."""
@@ -134,7 +132,7 @@ def running_alertmanager(webhook: str, timeout: float = 60.0) -> Iterator[str]:
         port = free_port()
         address = f"127.0.0.1:{port}"
         with (directory / "alertmanager.log").open("w+") as log:
-            process = subprocess.Popen(
+            process, died = start_server(
                 [
                     str(alertmanager_binary()),
                     f"--config.file={directory / 'alertmanager.yml'}",
@@ -143,18 +141,10 @@ def running_alertmanager(webhook: str, timeout: float = 60.0) -> Iterator[str]:
                     "--cluster.listen-address=",
                     "--log.level=warn",
                 ],
-                cwd=directory,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                directory,
+                log,
             )
             try:
-
-                def died() -> str | None:
-                    if process.poll() is None:
-                        return None
-                    log.seek(0)
-                    return log.read()[-2000:]
 
                 def ready() -> bool:
                     if http_get(f"http://{address}/-/ready", timeout=2)[0] != 200:
@@ -166,10 +156,4 @@ def running_alertmanager(webhook: str, timeout: float = 60.0) -> Iterator[str]:
                 wait_until(ready, timeout=timeout, what="alertmanager", alive=died)
                 yield address
             finally:
-                if process.poll() is None:
-                    process.send_signal(signal.SIGTERM)
-                    try:
-                        process.wait(15)
-                    except subprocess.TimeoutExpired:
-                        process.kill()
-                        process.wait()
+                stop_server(process)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -23,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from support.ledger_data import History, write_openmetrics, write_prometheus_text
-from support.net import free_port, http_get, wait_until
+from support.net import free_port, http_get, start_server, stop_server, wait_until
 from support.prometheus import RunningPrometheus
 
 PROMTOOL = Path("/usr/bin/promtool")
@@ -92,7 +91,7 @@ def running_victoria(history: History, timeout: float = 120.0) -> Iterator[str]:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         with (directory / "victoria.log").open("w+") as log:
-            process = subprocess.Popen(
+            process, died = start_server(
                 [
                     binary,
                     f"-storageDataPath={directory / 'data'}",
@@ -102,19 +101,10 @@ def running_victoria(history: History, timeout: float = 120.0) -> Iterator[str]:
                     "-search.disableCache",
                     "-loggerLevel=ERROR",
                 ],
-                cwd=directory,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                directory,
+                log,
             )
             try:
-
-                def died() -> str | None:
-                    if process.poll() is None:
-                        return None
-                    log.seek(0)
-                    return log.read()[-2000:]
-
                 wait_until(
                     lambda: http_get(f"{url}/health", timeout=2)[0] == 200,
                     timeout=timeout,
@@ -137,13 +127,7 @@ def running_victoria(history: History, timeout: float = 120.0) -> Iterator[str]:
                 _wait_for_samples(url, history, samples, timeout)
                 yield url
             finally:
-                if process.poll() is None:
-                    process.send_signal(signal.SIGTERM)
-                    try:
-                        process.wait(15)
-                    except subprocess.TimeoutExpired:
-                        process.kill()
-                        process.wait()
+                stop_server(process)
 
 
 def _wait_for_samples(url: str, history: History, samples: int, timeout: float) -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import ssl
+import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO
 
 
 def free_port() -> int:
@@ -47,3 +51,37 @@ def http_get(
             return int(answer.status), bytes(answer.read())
     except urllib.error.HTTPError as error:
         return int(error.code), bytes(error.read())
+
+
+def start_server(
+    command: Sequence[str], directory: Path, log: IO[str]
+) -> tuple[subprocess.Popen[bytes], Callable[[], str | None]]:
+    """A server started in ``directory`` writing to ``log``, and the ``alive`` check of
+    :func:`wait_until` for it (the end of its log once it died)."""
+    process = subprocess.Popen(
+        list(command),
+        cwd=directory,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+    def died() -> str | None:
+        if process.poll() is None:
+            return None
+        log.seek(0)
+        return log.read()[-2000:]
+
+    return process, died
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM a server started by :func:`start_server`, SIGKILL it after 15 s."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

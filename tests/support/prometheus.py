@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from support.command import ROOT, gputop_command
-from support.net import free_port, http_get, wait_until
+from support.net import free_port, http_get, start_server, stop_server, wait_until
 
 __all__ = ["free_port"]
 
@@ -99,7 +98,7 @@ class RunningPrometheus(str):
 
     def start(self) -> None:
         """Start the server (again, on the same port and storage) and wait until it is ready."""
-        process = subprocess.Popen(
+        process, died = start_server(
             [
                 str(prometheus_binary()),
                 f"--config.file={self.directory / 'prometheus.yml'}",
@@ -107,18 +106,10 @@ class RunningPrometheus(str):
                 f"--web.listen-address=127.0.0.1:{self.port}",
                 "--log.level=warn",
             ],
-            cwd=self.directory,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
+            self.directory,
+            self._log,
         )
         self._process = process
-
-        def died() -> str | None:
-            if process.poll() is None:
-                return None
-            self._log.seek(0)
-            return self._log.read()[-2000:]
 
         data = str(self.directory / "data")
 
@@ -140,14 +131,8 @@ class RunningPrometheus(str):
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 15 s)."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            stop_server(process)
 
     def wait_for(self, promql: str, count: int = 1, timeout: float = 30.0) -> None:
         """Wait until ``promql`` returns at least ``count`` series (the targets were scraped)."""
