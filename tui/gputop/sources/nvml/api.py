@@ -253,3 +253,17 @@ class NvmlApi(Protocol):
         self, handle: Handle, gpuInstanceId: int, gpmSample: Handle
     ) -> Handle: ...
     def nvmlGpmMetricsGet(self, metricsGet: GpmMetricsGet) -> GpmMetricsGet: ...
+
+
+def field_number(nvml: NvmlApi, value_type: int, value: object) -> float:
+    """The number in an ``nvmlValue_t`` union, by its declared type."""
+    member = {
+        nvml.NVML_VALUE_TYPE_DOUBLE: "dVal",
+        nvml.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
+        nvml.NVML_VALUE_TYPE_UNSIGNED_LONG: "ulVal",
+        nvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
+        nvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "sllVal",
+        nvml.NVML_VALUE_TYPE_SIGNED_INT: "siVal",
+    }.get(value_type, "uiVal")
+    number: float = getattr(value, member)
+    return number

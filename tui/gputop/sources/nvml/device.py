@@ -44,7 +44,7 @@ from gputop.model import (
     Utilization,
 )
 from gputop.model.health import RemappedRows, RetiredPages
-from gputop.sources.nvml.api import Handle, NvmlApi
+from gputop.sources.nvml.api import Handle, NvmlApi, field_number
 from gputop.sources.nvml.calls import CallFailed, CallMemo, DeviceCalls, ErrorCodes, GpuLost
 from gputop.sources.nvml.codes import (
     ARCHITECTURES,
@@ -620,7 +620,7 @@ class GpuSampler:
         if field.nvmlReturn != nvml.NVML_SUCCESS:
             c.refuse(key, ("temperature.memory",), field.nvmlReturn)
             return None
-        return float(_field_number(nvml, field.valueType, field.value))
+        return float(field_number(nvml, field.valueType, field.value))
 
     def _clocks(
         self,
@@ -732,17 +732,3 @@ class GpuSampler:
         self._utilization_at = self._now + PROCESS_UTILIZATION_REFRESH
         self._asked = frozenset(entry.pid for entry in found)
         return True
-
-
-def _field_number(nvml: NvmlApi, value_type: int, value: object) -> float:
-    """The number in an ``nvmlValue_t`` union, by its declared type."""
-    member = {
-        nvml.NVML_VALUE_TYPE_DOUBLE: "dVal",
-        nvml.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
-        nvml.NVML_VALUE_TYPE_UNSIGNED_LONG: "ulVal",
-        nvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
-        nvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "sllVal",
-        nvml.NVML_VALUE_TYPE_SIGNED_INT: "siVal",
-    }.get(value_type, "uiVal")
-    number: float = getattr(value, member)
-    return number

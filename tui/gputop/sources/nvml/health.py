@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Protocol, cast
 
 from gputop.model.health import RemappedRows, RetiredPages
-from gputop.sources.nvml.api import FieldValue, Handle, NvmlApi
+from gputop.sources.nvml.api import FieldValue, Handle, NvmlApi, field_number
 from gputop.sources.nvml.calls import DeviceCalls
 
 REMAPPED_PATHS = (
@@ -87,21 +87,8 @@ def read_retired_pages(c: DeviceCalls, nvml: NvmlApi, h: Handle) -> RetiredPages
             c.refuse(f"field:{path}", (path,), value.nvmlReturn)
             numbers.append(None)
             continue
-        numbers.append(int(_number(nvml, value)))
+        numbers.append(int(field_number(nvml, value.valueType, value.value)))
     single, double, pending = numbers
     return RetiredPages(
         single_bit=single, double_bit=double, pending=None if pending is None else bool(pending)
     )
-
-
-def _number(nvml: NvmlApi, value: FieldValue) -> float:
-    member = {
-        nvml.NVML_VALUE_TYPE_DOUBLE: "dVal",
-        nvml.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
-        nvml.NVML_VALUE_TYPE_UNSIGNED_LONG: "ulVal",
-        nvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
-        nvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "sllVal",
-        nvml.NVML_VALUE_TYPE_SIGNED_INT: "siVal",
-    }.get(value.valueType, "ullVal")
-    number: float = getattr(value.value, member)
-    return number
