@@ -26,10 +26,10 @@ from gputop.model import (
     Reason,
     Snapshot,
 )
-from gputop.sources.smi.recording import snapshot_from_path
 from gputop.ui.widgets.mig_tree import MigTree
 from gputop.ui.widgets.process_table import ProcessTable
 from support import pods
+from support.shortcuts import snapshot_from_path
 
 SnapCompare = Callable[..., bool]
 

@@ -139,7 +139,7 @@ def eight_gpus(base: Snapshot) -> Snapshot:
 
 def load(path: Path | str) -> Snapshot:
     """The first snapshot of a capture file."""
-    from gputop.sources.smi.recording import snapshot_from_path
+    from support.shortcuts import snapshot_from_path
 
     return snapshot_from_path(Path(path))
 

@@ -18,8 +18,8 @@ from gputop.model import (
     Snapshot,
     Utilization,
 )
-from gputop.sources.smi.recording import snapshot_from_path
 from gputop.ui.widgets.mig_tree import MigNode, MigStyles, MigTree, NodeKey, mig_outline
+from support.shortcuts import snapshot_from_path
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 MIB = 1024**2

@@ -14,7 +14,7 @@ import tomllib
 
 from gputop.cli.demo import DEMO_CAPTURE
 from gputop.sinks.summary import format_summary
-from gputop.sources.smi.recording import snapshot_from_path
+from support.shortcuts import snapshot_from_path
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURE = ROOT / "snapshots" / "rtx3090x4-procs-v12.xml"

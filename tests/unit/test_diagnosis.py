@@ -16,7 +16,6 @@ from gputop.insight.diagnosis import (
     Severity,
     diagnose,
     gpu_state,
-    gpu_states,
     holds_work,
     limiting_reasons,
 )
@@ -32,6 +31,7 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
+from support.shortcuts import gpu_states
 
 GIB = 1024**3
 T0 = datetime(2024, 9, 18, 14, 0, 0)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from gputop.sources.smi.recording import snapshot_from_path
 from support.command import ROOT, gputop_command
 from support.exporter import FOUR, running_exporter, stop
 from support.metrics import Series, document, find, series, web_config
 from support.net import free_port, http_get
+from support.shortcuts import snapshot_from_path
 
 MIB = 1024 * 1024
 PROMTOOL = Path("/usr/bin/promtool")

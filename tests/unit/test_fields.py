@@ -6,7 +6,7 @@ import dataclasses
 import re
 
 from gputop.history.metrics import FIELD_READERS, Metric
-from gputop.insight.report import gpu_to_json, summarize
+from gputop.insight.report import gpu_to_json
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
 from gputop.model.fields import (
     CSV_LOG,
@@ -24,6 +24,7 @@ from gputop.sinks.csv_log import COLUMNS, gpu_row
 from gputop.sinks.json import snapshot_dict
 from gputop.ui.render import gauges, process_rows
 from support.every_field import EVERY_FIELD
+from support.shortcuts import summarize
 
 PROMETHEUS = re.compile(r"(DCGM_FI_(DEV|PROF)_[A-Z0-9_]+|gputop_[a-z0-9_]+)")
 

@@ -14,10 +14,9 @@ from gputop.sources.gpu_select import (
     describe_devices,
     describe_visible_devices,
     parse_pci_bus_id,
-    select_gpus,
     short_uuid,
 )
-from gputop.sources.smi.recording import snapshot_from_path
+from support.shortcuts import select_gpus, snapshot_from_path
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 

@@ -26,7 +26,7 @@ from gputop.cli.main import main
 from gputop.cli.report import report_main
 from gputop.history.metrics import Metric
 from gputop.insight.diagnosis import Severity, diagnose
-from gputop.insight.report import GpuSummary, summarize
+from gputop.insight.report import GpuSummary
 from gputop.model import Snapshot
 from gputop.model.fields import GPU_BY_PATH
 from gputop.model.gpu_state import GpuState, sample_state
@@ -36,6 +36,7 @@ from gputop.sinks.smi_xml import SmiXmlWriter
 from gputop.sources.formats import open_recording
 from gputop.ui.render.gauges import Level, detail_parts, power_level
 from gputop.ui.render.panel_lines import worst_finding
+from support.shortcuts import summarize
 
 LIVE = Path(__file__).resolve().parents[2] / "snapshots" / "h200-live"
 STREAM = LIVE / "h200-train-stream.xml.gz"

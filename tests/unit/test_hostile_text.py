@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from gputop.cli.cluster import _print_once
 from gputop.cli.main import main
 from gputop.sinks.fleet_json import fleet_dict
-from gputop.sources.smi.recording import snapshot_from_path
 from support.command import gputop_command
 from support.fleet import MemoryFleet, demo_fleet
 from support.hostile_names import (
@@ -34,6 +33,7 @@ from support.hostile_names import (
     WIPE,
     obeyed,
 )
+from support.shortcuts import snapshot_from_path
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 Q_TEXT = SNAPSHOTS / "rtx4090x8-procs-535-q.txt"

@@ -27,8 +27,9 @@ from gputop.sinks.fanout import SnapshotSinks
 from gputop.sinks.json import snapshot_dict
 from gputop.sinks.summary import format_summary
 from gputop.sources.base import Source
-from gputop.sources.smi.recording import Recording, snapshot_from_path
+from gputop.sources.smi.recording import Recording
 from support.command import gputop_command
+from support.shortcuts import snapshot_from_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "snapshots"

@@ -25,7 +25,7 @@ from fakes.nvml_fake import FakeNvml
 from fakes.nvml_harness import nvml_source
 from gputop.model import GpuSample, MigDeviceSample, Reason, Snapshot
 from gputop.sources.nvml.gpm import ACTIVITY_PATHS
-from gputop.sources.smi.recording import snapshot_from_path
+from support.shortcuts import snapshot_from_path
 
 CAPTURES = sorted((Path(__file__).resolve().parents[2] / "snapshots").glob("*.xml"))
 

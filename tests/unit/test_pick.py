@@ -10,7 +10,7 @@ import pytest
 
 from gputop.cli.pick import NotEnoughGpus, format_pick, order_note, pick_gpus
 from gputop.model import GpuSample, Memory, ProcessSample, Reason, Snapshot, Utilization
-from gputop.sources.smi.recording import snapshot_from_path
+from support.shortcuts import snapshot_from_path
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 GIB = 2**30

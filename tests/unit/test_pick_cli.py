@@ -13,7 +13,7 @@ import pytest
 
 from gputop.model import ProcessSample, Snapshot
 from gputop.sinks.smi_xml import snapshot_to_xml
-from gputop.sources.smi.recording import snapshot_from_path
+from support.shortcuts import snapshot_from_path
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = ROOT / "tests" / "fakes"

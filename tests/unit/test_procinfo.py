@@ -261,7 +261,6 @@ def test_a_host_procfs_maps_host_pids_to_pids_here(tmp_path: Path, proc_root: Pa
         (gpu_process(4242), gpu_process(4343), gpu_process(4444), gpu_process(4545))
     )
 
-    assert enrich.maps_host_pids
     assert (ours.foreign, ours.local_pid, ours.pid, ours.user) == (False, 17, 4242, "alice")
     assert sibling.foreign and sibling.local_pid is None
     assert above.foreign
@@ -280,7 +279,7 @@ def test_a_procfs_of_our_own_namespace_is_not_taken_for_the_hosts(
         proc_root=proc_root, host_proc_root=same, process_factory=Factory(), clock=Clock()
     )
 
-    assert not enrich.maps_host_pids
+    assert enrich._host_root is None  # our own namespace's procfs translates nothing
     assert enrich((gpu_process(7),))[0].foreign is False
     assert find_host_proc_root([same, tmp_path / "missing"]) is None
 

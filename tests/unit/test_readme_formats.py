@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop.sources.dmon import looks_like_pmon
 from gputop.sources.formats import detect, format_names
+from support.shortcuts import looks_like_pmon
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "snapshots"

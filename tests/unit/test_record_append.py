@@ -14,7 +14,8 @@ from gputop.errors import BadArguments
 from gputop.model import Snapshot
 from gputop.sinks.record_check import check_appendable
 from gputop.sinks.smi_xml import SmiXmlWriter, snapshot_to_xml
-from gputop.sources.smi.recording import Recording, snapshot_from_path
+from gputop.sources.smi.recording import Recording
+from support.shortcuts import snapshot_from_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "snapshots"

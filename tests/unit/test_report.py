@@ -13,13 +13,7 @@ import pytest
 from gputop.cli.main import main
 from gputop.cli.report import build_report, job_count, report_main
 from gputop.insight.charts import render_gpu_charts
-from gputop.insight.report import (
-    ReportBuilder,
-    fmt_energy,
-    render_table,
-    summarize,
-    summary_to_json,
-)
+from gputop.insight.report import ReportBuilder, fmt_energy, render_table, summary_to_json
 from gputop.insight.series import (
     NAN,
     downsample,
@@ -37,6 +31,7 @@ from gputop.model import (
 )
 from gputop.model.units import fmt_count
 from gputop.sinks.smi_xml import snapshot_to_xml
+from support.shortcuts import summarize
 
 GIB = 1024**3
 T0 = datetime(2024, 9, 18, 14, 0, 0)

@@ -16,8 +16,8 @@ import pytest
 from gputop.model import Snapshot
 from gputop.sinks.csv_log import CsvLogger
 from gputop.sinks.json import snapshot_json
-from gputop.sources.smi.recording import snapshot_from_path
 from support.every_field import EVERY_FIELD
+from support.shortcuts import snapshot_from_path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = REPO_ROOT / "tests" / "data" / "sink_golden"

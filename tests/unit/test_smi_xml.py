@@ -18,8 +18,8 @@ from gputop.model import GpuSample, Reason, Snapshot
 from gputop.sinks.json import snapshot_dict
 from gputop.sources.smi import blocks as smi_blocks
 from gputop.sources.smi import xml as smi_xml
-from gputop.sources.smi.recording import snapshot_from_path
 from gputop.sources.smi.xml import parse_document, parse_timestamp
+from support.shortcuts import snapshot_from_path
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 MIB = 1048576

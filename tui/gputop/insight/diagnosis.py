@@ -150,15 +150,6 @@ def gpu_state(
     return sample_state(gpu, thresholds)
 
 
-def gpu_states(
-    snapshots: Iterable[Snapshot],
-    gpu_index: int,
-    thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS,
-) -> list[GpuState]:
-    """:func:`gpu_state` of GPU ``gpu_index`` in each snapshot, in order."""
-    return [gpu_state(snapshot.gpu(gpu_index), thresholds) for snapshot in snapshots]
-
-
 # -- a window of samples ------------------------------------------------------------------
 
 

@@ -345,16 +345,6 @@ def _keys(gpus: Sequence[GpuSample] | Sequence[GpuColumns]) -> list[str]:
     return keys
 
 
-def summarize(
-    snapshots: Iterable[Snapshot],
-    *,
-    max_gap_s: float | None = None,
-    thresholds: DiagnosisThresholds = DEFAULT_THRESHOLDS,
-) -> RecordingSummary:
-    """The summary of snapshots given in time order (convenience over ReportBuilder)."""
-    return ReportBuilder(max_gap_s=max_gap_s, thresholds=thresholds).add_all(snapshots).summary()
-
-
 # -- output -------------------------------------------------------------------------------
 
 

@@ -58,11 +58,6 @@ class FleetDriver:
         self._pipeline: Pipeline | None = None
 
     @property
-    def fleet_snapshot(self) -> FleetSnapshot | None:
-        """The last answer."""
-        return self._fleet
-
-    @property
     def host(self) -> str | None:
         """The node followed, if any."""
         return None if self._feed is None else self._feed.host

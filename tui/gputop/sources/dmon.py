@@ -102,18 +102,6 @@ def looks_like(head: bytes) -> bool:
     return False
 
 
-def looks_like_dmon(head: bytes) -> bool:
-    """A dmon log (a ``# gpu`` header without a ``pid`` column)."""
-    columns = first_header(head)
-    return columns is not None and not _is_pmon(columns)
-
-
-def looks_like_pmon(head: bytes) -> bool:
-    """A pmon log (a ``# gpu pid …`` header)."""
-    columns = first_header(head)
-    return columns is not None and _is_pmon(columns)
-
-
 def first_header(head: bytes) -> tuple[str, ...] | None:
     """The columns of the first non-blank line of ``head``, when it is a ``# gpu`` header."""
     for line in head.lstrip(b"\xef\xbb\xbf").splitlines():

@@ -201,13 +201,6 @@ def describe_devices(snapshot: Snapshot) -> str:
     return "GPUs here: " + ", ".join(parts)
 
 
-def select_gpus(snapshot: Snapshot, spec: str | None) -> Snapshot:
-    """``GpuSelection.parse(spec).apply(snapshot)``; the snapshot itself when spec is None."""
-    if spec is None:
-        return snapshot
-    return GpuSelection.parse(spec).apply(snapshot)
-
-
 def _device_list(value: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 

@@ -320,10 +320,6 @@ class ReplayPlayer:
         self._note = None
         return False
 
-    def set_paused(self, paused: bool) -> None:
-        """Pause (True) or play (False) without moving."""
-        self._paused = paused or (self._length <= 1 and not self._followed)
-
     def step(self, delta: int) -> int:
         """Pause and move ``delta`` documents (clamped); returns the new position."""
         target = max(0, min(self._position + delta, self._length - 1))

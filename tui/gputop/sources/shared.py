@@ -61,12 +61,6 @@ class SnapshotPublisher:
         self.published = 0
         """Snapshots published so far (tests and benchmarks read it)."""
 
-    @property
-    def subscribers(self) -> int:
-        """Viewers connected now."""
-        with self._lock:
-            return len(self._subscribers)
-
     def publish(self, snapshot: Snapshot) -> None:
         """Send ``snapshot`` to every viewer (pickled once) and keep it for later ones."""
         self._send(_frame("snapshot", snapshot), keep=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
-from gputop.model import GpuSample, MigDeviceSample, ProcessSample
+from gputop.model import GpuSample, ProcessSample
 from gputop.model.owner import Owner
 from gputop.sinks.prometheus import dcgm
 
@@ -129,13 +129,3 @@ def process_labels(base: Labels, process: ProcessSample, detail: ProcessDetail) 
             labels["command"] = command if len(command) <= MAX_COMMAND else command[:MAX_COMMAND]
     labels.update(owner_labels(process.owner))
     return labels
-
-
-def mig_device_for(gpu: GpuSample, gpu_instance: int | None) -> MigDeviceSample | None:
-    """The first MIG device of ``gpu`` in GPU instance ``gpu_instance``."""
-    if gpu_instance is None:
-        return None
-    for device in gpu.mig_devices:
-        if device.gpu_instance_id == gpu_instance:
-            return device
-    return None

@@ -257,14 +257,6 @@ class AppsSchema:
         return values.get("gpu_uuid"), values.get("gpu_bus_id"), process
 
 
-def split_row(line: str, width: int) -> list[str] | None:
-    """A data row's cells, or None when it has not the header's number of cells."""
-    cells = line.split(SEPARATOR)
-    if len(cells) != width:
-        return None
-    return cells
-
-
 Column = tuple[int, str, Converter]
 """(cell position, model path, converter), as in ``Schema.columns``."""
 

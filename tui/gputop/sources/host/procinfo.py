@@ -503,11 +503,6 @@ class ProcessEnricher:
                 self._host_prefix = os.path.join(host_proc_root, "")
                 self._depth = len(own)
 
-    @property
-    def maps_host_pids(self) -> bool:
-        """True when a host procfs is used to translate host PIDs into ours."""
-        return self._host_root is not None
-
     def __call__(self, processes: tuple[ProcessSample, ...]) -> tuple[ProcessSample, ...]:
         """Return the processes with host fields filled in, in the same order."""
         host = self.host_fields([process.pid for process in processes])
@@ -592,12 +587,6 @@ class ProcessEnricher:
             return None
         placed = self._placed.get(pid) if self._host_root is not None else None
         return self._owners.owner(pid, placed[0] if placed is not None else None)
-
-    def forget_all(self) -> None:
-        """Drop every cached process reader (e.g. when the source closes)."""
-        self._known.clear()
-        self._foreign_until.clear()
-        self._placed.clear()
 
     def _place(self, pid: int, now: float) -> int | None:
         """The PID here of the process with host PID ``pid``; None when it is foreign."""

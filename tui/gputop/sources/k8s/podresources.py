@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -213,8 +213,3 @@ def open_watcher(environ: Mapping[str, str]) -> PodResourcesWatcher | None:
     not mounted in)."""
     socket = kubelet_socket(environ)
     return None if socket is None else PodResourcesWatcher(socket)
-
-
-def holder_keys(uuid: str | None, index: int | None) -> Iterable[str | None]:
-    """The keys a GPU may be listed under: its UUID, or its index (``deviceIDStrategy=index``)."""
-    return (uuid, None if index is None else str(index))

@@ -275,10 +275,6 @@ class DeviceCalls:
             self._memo.refused[key] = _REFUSED[reason]
         self.note(paths, reason)
 
-    def is_refused(self, key: str) -> bool:
-        """True when ``key`` is known not to work on this device."""
-        return key in self._memo.refused
-
     def note(self, paths: Paths, reason: Reason) -> None:
         """Record that each of ``paths`` is missing for ``reason``."""
         self.missing.extend((path, reason) for path in paths)

@@ -258,11 +258,6 @@ class NvmlSource:
         self._polls = 0
         self._lost = LostWatch()
 
-    @property
-    def gpu_count(self) -> int:
-        """How many GPUs NVML reported at start."""
-        return self._count
-
     def poll(self) -> Snapshot:
         """Sample every GPU; one that does not finish within the deadline is reported stale."""
         if self._closed:

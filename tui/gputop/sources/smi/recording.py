@@ -921,9 +921,3 @@ def _diagnose(part: _Part, warnings: list[str]) -> str:
     if _ROOT_TAG in head:
         return "truncated: no complete <nvidia_smi_log> document"
     return "XML, but not an nvidia-smi log (no <nvidia_smi_log> element)"
-
-
-def snapshot_from_path(path: Path | str) -> Snapshot:
-    """Read a file holding a single document (the first one, if it holds a stream)."""
-    with Recording.open(Path(path)) as recording:
-        return recording.snapshot(0)
