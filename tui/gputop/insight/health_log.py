@@ -68,9 +68,7 @@ def _state(gpu: GpuSample) -> _State:
 
 
 def _event_change(event: HealthEvent) -> HealthChange:
-    return HealthChange(
-        event.time, event.gpu, event.severity, f"{event.title()}: {event.action.value}"
-    )
+    return HealthChange(event.time, event.gpu, event.severity, event.title() + event.advice())
 
 
 class HealthLog:

@@ -44,6 +44,14 @@ class Action(enum.Enum):
     RESTART_BM = "drain the node and reboot it (cold reboot if the GPU stays missing)"
     CONTACT_SUPPORT = "drain the GPU and contact support (RMA)"
     CHECK_MECHANICALS = "check cooling, power and seating; then reset the GPU"
+    AFTER_DBE = "act on the XID that follows (63/64, 94/95); if none, drain the GPU and reset it"
+    """WORKFLOW_XID_48: a double-bit error's outcome is the XID the driver reports next."""
+    AFTER_CLEANUP = "alone: restart the fabric manager; after another XID: nothing (its cleanup)"
+    """WORKFLOW_XID_45."""
+    WORKFLOW_NVLINK = "check the NVLink links and fabric (NVIDIA's NVLink workflow), then reset"
+    """WORKFLOW_NVLINK_ERR, WORKFLOW_NVLINK5_ERR."""
+    FOLLOW_RECOVERY = "do what the GPU's recovery action says (reset, drain, reboot)"
+    """XID_154: it names the recovery action another XID needs."""
 
 
 class Kind(enum.Enum):
@@ -90,50 +98,82 @@ XIDS: dict[int, Xid] = {
         _x(13, "graphics engine exception", _W, _A.RESTART_APP, "application"),
         _x(31, "GPU memory page fault (MMU error)", _W, _A.RESTART_APP, "application"),
         _x(32, "invalid or corrupted push buffer stream (PBDMA)", _W, _A.RESTART_APP, "driver"),
-        _x(38, "driver firmware error", _C, _A.RESET_GPU, "firmware"),
-        _x(43, "GPU stopped processing (reset channel)", _W, _A.RESTART_APP, "application"),
-        _x(45, "preemptive cleanup after an earlier error", _I, _A.NONE, "application"),
-        _x(48, "double-bit ECC error", _C, _A.RESET_GPU, "memory"),
+        _x(38, "driver firmware error (watchdog timeout)", _I, _A.NONE, "firmware"),
+        _x(43, "GPU stopped processing (reset channel)", _W, _A.NONE, "application"),
+        _x(45, "preemptive cleanup after an earlier error", _I, _A.AFTER_CLEANUP, "application"),
+        _x(48, "double-bit ECC error", _C, _A.AFTER_DBE, "memory"),
         _x(54, "auxiliary power is not connected", _C, _A.CHECK_MECHANICALS, "hardware"),
-        _x(56, "display engine error", _W, _A.RESTART_APP, "driver"),
-        _x(57, "error programming video memory interface", _C, _A.RESET_GPU, "memory"),
-        _x(58, "unstable video memory interface", _C, _A.RESET_GPU, "memory"),
-        _x(61, "internal micro-controller breakpoint/warning", _C, _A.RESET_GPU, "firmware"),
+        _x(56, "display engine error (unused since Ampere)", _W, _A.CONTACT_SUPPORT, "driver"),
+        _x(
+            57,
+            "error programming video memory interface (unused since Ampere)",
+            _C,
+            _A.CONTACT_SUPPORT,
+            "memory",
+        ),
+        _x(
+            58,
+            "unstable video memory interface (unused since Ampere)",
+            _C,
+            _A.CONTACT_SUPPORT,
+            "memory",
+        ),
+        _x(
+            61,
+            "internal micro-controller breakpoint/warning (unused since Ampere)",
+            _C,
+            _A.CONTACT_SUPPORT,
+            "firmware",
+        ),
         _x(62, "internal micro-controller halt", _C, _A.RESET_GPU, "firmware"),
         _x(
             63,
-            "row remapping or page retirement recorded: reset to apply",
-            _C,
-            _A.RESET_GPU,
+            "GPU memory remapping event (a row remap or page retirement recorded)",
+            _W,
+            _A.NONE,
             "memory",
         ),
-        _x(64, "row remapping or page retirement failed", _C, _A.CONTACT_SUPPORT, "memory"),
+        _x(64, "row remapping or page retirement failed", _C, _A.RESET_GPU, "memory"),
         _x(68, "video processor exception", _W, _A.RESTART_APP, "application"),
         _x(69, "graphics engine class error", _W, _A.RESTART_APP, "application"),
-        _x(74, "NVLink error", _C, _A.RESET_GPU, "nvlink"),
+        _x(74, "NVLink error", _C, _A.WORKFLOW_NVLINK, "nvlink"),
         _x(79, "GPU has fallen off the bus", _C, _A.RESTART_BM, "bus"),
         _x(92, "high single-bit ECC error rate", _W, _A.NONE, "memory"),
         _x(94, "contained uncorrectable ECC error", _C, _A.RESTART_APP, "memory"),
         _x(95, "uncontained uncorrectable ECC error", _C, _A.RESET_GPU, "memory"),
-        _x(109, "context switch timeout", _W, _A.RESTART_APP, "driver"),
+        _x(109, "context switch timeout", _C, _A.RESET_GPU, "driver"),
         _x(119, "GSP RPC timeout", _C, _A.RESET_GPU, "firmware"),
         _x(120, "GSP error", _C, _A.RESET_GPU, "firmware"),
-        _x(121, "C2C link corrected error", _W, _A.NONE, "nvlink"),
-        _x(122, "SPI PMU RPC read failure", _C, _A.RESET_GPU, "firmware"),
-        _x(123, "SPI PMU RPC write failure", _C, _A.RESET_GPU, "firmware"),
-        _x(136, "timeout waiting for the graphics engine", _C, _A.RESET_GPU, "driver"),
-        _x(137, "NVLink fatal error", _C, _A.RESET_GPU, "nvlink"),
+        _x(121, "C2C link error", _I, _A.NONE, "nvlink"),
+        _x(
+            122,
+            "SPI PMU RPC read failure (unused since Ampere)",
+            _C,
+            _A.CONTACT_SUPPORT,
+            "firmware",
+        ),
+        _x(
+            123,
+            "SPI PMU RPC write failure (unused since Ampere)",
+            _C,
+            _A.CONTACT_SUPPORT,
+            "firmware",
+        ),
+        _x(136, "NVLink link training failed", _C, _A.RESET_GPU, "nvlink"),
+        _x(137, "NVLink privilege error", _I, _A.NONE, "nvlink"),
         _x(140, "unrecovered ECC error", _C, _A.RESET_GPU, "memory"),
         _x(143, "GPU initialization failure", _C, _A.RESET_GPU, "hardware"),
-        _x(144, "NVLink interrupt", _C, _A.RESET_GPU, "nvlink"),
-        _x(145, "NVLink RLW error", _C, _A.RESET_GPU, "nvlink"),
-        _x(149, "NVLink NETIR error", _C, _A.RESET_GPU, "nvlink"),
-        _x(154, "GPU recovery action changed", _C, _A.RESET_GPU, "driver"),
+        _x(144, "NVLink SAW error", _C, _A.WORKFLOW_NVLINK, "nvlink"),
+        _x(145, "NVLink RLW error", _C, _A.WORKFLOW_NVLINK, "nvlink"),
+        _x(149, "NVLink NETIR error", _C, _A.WORKFLOW_NVLINK, "nvlink"),
+        _x(154, "GPU recovery action changed", _C, _A.FOLLOW_RECOVERY, "driver"),
         _x(155, "NVLink SW-defined error", _C, _A.RESET_GPU, "nvlink"),
     )
 }
-"""Every XID the catalogue documents as in use on current GPUs that gputop names; any other
-code is :func:`xid_info`'s undocumented warning."""
+"""Every XID the catalogue documents that gputop names (checked against it, 2026-11-28: its
+Ampere-and-later spreadsheet as vendored by NVIDIA/NVSentinel and leptonai/gpud); codes the
+catalogue lists as unused since Ampere keep their older meaning with its CONTACT_SUPPORT
+bucket. Any other code is :func:`xid_info`'s undocumented warning."""
 
 
 def xid_info(code: int) -> Xid:
@@ -179,6 +219,11 @@ class HealthEvent:
         if self.xid is not None:
             return f"XID {self.xid}: {self.description}"
         return self.description
+
+    def advice(self) -> str:
+        """``: drain the GPU and reset it``, what to do said after the title; empty where
+        there is nothing to do (the catalogue's IGNORE)."""
+        return "" if self.action is Action.NONE else f": {self.action.value}"
 
 
 def xid_event(

@@ -60,7 +60,7 @@ class Alarms:
                 and event.critical
                 and event.kind is not Kind.GPU_LOST
             ]
-            said = [f"{fresh[-1].title()}: {fresh[-1].action.value}"] if fresh else []
+            said = [fresh[-1].title() + fresh[-1].advice()] if fresh else []
             said += [p.text for p in problems if acked is None or p.key not in acked]
             if len(fresh) > 1:
                 said.append(f"{len(fresh)} critical events")

@@ -132,8 +132,8 @@ def health_lines(snapshot: Snapshot) -> list[str]:
     for event in snapshot.events:
         stamp = event.time.isoformat(sep=" ", timespec="seconds")
         lines.append(
-            f"{event.gpu:>3}  {event.severity.value.upper()} {stamp} {event.title()}: "
-            f"{event.action.value}"
+            f"{event.gpu:>3}  {event.severity.value.upper()} {stamp} {event.title()}"
+            f"{event.advice()}"
         )
     if lines:
         lines.insert(0, "Health:")

@@ -110,7 +110,7 @@ def events_content(events: Sequence[HealthEvent], gpu_index: int) -> Content | N
                 (f"{mark} ", style),
                 (f"{event.time:%Y-%m-%d %H:%M:%S} ", "$text-muted"),
                 (event.title() + where, style),
-                f": {event.action.value}",
+                event.advice(),
             )
         )
     if more:
