@@ -409,6 +409,34 @@ def test_mig_activity_is_read_while_a_view_shows_it_and_starts_over_after() -> N
         assert all(v is not None for v in values) == (step == 3), step
 
 
+def test_hidden_mig_windows_leave_the_tui_budget_to_the_windows_that_measure() -> None:
+    """A GPU's MIG tree closed: its instances' windows stop counting in the GPM budget, so
+    another GPU's activity is not spaced out for windows that measure nothing."""
+    shown = True
+    cadence = GpmCadence(budget=0.003)
+    counted = []
+    with installed(FakeNvml(h100_mig_box(1, 7, 20))):
+        pynvml.nvmlInit()
+        polled = NvmlSource(
+            pynvml,
+            deadline=None,
+            host="testhost",
+            shutdown_on_close=True,
+            clock=Clock(),
+            mig_shown=lambda: shown,
+            gpm_cadence=cadence,
+        )
+        try:
+            for step in range(6):
+                shown = step in (0, 1, 4)  # open, closed, open again
+                polled.poll()
+                counted.append(cadence.windows)
+        finally:
+            polled.close()
+    assert counted == [7, 7, 0, 0, 7, 0]
+    assert cadence.windows == 0  # closed: nothing left counted
+
+
 def test_an_energy_counter_nothing_shows_is_read_once_a_minute() -> None:
     # The TUI, --record, --json: none of them has the energy counter.
     seldom = frozenset({"clocks.graphics", "clocks.video", "power.energy"})

@@ -182,12 +182,23 @@ class GpmWindow:
     """The last answer, served again until the next is due."""
     sample_failed: CallFailed | None = field(default=None)
     """How this tick's sample failed (the caller tells a vanished GPU instance by it)."""
+    counted: bool = True
+    """Counted in its cadence's windows (made so; out while :meth:`idle`)."""
 
     def reset(self) -> None:
         """Forget the start sample (it was of a GPU instance that no longer exists)."""
         self.primed = False
         self.due_at = -math.inf
         self.held = FIRST_SAMPLE
+
+    def idle(self, cadence: GpmCadence) -> None:
+        """Not measured for now (nothing shows it, or its GPU instance is gone): forget the
+        start sample, and leave the cadence's budget to the windows that measure until
+        :meth:`measure` is called again."""
+        self.reset()
+        if self.counted:
+            self.counted = False
+            cadence.closed()
 
     def measure(
         self,
@@ -203,6 +214,9 @@ class GpmWindow:
         ``take`` is the sampling function and its arguments before the buffer.
         """
         self.sample_failed = None
+        if not self.counted:
+            self.counted = True
+            cadence.opened()
         if self.primed and now < self.due_at:
             return self.held
         end = 1 - self.start if self.primed else self.start

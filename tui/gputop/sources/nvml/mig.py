@@ -159,7 +159,7 @@ class MigState:
 
     def release(self) -> None:
         """The windows no longer measure (their buffers are being freed)."""
-        self.cadence.closed(len(self.gpm))
+        self.cadence.closed(sum(window.counted for window in self.gpm.values()))
         self.gpm.clear()
 
 
@@ -205,7 +205,7 @@ def sample_mig_devices(
     if not gpm:
         for window in state.gpm.values():
             # Read again later, a rate starts over: not an average since it was last shown.
-            window.reset()
+            window.idle(state.cadence)
     measured: dict[int, tuple[DeviceCalls, Memory]] = {}
     found = state.found
     if found is not None and not parent.refresh and not _strangers(processes, state):
@@ -413,7 +413,10 @@ def _identify_all(
         state.layout = layout
         state.instance_profiles.clear()
         for window in state.gpm.values():
-            window.reset()  # a sample of a destroyed instance is no baseline
+            # A sample of a destroyed instance is no baseline, and a window whose instance
+            # is gone no longer shares the budget (one that lives on is counted again when
+            # it next measures).
+            window.idle(state.cadence)
         live = {address for address, _ in layout}
         for address in [a for a in state.devices if a not in live]:
             del state.devices[address]
