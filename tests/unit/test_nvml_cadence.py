@@ -8,6 +8,7 @@ behave as they always did.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -378,6 +379,12 @@ def test_a_call_hung_on_a_refresh_tick_makes_the_gpu_stale(function: str) -> Non
         hang = fake.hang(0, function)
         refresh = polled.poll()
         hang.set()
+        # The released sample finishes on its worker: wait for it here, or its remaining
+        # calls reach whatever fake the next test installs (CI saw one enumerate MIG there).
+        deadline = time.monotonic() + 10.0
+        while polled.poll().gpus[0].stale:
+            assert time.monotonic() < deadline, "the released sample never finished"
+            time.sleep(0.01)
     stale, other = refresh.gpus
     assert stale.stale and not other.stale
     assert stale.power.draw == 251.5 and stale.ecc_errors == gpu_sample(0).ecc_errors

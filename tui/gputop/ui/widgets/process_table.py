@@ -398,6 +398,10 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         and the filter's lines when shown), the column titles, and a row per line. The main
         screen gives the table these, and the rest to the GPU panels' charts."""
         lines = 2 + self.has_class("-in-container") + self.has_class("-filtering")
+        for grid in self.query(ProcessGrid):  # none before it is composed
+            if grid.show_horizontal_scrollbar:
+                # Columns wider than the screen (a pod's): the scrollbar takes a row.
+                lines += grid.scrollbar_size_horizontal
         return lines + len(self._order)
 
     @property
