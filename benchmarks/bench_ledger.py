@@ -11,18 +11,22 @@ OpenMetrics file and backfilled with ``promtool tsdb create-blocks-from openmetr
 (`gputop report --prometheus ... --json`), timed from outside, its peak RSS read from
 inside; the server's count of samples read and the ledger's queries come from its JSON.
 
-Side by side: the "pull everything" way a script would do it, one ``query_range`` per family
-returning every GPU's step means (classification left to the client), in one process too.
+Side by side: a script's pull of every GPU's step means (one ``query_range`` per family,
+nothing judged), and with ``--against TREE`` another tree's ledger (main's), in turn with
+this one on the same server.
 
     .venv/bin/python benchmarks/bench_ledger.py [--days 7] [--nodes 128] [--interval 60]
+        [--data DIR] [--against TREE] [--headline]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -196,11 +200,14 @@ def _python() -> list[str]:
     return [str(venv if venv.exists() else sys.executable)]
 
 
-def _run(code: str, args: list[str]) -> tuple[float, int, str]:
+def _run(code: str, args: list[str], tree: Path | None = None) -> tuple[float, int, str]:
+    environ = {**os.environ, "TZ": "UTC"}
+    if tree is not None:
+        environ["PYTHONPATH"] = str(tree / "tui")
     began = time.monotonic()
     result = subprocess.run(
         [*_python(), "-c", code, *args], capture_output=True, text=True, timeout=3600,
-        env={**os.environ, "TZ": "UTC"},
+        env=environ,
     )  # fmt: skip
     seconds = time.monotonic() - began
     if result.returncode != 0:
@@ -211,14 +218,16 @@ def _run(code: str, args: list[str]) -> tuple[float, int, str]:
     return seconds, rss // 1024, result.stdout
 
 
-def ledger(url: str, since: float, until: float, match: str = "") -> dict[str, float]:
+def ledger(
+    url: str, since: float, until: float, match: str = "", tree: Path | None = None
+) -> dict[str, float]:
     args = [
         "--prometheus", url, "--since", f"{since:.0f}", "--until", f"{until:.0f}", "--by",
         "node", "--json", "--timeout", "300",
     ]  # fmt: skip
     if match:
         args += ["--match", match]
-    seconds, rss, out = _run(_LEDGER, args)
+    seconds, rss, out = _run(_LEDGER, args, tree)
     document = json.loads(out)
     return {
         "seconds": seconds,
@@ -237,36 +246,69 @@ def main() -> int:
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--nodes", type=int, default=128, help="8 GPUs each (default 128)")
     parser.add_argument("--interval", type=float, default=60.0, help="seconds between samples")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help="keep the backfilled blocks here and reuse them when the fleet is the same",
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="another tree of gputop (a worktree of main) whose ledger runs in the same rounds",
+    )
+    parser.add_argument(
+        "--headline", action="store_true", help="only the whole fleet's span and the pull"
+    )
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}  ({os.cpu_count()} CPUs)")
     end = math.floor(time.time() / DAY) * DAY
     start = end - args.days * DAY
-    with tempfile.TemporaryDirectory(prefix="gputop-bench-ledger-") as tmp:
-        directory = Path(tmp)
-        (directory / "prometheus.yml").write_text("global:\n  scrape_interval: 60s\n")
-        print(f"backfilling {args.nodes * 8} GPUs x {args.days} days at {args.interval:g} s ...")
-        filled = backfill(directory, args.nodes, args.days, args.interval, start)
-        print(
-            f"backfill: {filled['samples']:,} samples in {filled['seconds']:.0f} s "
-            f"({filled['generate']:.0f} s writing OpenMetrics, the rest promtool)"
-        )
+    with contextlib.ExitStack() as stack:
+        if args.data is None:
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gputop-")))
+        else:
+            directory = args.data
+            directory.mkdir(parents=True, exist_ok=True)
+        fleet = {"nodes": args.nodes, "days": args.days, "interval": args.interval}
+        kept = directory / "fleet.json"
+        if kept.exists() and json.loads(kept.read_text())["fleet"] == fleet:
+            start = json.loads(kept.read_text())["start"]
+            end = start + args.days * DAY
+            print(f"reusing the blocks in {directory}")
+        else:
+            shutil.rmtree(directory / "data", ignore_errors=True)
+            (directory / "prometheus.yml").write_text("global:\n  scrape_interval: 60s\n")
+            print(f"backfilling {args.nodes * 8} GPUs x {args.days} days at {args.interval:g} s")
+            filled = backfill(directory, args.nodes, args.days, args.interval, start)
+            print(
+                f"backfill: {filled['samples']:,} samples in {filled['seconds']:.0f} s "
+                f"({filled['generate']:.0f} s writing OpenMetrics, the rest promtool)"
+            )
+            kept.write_text(json.dumps({"fleet": fleet, "start": start}))
         with (directory / "prometheus.log").open("w+") as log:
             server = RunningPrometheus(directory, free_port(), log, 300.0)
             server.start()
             try:
                 runs: dict[tuple[int, int], dict[str, float]] = {}
+                rounds: dict[str, list[dict[str, float]]] = {"this": [], "against": []}
                 gpus = args.nodes * 8
-                for nodes in sorted({n for n in (8, 32, args.nodes) if n <= args.nodes}):
+                sizes = (args.nodes,) if args.headline else (8, 32, args.nodes)
+                for nodes in sorted({n for n in sizes if n <= args.nodes}):
                     match = ""
                     if nodes < args.nodes:
                         match = f'Hostname=~"node-({"|".join(map(str, range(nodes)))})"'
                     runs[(nodes * 8, args.days)] = ledger(server, start, end, match)
-                for days in sorted({d for d in (1, 2, 4) if d < args.days}):
+                for days in sorted({d for d in (1, 2, 4) if d < args.days and not args.headline}):
                     runs[(gpus, days)] = ledger(server, end - days * DAY, end)
                 # The same span at the same step as the whole fleet's ledger.
                 step = runs[(gpus, args.days)]["step"]
                 seconds, rss, out = _run(_PULL, [server, str(start), str(end), str(step)])
                 pulled = json.loads(out)["points"]
+                if args.against is not None:
+                    # The headline again, this tree's and the other's in turn.
+                    for _ in range(2):
+                        rounds["this"].append(ledger(server, start, end))
+                        rounds["against"].append(ledger(server, start, end, tree=args.against))
             finally:
                 server.stop()
     print()
@@ -290,6 +332,22 @@ def main() -> int:
         f"time, {head['rss_mb'] / max(rss, 1):.2f}x the memory, "
         f"{head['points'] / max(pulled, 1):.3f}x the points"
     )
+    if args.against is not None:
+        print(
+            f"\n| {gpus} GPUs x {args.days} d, in turn | time | peak RSS | queries | samples read |"
+        )
+        print("| --- | --- | --- | --- | --- |")
+        for name, label in (("this", "this tree"), ("against", str(args.against))):
+            for run in rounds[name]:
+                print(
+                    f"| {label} | {run['seconds']:.1f} s | {run['rss_mb']} MB | "
+                    f"{run['queries']:.0f} | {run['samples']:,.0f} |"
+                )
+        mine = min(r["seconds"] for r in rounds["this"])
+        theirs = min(r["seconds"] for r in rounds["against"])
+        print(f"best of each: {mine:.1f} s against {theirs:.1f} s, {mine / theirs:.2f}x")
+        same = [r["idle_held"] for r in rounds["this"] + rounds["against"]]
+        print(f"idle-held GPU-hours in every run: {sorted(set(round(x, 3) for x in same))}")
     # Time against samples read, over the spans of the whole fleet: t = a + b * samples.
     points = [(r["samples"], r["seconds"]) for (c, _), r in runs.items() if c == gpus]
     if len(points) >= 2:

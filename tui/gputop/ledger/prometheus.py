@@ -1,25 +1,28 @@
 """The ledger from a Prometheus (or anything that answers its HTTP API: VictoriaMetrics,
 Thanos, Mimir): the span is cut into chunks that each stay within the server's limits, each
-chunk's queries run side by side, and the per-group step counts they return are added up.
+chunk's queries (one per family, ``promql.py``) run side by side, and every GPU's steps in
+them are judged (``judge.py``) and added to their group's counts before the next chunk.
 
 Prometheus refuses a range query of more than 11,000 points per series, and one that loads
 more than ``--query.max-samples`` (50 million by default) samples. A chunk has at most
-``MAX_POINTS`` steps and reads about ``SAMPLE_BUDGET`` samples: GPUs x selectors x (chunk /
-scrape interval), both read from the data by one small probe first.
+``MAX_POINTS`` steps, reads about ``SAMPLE_BUDGET`` samples (GPUs x chunk / scrape interval,
+both read from the data by one small probe first) and returns at most ``POINT_BUDGET``
+points a query, which bounds the ledger's memory whatever the fleet and span.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timezone, tzinfo
 
 from gputop.ledger.account import NO_GROUP, Cost, Ledger, Prices, StepCounts, account
-from gputop.ledger.promql import SELECTORS, GroupBy, LedgerQueries
+from gputop.ledger.judge import file_step
+from gputop.ledger.promql import FAMILIES, GroupBy, LedgerQueries
 from gputop.ledger.thresholds import Thresholds
-from gputop.sources.prometheus.client import PrometheusClient, PrometheusError
+from gputop.sources.prometheus.client import PrometheusClient, PrometheusError, Series
 
 DEFAULT_THRESHOLDS = Thresholds()
 NO_PRICES = Prices()
@@ -28,31 +31,10 @@ MAX_POINTS = 10_000
 """Steps per query: under Prometheus's 11,000 points per series."""
 SAMPLE_BUDGET = 10_000_000
 """Samples one query may read: a fifth of Prometheus's default ``--query.max-samples``."""
+POINT_BUDGET = 50_000
+"""Points (GPUs x steps) one query may return: what one chunk holds in memory at once."""
 PROBE_SECONDS = 3600.0
 """How much recent data the probe counts samples in (to tell GPUs and scrape interval)."""
-
-
-_FILED: dict[tuple[str, bool], tuple[tuple[str, float], ...]] = {
-    # (query, series with a pod) -> the ledger's figures it adds to (or takes from). A
-    # GPU present is held unless it is idle without a pod, and then held only when its
-    # memory or a process says so: held = present - idle (no pod) + idle_res.
-    **{("present", pod): (("present", 1.0), ("held", 1.0)) for pod in (False, True)},
-    **{("activity", pod): (("activity", 1.0),) for pod in (False, True)},
-    ("idle", True): (("idle_held", 1.0),),
-    ("idle", False): (("held", -1.0), ("low_held", -1.0)),
-    **{("low", pod): (("low_held", 1.0),) for pod in (False, True)},
-    **{
-        ("idle_res", pod): (("held", 1.0), ("idle_held", 1.0), ("low_held", 1.0))
-        for pod in (False, True)
-    },
-    **{("free", pod): (("free", 1.0),) for pod in (False, True)},
-    **{("power", pod): (("power", 1.0),) for pod in (False, True)},
-    **{
-        (name, pod): (("idle_held_power", 1.0),)
-        for name in ("idle_power_pod", "idle_power_res")
-        for pod in (False, True)
-    },
-}
 
 
 def _scale(
@@ -83,9 +65,11 @@ def auto_step(span: float, interval: float) -> float:
 
 
 def chunk_steps(gpus: int, interval: float, step: float) -> int:
-    """Steps per query so that it reads at most ``SAMPLE_BUDGET`` samples."""
-    per_step = max(1.0, gpus * SELECTORS * step / interval)
-    return max(1, min(MAX_POINTS, int(SAMPLE_BUDGET / per_step)))
+    """Steps per query so that it reads at most ``SAMPLE_BUDGET`` samples and returns at
+    most ``POINT_BUDGET`` points."""
+    per_step = max(1.0, gpus * step / interval)
+    most = min(MAX_POINTS, SAMPLE_BUDGET / per_step, POINT_BUDGET / max(1, gpus))
+    return max(1, int(most))
 
 
 def ledger_from_prometheus(
@@ -114,7 +98,7 @@ def ledger_from_prometheus(
         step = auto_step(until - since, interval)
     steps = max(1, math.floor((until - since) / step))
     until = since + steps * step
-    queries = LedgerQueries(by, step, thresholds, match)
+    queries = LedgerQueries(by, step, match)
     per_chunk = chunk_steps(gpus, interval, step)
     chunks = []
     first = 0
@@ -124,36 +108,90 @@ def ledger_from_prometheus(
         chunks.append((since + (first + 1) * step, since + last * step))
         first = last
     counts = StepCounts(step=step, since=since, until=until)
-    jobs = [(name, promql, a, b) for a, b in chunks for name, promql in queries.queries().items()]
+    named = queries.queries()
     samples: int | None = 0
     points = 0
     done = 0
+    total = len(chunks) * len(named)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ledger") as pool:
-        futures = [
-            (name, pool.submit(client.query_range_counted, promql, a, b, step))
-            for name, promql, a, b in jobs
-        ]
-        try:
-            for name, future in futures:
-                series, read = future.result()
-                samples = None if samples is None or read is None else samples + read
-                for one in series:
-                    group = by.group_of(one.labels) or NO_GROUP
-                    targets = _FILED[(name, bool(one.labels.get("pod")))]
-                    for at, value in one.points:
-                        if math.isfinite(value):
-                            for figure, sign in targets:
-                                counts.add(figure, group, at, sign * value)
-                            points += 1
-                done += 1
-                if on_progress is not None:
-                    on_progress(done, len(futures))
-        except PrometheusError:
-            for _, future in futures:
-                future.cancel()
-            raise
-    cost = Cost(queries=len(jobs) + 1, samples=samples, points=points)
+        for a, b in chunks:
+            futures = {
+                name: pool.submit(client.query_range_counted, promql, a, b, step)
+                for name, promql in named.items()
+            }
+            answers: dict[str, list[Series]] = {}
+            try:
+                for name, future in futures.items():
+                    answers[name], read = future.result()
+                    samples = None if samples is None or read is None else samples + read
+                    points += sum(len(one.points) for one in answers[name])
+                    done += 1
+                    if on_progress is not None:
+                        on_progress(done, total)
+            except PrometheusError:
+                for future in futures.values():
+                    future.cancel()
+                raise
+            _file_chunk(counts, by, thresholds, answers)
+    cost = Cost(queries=total + 1, samples=samples, points=points)
     return account(counts, by, thresholds, source=client.url, cost=cost, prices=prices, tz=tz)
+
+
+def _file_chunk(
+    counts: StepCounts, by: GroupBy, thresholds: Thresholds, answers: Mapping[str, list[Series]]
+) -> None:
+    """Judge every GPU's steps in one chunk's answers and file them under their groups."""
+    gpus: dict[tuple[tuple[str, str], ...], dict[str, dict[float, float]]] = {}
+    labels_of: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+    for family in FAMILIES:
+        for series in answers.get(family, ()):
+            # One GPU's families meet by their whole label set but the name (Prometheus's
+            # ``avg_over_time`` drops it, VictoriaMetrics's keeps it); a pod's coming or
+            # going starts another series of the GPU.
+            key = tuple(sorted(kv for kv in series.labels.items() if kv[0] != "__name__"))
+            gpus.setdefault(key, {})[family] = dict(series.points)
+            labels_of[key] = series.labels
+    users: dict[tuple[str, float], str] = {}
+    for series in answers.get("users", ()):
+        uuid, user = series.labels.get("UUID", ""), series.labels.get("user", "")
+        for at, _ in series.points:
+            # A GPU shared by several users' processes in one step is filed under one.
+            if user < users.get((uuid, at), "\uffff"):
+                users[(uuid, at)] = user
+    empty: dict[float, float] = {}
+    for key, families in gpus.items():
+        labels = labels_of[key]
+        pod = bool(labels.get("pod"))
+        group = by.group_of(labels) or NO_GROUP
+        uuid = labels.get("UUID", "")
+        engine = families.get("engine", empty)
+        util = families.get("util", empty)
+        memory = families.get("memory", empty)
+        processes = families.get("processes", empty)
+        power = families.get("power", empty)
+        for at in engine.keys() | util.keys() | power.keys():
+            # Engine activity where the GPU has it at that step, else utilization; a
+            # value over 100 % is DCGM's blank (no activity), not a reading.
+            activity = 100 * engine[at] if at in engine else util.get(at)
+            if activity is not None and not activity <= 100:
+                activity = None
+            file_step(
+                counts,
+                thresholds,
+                (users.get((uuid, at)) or NO_GROUP) if by is GroupBy.USER else group,
+                at,
+                pod=pod,
+                activity=activity,
+                memory=_value(memory, at),
+                processes=_value(processes, at),
+                power=_value(power, at),
+            )
+
+
+def _value(points: Mapping[float, float], at: float) -> float | None:
+    """The point at ``at``; NaN (a value the server could not give) is none."""
+    value = points.get(at)
+    return value if value is not None and math.isfinite(value) else None
 
 
 def parse_when(text: str, now: float | None = None) -> float:

@@ -1,7 +1,7 @@
 """The same ledger from one machine's snapshots (a recording): ``gputop report FILE --by pod``.
 
 Snapshots are put into steps of ``step`` seconds by their time; each GPU's step is judged as
-the Prometheus queries judge it (``promql.py``): its mean activity (GPM's or NVML's
+Prometheus's are (``judge.py``): its mean activity (GPM's or NVML's
 utilization), its mean memory in use, its processes, and its holders (the pods the kubelet
 gave it, or its processes' pods). Groups: ``node`` (the snapshot's host), ``gpu-model``,
 ``pod``/``namespace`` (from holders and process owners), ``user`` (processes' users),
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timezone, tzinfo
 
 from gputop.ledger.account import NO_GROUP, Cost, Ledger, Prices, StepCounts, account
+from gputop.ledger.judge import file_step
 from gputop.ledger.promql import GroupBy
 from gputop.ledger.thresholds import Thresholds
 from gputop.model import GpuSample, Snapshot
@@ -54,6 +55,10 @@ def _owner_group(by: GroupBy, gpu: GpuSample) -> tuple[str, bool]:
         jobs = sorted({p.owner.slurm_job for p in gpu.processes if p.owner and p.owner.slurm_job})
         return (str(jobs[0]) if jobs else ""), owner is not None
     return gpu.name or "", owner is not None
+
+
+def _mean(values: list[float] | list[int]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def _activity(gpu: GpuSample) -> float | None:
@@ -106,32 +111,16 @@ def ledger_from_snapshots(
         since = math.floor(first / step) * step
         until = math.floor(last / step) * step + step
     counts = StepCounts(step=step, since=since, until=until)
-    t = thresholds
     for (end, _), one in steps.items():
-        if not one.activity:
-            continue  # no activity in the step: not seen, as Prometheus's queries say
-        group = one.group or NO_GROUP
-        activity = sum(one.activity) / len(one.activity)
-        power = sum(one.power) / len(one.power) if one.power else None
-        memory = sum(one.memory) / len(one.memory) if one.memory else None
-        processes = sum(one.processes) / len(one.processes) if one.processes else None
-        idle = activity == 0 if t.idle_pct <= 0 else activity <= t.idle_pct
-        if idle and t.power_floor_w is not None and power is not None:
-            idle = power < t.power_floor_w
-        by_resource = (memory is not None and memory >= t.held_memory_mib) or bool(processes)
-        held = one.pod or by_resource or not idle
-        counts.add("present", group, end, 1)
-        counts.add("activity", group, end, activity)
-        if power is not None:
-            counts.add("power", group, end, power)
-        if held:
-            counts.add("held", group, end, 1)
-            if idle:
-                counts.add("idle_held", group, end, 1)
-                if power is not None:
-                    counts.add("idle_held_power", group, end, power)
-            if activity < t.busy_pct:
-                counts.add("low_held", group, end, 1)
-        elif memory is not None or processes is not None:
-            counts.add("free", group, end, 1)
+        file_step(
+            counts,
+            thresholds,
+            one.group or NO_GROUP,
+            end,
+            pod=one.pod,
+            activity=_mean(one.activity),
+            memory=_mean(one.memory),
+            processes=_mean(one.processes),
+            power=_mean(one.power),
+        )
     return account(counts, by, thresholds, source=source, cost=Cost(), prices=prices, tz=tz)
