@@ -22,8 +22,8 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from gputop.cli.export_server import MetricsServer
-from gputop.cli.web_config import Authenticator, load_web_config
+from gputop.web.config import Authenticator, load_web_config
+from gputop.web.metrics_server import MetricsServer
 from support.command import ROOT, gputop_command
 from support.exporter import FOUR
 from support.metrics import web_config

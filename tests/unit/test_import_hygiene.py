@@ -38,6 +38,10 @@ HEADLESS_MODULES = [
     "gputop.cli.report",
     "gputop.cli.live",
     "gputop.cli.sinks",
+    "gputop.cli.export",
+    "gputop.web.metrics_server",
+    "gputop.web.config",
+    "gputop.ledger.prometheus",
 ]
 
 
@@ -45,7 +49,7 @@ HEADLESS_MODULES = [
 def test_headless_module_does_not_load_textual(module: str) -> None:
     code = (
         f"import sys, {module}\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'pynvml'))\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'textual_serve', 'rich', 'pynvml'))\n"
         "print(','.join(bad))\n"
     )
     result = subprocess.run(

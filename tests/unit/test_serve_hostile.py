@@ -27,9 +27,9 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from gputop.cli import serve_web
-from gputop.cli.serve_options import WebOptions
-from gputop.cli.serve_web import GputopServer, OriginPolicy, terminal_size
+from gputop.web import app_server
+from gputop.web.app_server import GputopServer, OriginPolicy, terminal_size
+from gputop.web.options import WebOptions
 
 FAKE = Path(__file__).resolve().parents[1] / "support" / "fake_viewer.py"
 
@@ -117,7 +117,7 @@ async def test_a_huge_terminal_and_a_huge_resize_are_clamped(served: Served) -> 
 async def test_the_slot_is_freed_when_the_client_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(serve_web, "QUIT_WAIT", 0.5)
+    monkeypatch.setattr(app_server, "QUIT_WAIT", 0.5)
     async for served in serve(tmp_path, "deaf", max_viewers=1):
         async with aiohttp.ClientSession() as session:
             socket = await session.ws_connect(f"{served.base}/ws?width=80&height=24")

@@ -23,10 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from gputop.cli.export_server import MetricsServer
 from gputop.cli.options import Options
 from gputop.cli.validate import Parser, interval_seconds
-from gputop.cli.web_config import Authenticator, WebConfig, load_web_config
 from gputop.errors import BadArguments
 from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.core import Pipeline
@@ -39,6 +37,8 @@ from gputop.sinks.prometheus.latest import LatestSample
 from gputop.sinks.prometheus.tracker import ExportTracker
 from gputop.sources.formats import format_names
 from gputop.sources.gpu_select import GpuSelection
+from gputop.web.config import Authenticator, WebConfig, load_web_config
+from gputop.web.metrics_server import MetricsServer
 
 DEFAULT_LISTEN = "127.0.0.1:9400"
 """dcgm-exporter's port, on this machine only: exposing it is a choice (``--listen``)."""

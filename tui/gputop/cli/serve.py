@@ -28,9 +28,9 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from gputop.cli.options import Options
-from gputop.cli.serve_options import DEFAULT_VIEWERS, WebOptions
 from gputop.cli.validate import Parser, viewer_count
 from gputop.errors import BadArguments
+from gputop.web.options import DEFAULT_VIEWERS, WebOptions
 
 if TYPE_CHECKING:
     import ssl
@@ -303,7 +303,7 @@ def serve_main(argv: Sequence[str], parse_options: ParseOptions) -> int:
 
 def _serve_main(argv: Sequence[str], parse_options: ParseOptions) -> int:
     request = parse_serve(argv, parse_options)
-    from gputop.cli.serve_web import load_auth, tls_context
+    from gputop.web.app_server import load_auth, tls_context
 
     users = load_auth(request.web.auth_file) if request.web.auth_file is not None else None
     ssl_context = (
@@ -373,7 +373,7 @@ def _serve(
     users: dict[str, str] | None,
     ssl: ssl.SSLContext | None,
 ) -> int:
-    from gputop.cli.serve_web import GputopServer
+    from gputop.web.app_server import GputopServer
 
     server = GputopServer(
         viewer_command(socket, request),

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from gputop.cli.web_config import Authenticator
+from gputop.web.config import Authenticator
 
 REQUEST_TIMEOUT = 10.0
 """Seconds a connection may take in all: TLS handshake, request and answer."""

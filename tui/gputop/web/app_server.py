@@ -2,7 +2,7 @@
 
 What it adds to textual-serve's ``Server``:
 
-* a page of gputop's own (``serve_page/``) that fetches nothing from outside: textual-serve's
+* a page of gputop's own (``page/``) that fetches nothing from outside: textual-serve's
   page loads Roboto Mono from Google Fonts, this one from the font textual-serve ships, with
   the browser's monospace as the fallback, so it renders the same offline;
 * URLs taken from the browser's own address (textual-serve writes ``http://HOST:PORT`` of
@@ -46,11 +46,11 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
-from gputop.cli.serve_options import WebOptions
 from gputop.errors import BadArguments
 from gputop.model.safe_text import terminal_safe
+from gputop.web.options import WebOptions
 
-PAGE = Path(__file__).parent / "serve_page"
+PAGE = Path(__file__).parent / "page"
 """gputop's page template and the page shown when every viewer slot is taken."""
 
 _ANCHOR = "t.forEach((e=>{const t=new w(e,{ping:r});"
