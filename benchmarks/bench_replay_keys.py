@@ -36,7 +36,7 @@ from gputop.cli.tui import tui_pipeline
 from gputop.model import Snapshot
 from gputop.pipeline.commands import Seek, SeekTime, Step, TogglePause
 from gputop.pipeline.feed import ReplayFeed
-from gputop.sources.replay import ReplayPlayer
+from gputop.sources.playback.replay import ReplayPlayer
 from gputop.sources.smi import recording as recording_module
 from gputop.sources.smi.recording import Recording
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from gputop.sources.dmon import open_monitor_log
-from gputop.sources.linelog import LineLog
+from gputop.sources.recordings.dmon import open_monitor_log
+from gputop.sources.recordings.linelog import LineLog
 from gputop.sources.smi.text import open_text
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots"

@@ -17,7 +17,7 @@ from gputop.cli.tui import tui_pipeline
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
 from gputop.pipeline.feed import LiveFeed, ReplayFeed
 from gputop.pipeline.loop import ManualLoop
-from gputop.sources.replay import ReplayPlayer, Timeline
+from gputop.sources.playback.replay import ReplayPlayer, Timeline
 from gputop.ui.app import GputopApp
 from gputop.ui.settings import UiSettings
 

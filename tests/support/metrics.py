@@ -15,7 +15,7 @@ from cryptography.x509.oid import NameOID
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputop.model import Snapshot
-from gputop.sources.formats import open_recording
+from gputop.sources.recordings.formats import open_recording
 
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 """(metric name, sorted label pairs) -> value."""

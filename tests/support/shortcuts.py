@@ -14,8 +14,8 @@ from gputop.insight.diagnosis import (
 )
 from gputop.insight.report import RecordingSummary, ReportBuilder
 from gputop.model import Snapshot
-from gputop.sources.dmon import _is_pmon, first_header
-from gputop.sources.gpu_select import GpuSelection
+from gputop.pipeline.gpu_select import GpuSelection
+from gputop.sources.recordings.dmon import _is_pmon, first_header
 from gputop.sources.smi.recording import Recording
 
 

@@ -238,7 +238,7 @@ def test_a_gpu_first_known_by_its_index_alone_is_not_shown_gone() -> None:
 def test_replaying_captures_of_several_machines_piles_up_no_gone_gpus() -> None:
     # Replaying snapshots/ (eleven machines) showed every earlier machine's GPUs as GONE.
     from gputop.pipeline.commands import Seek, Step
-    from gputop.sources.replay import ReplayPlayer
+    from gputop.sources.playback.replay import ReplayPlayer
     from gputop.sources.smi.recording import Recording
 
     with Recording.open(CAPTURES) as recording:

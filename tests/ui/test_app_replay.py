@@ -12,10 +12,10 @@ from gputop.cli.options import Options
 from gputop.cli.tui import run_tui, tui_pipeline
 from gputop.errors import BadArguments, BadCapture
 from gputop.pipeline.feed import ReplayFeed
+from gputop.pipeline.gpu_select import GpuSelection
 from gputop.pipeline.loop import PollLoop
 from gputop.sinks.smi_xml import snapshot_to_xml
-from gputop.sources.gpu_select import GpuSelection
-from gputop.sources.replay import ReplayPlayer
+from gputop.sources.playback.replay import ReplayPlayer
 from gputop.sources.smi.recording import Recording
 from gputop.ui.app import GputopApp
 from gputop.ui.widgets.gpu_panel import GpuPanel

@@ -9,7 +9,7 @@ from gputop.cli.tui import tui_pipeline
 from gputop.model import Snapshot
 from gputop.pipeline.feed import ReplayFeed
 from gputop.pipeline.loop import ManualLoop
-from gputop.sources.replay import ReplayPlayer
+from gputop.sources.playback.replay import ReplayPlayer
 from gputop.ui.app import GputopApp
 from gputop.ui.widgets.status_line import ReplayBar
 from support.apps import FIXED_SETTINGS, SnapshotTimeline, load, varied_stream

@@ -15,7 +15,7 @@ from textual.widgets import Footer, Static
 from gputop.cli.tui import tui_pipeline
 from gputop.pipeline.feed import Feed, LiveFeed, ReplayFeed
 from gputop.pipeline.loop import ManualLoop
-from gputop.sources.replay import ReplayPlayer
+from gputop.sources.playback.replay import ReplayPlayer
 from gputop.ui.app import GputopApp
 from gputop.ui.widgets.gpu_grid import GpuGrid
 from gputop.ui.widgets.gpu_panel import GpuPanel

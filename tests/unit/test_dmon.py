@@ -11,8 +11,8 @@ import pytest
 
 from gputop.errors import BadCapture
 from gputop.model import Reason
-from gputop.sources.dmon import looks_like, open_monitor_log
-from gputop.sources.formats import detect
+from gputop.sources.recordings.dmon import looks_like, open_monitor_log
+from gputop.sources.recordings.formats import detect
 from support.shortcuts import looks_like_dmon, looks_like_pmon
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"

@@ -18,9 +18,13 @@ from hypothesis import strategies as st
 
 from gputop.cli.report import build_report
 from gputop.insight.report import summary_to_json
-from gputop.sources.dmon_columns import NotPlain, plain_runs
+from gputop.sources.recordings.dmon_columns import NotPlain, plain_runs
 
-READERS = ("sources/dmon.py", "sources/dmon_columns.py", "sources/linelog.py")
+READERS = (
+    "sources/recordings/dmon.py",
+    "sources/recordings/dmon_columns.py",
+    "sources/recordings/linelog.py",
+)
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 REAL = SNAPSHOTS / "h200-train-dmon.txt"
 HEADER = (

@@ -18,8 +18,8 @@ from gputop.errors import Fatal, NoDriver, Waiting
 from gputop.model import GpuSample, Snapshot
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import LiveFeed
+from gputop.pipeline.gpu_select import GpuSelection
 from gputop.sources.base import Source
-from gputop.sources.gpu_select import GpuSelection
 
 ROOT = Path(__file__).resolve().parents[2]
 FOUR = ROOT / "snapshots" / "rtx3090x4-procs-v12.xml"

@@ -95,7 +95,7 @@ def test_every_reader_answers_as_the_plain_conversion_of_its_text() -> None:
 def test_recordings_keep_no_snapshot_cache(name: str) -> None:
     # An 8-document cache saved 15 of 522 parses in a replay session driven as the TUI
     # drives it (benchmarks/bench_replay_keys.py): it went, and every read parses afresh.
-    from gputop.sources.formats import open_recording
+    from gputop.sources.recordings.formats import open_recording
 
     with open_recording(SNAPSHOTS / name) as recording:
         first = recording.snapshot(0)

@@ -21,7 +21,12 @@ from gputop.errors import BadCapture
 from gputop.model import GpuSample, Snapshot, Utilization
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import ReplayFeed
-from gputop.sources.replay import FOLLOW_CATCH_UP, FOLLOW_POLL, FOLLOW_POLL_PAUSED, ReplayPlayer
+from gputop.sources.playback.replay import (
+    FOLLOW_CATCH_UP,
+    FOLLOW_POLL,
+    FOLLOW_POLL_PAUSED,
+    ReplayPlayer,
+)
 from gputop.sources.smi.recording import Recording
 from support.slow_writer import documents
 

@@ -9,7 +9,7 @@ import pytest
 
 from gputop.errors import BadArguments
 from gputop.model import ProcessSample, Snapshot
-from gputop.sources.gpu_select import (
+from gputop.pipeline.gpu_select import (
     GpuSelection,
     describe_devices,
     describe_visible_devices,

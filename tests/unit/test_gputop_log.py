@@ -13,7 +13,7 @@ from gputop.cli.main import main
 from gputop.cli.report import report_main
 from gputop.model import Reason
 from gputop.model.fields import CSV_LOG
-from gputop.sources.formats import detect, open_recording
+from gputop.sources.recordings.formats import detect, open_recording
 from gputop.sources.smi.recording import Recording
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"

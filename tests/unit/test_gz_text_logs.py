@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop.sources.formats import open_recording
+from gputop.sources.recordings.formats import open_recording
 from support.command import gputop
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"

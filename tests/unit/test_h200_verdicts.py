@@ -33,7 +33,7 @@ from gputop.model.gpu_state import GpuState, sample_state
 from gputop.pipeline.core import throttled
 from gputop.sinks.prometheus.tracker import ExportTracker
 from gputop.sinks.smi_xml import SmiXmlWriter
-from gputop.sources.formats import open_recording
+from gputop.sources.recordings.formats import open_recording
 from gputop.ui.render.gauges import Level, detail_parts, power_level
 from gputop.ui.render.panel_lines import worst_finding
 from support.shortcuts import summarize

@@ -25,12 +25,12 @@ from gputop.model.health import (
     xid_event,
     xid_info,
 )
+from gputop.pipeline.gpu_select import GpuSelection
 from gputop.sinks.json import snapshot_dict
 from gputop.sinks.prometheus.latest import LatestSample
 from gputop.sinks.prometheus.tracker import ExportTracker
 from gputop.sinks.smi_xml import snapshot_to_xml
 from gputop.sinks.summary import format_summary
-from gputop.sources.gpu_select import GpuSelection
 from gputop.sources.smi.xml import parse_document
 from support.command import gputop
 from support.metrics import document, find, series

@@ -23,11 +23,11 @@ from gputop.pipeline.commands import (
 )
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import LiveFeed, ReplayFeed
+from gputop.pipeline.gpu_select import GpuSelection
 from gputop.pipeline.loop import ManualLoop, PollLoop
 from gputop.pipeline.tick import Tick, ViewSpec
 from gputop.sinks.fanout import SnapshotSinks
-from gputop.sources.gpu_select import GpuSelection
-from gputop.sources.replay import ReplayPlayer
+from gputop.sources.playback.replay import ReplayPlayer
 
 T0 = datetime(2024, 9, 18, 21, 34, 12)
 
@@ -319,7 +319,7 @@ def test_the_headless_core_of_the_tui_does_not_load_textual() -> None:
 
     code = (
         "import sys, gputop.pipeline.core, gputop.pipeline.loop, gputop.history\n"
-        "import gputop.sources.replay\n"
+        "import gputop.sources.playback.replay\n"
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('textual', 'rich') or m.startswith('gputop.ui'))))\n"
     )

@@ -27,8 +27,8 @@ HEADLESS_MODULES = [
     "gputop.pipeline.core",
     "gputop.pipeline.loop",
     "gputop.history.store",
-    "gputop.sources.replay",
-    "gputop.sources.gpu_select",
+    "gputop.sources.playback.replay",
+    "gputop.pipeline.gpu_select",
     "gputop.sinks.smi_xml",
     "gputop.sinks.csv_log",
     "gputop.sinks.json",
@@ -49,7 +49,8 @@ HEADLESS_MODULES = [
 def test_headless_module_does_not_load_textual(module: str) -> None:
     code = (
         f"import sys, {module}\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'textual_serve', 'rich', 'pynvml'))\n"
+        "heavy = ('textual', 'textual_serve', 'rich', 'pynvml')\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in heavy)\n"
         "print(','.join(bad))\n"
     )
     result = subprocess.run(

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gputop.sources.csvlog import CsvRecording
-from gputop.sources.dmon import open_monitor_log
-from gputop.sources.indexed import IndexedLog
+from gputop.sources.recordings.dmon import open_monitor_log
+from gputop.sources.recordings.indexed import IndexedLog
 from gputop.sources.smi.text import open_text
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"

@@ -213,7 +213,7 @@ def test_without_a_headless_flag_the_tui_gets_the_source_and_a_recorder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gputop.pipeline.core import Pipeline
-    from gputop.sources.gpu_select import GpuSelection
+    from gputop.pipeline.gpu_select import GpuSelection
 
     shown: list[Snapshot] = []
 

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from gputop.cli.main import build_parser
-from gputop.sources.format_names import FORMAT_NAMES
-from gputop.sources.formats import FORMATS
+from gputop.sources.recordings.format_names import FORMAT_NAMES
+from gputop.sources.recordings.formats import FORMATS
 from support.command import gputop_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,12 +56,12 @@ sys.exit(main([]))
 
 NOT_FOR_THE_LIVE_TUI = (
     # The recording formats and their readers (--replay, report).
-    "gputop.sources.formats",
+    "gputop.sources.recordings.formats",
     "gputop.sources.smi",
     "gputop.sources.csvlog",
-    "gputop.sources.dmon",
-    "gputop.sources.linelog",
-    "gputop.sources.logs",
+    "gputop.sources.recordings.dmon",
+    "gputop.sources.recordings.linelog",
+    "gputop.sources.recordings.logs",
     "xml.etree",
     "gzip",
     # The other subcommands and headless outputs.
@@ -83,9 +83,9 @@ NOT_FOR_THE_LIVE_TUI = (
     # Only what other modes and boxes use: a replay's player and seeking, --gpu, the
     # headless outputs and --pick, and MIG sampling on a box without MIG (issue 17: each
     # costs the first frame its import and its dataclasses' generated methods).
-    "gputop.sources.replay",
-    "gputop.sources.seek",
-    "gputop.sources.gpu_select",
+    "gputop.sources.playback.replay",
+    "gputop.sources.playback.seek",
+    "gputop.pipeline.gpu_select",
     "gputop.cli.headless",
     "gputop.cli.pick",
     "gputop.sources.nvml.mig",

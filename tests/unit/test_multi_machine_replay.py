@@ -10,7 +10,7 @@ import pytest
 
 from gputop.cli.main import main
 from gputop.model import GpuSample, Snapshot
-from gputop.sources.replay import MAX_GAP, ReplayPlayer, machines_warning
+from gputop.sources.playback.replay import MAX_GAP, ReplayPlayer, machines_warning
 from gputop.sources.smi.recording import Recording
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"

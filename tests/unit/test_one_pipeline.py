@@ -71,7 +71,9 @@ def test_the_core_tells_no_kind_of_source_from_another() -> None:
     froms = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     imported = {node.module for node in froms}
     names = {alias.name for node in froms for alias in node.names}
-    assert "gputop.sources.replay" not in imported and "gputop.sources.base" not in imported
+    assert (
+        "gputop.sources.playback.replay" not in imported and "gputop.sources.base" not in imported
+    )
     assert "_player" not in text and "_live" not in text
     # Nor is what a view draws its own: the series and the diagnosis are handed to it.
     assert "GPU_UTIL" not in text and "diagnose" not in names

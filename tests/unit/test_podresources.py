@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from gputop.model import Owner, Snapshot
-from gputop.sources.attribution import AttributedSource, with_holders
+from gputop.sources.host.attribution import AttributedSource, with_holders
 from gputop.sources.k8s.podresources import (
     MISSING_GRPC,
     SOCKET_VARIABLE,

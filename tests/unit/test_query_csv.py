@@ -16,7 +16,7 @@ from gputop.model import Reason
 from gputop.model.fields import GPU_FIELDS, Field, Value
 from gputop.sources.csvlog import CsvRecording, looks_like
 from gputop.sources.csvlog.parse import Schema
-from gputop.sources.formats import detect, open_recording
+from gputop.sources.recordings.formats import detect, open_recording
 from support.command import gputop
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop.sources.formats import detect, format_names
+from gputop.sources.recordings.formats import detect, format_names
 from support.shortcuts import looks_like_pmon
 
 ROOT = Path(__file__).resolve().parents[2]

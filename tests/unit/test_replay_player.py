@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from gputop.errors import BadCapture
 from gputop.model import GpuSample, Snapshot, Utilization
-from gputop.sources.replay import (
+from gputop.sources.playback.replay import (
     MIN_TICK,
     SPEEDS,
     ReplayPlayer,

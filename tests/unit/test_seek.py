@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gputop.cli.main import main
-from gputop.sources.seek import (
+from gputop.sources.playback.seek import (
     Span,
     TargetError,
     TimeTarget,

@@ -27,9 +27,9 @@ from gputop.model import Snapshot
 from gputop.model.sample import GpuSample, MigDeviceSample, ProcessSample
 from gputop.pipeline.commands import TogglePause
 from gputop.pipeline.core import Pipeline
+from gputop.pipeline.redact import without_commands
 from gputop.pipeline.shared_feed import SharedFeed
-from gputop.sources.redact import without_commands
-from gputop.sources.shared import SnapshotPublisher, SnapshotSubscriber, private_socket_dir
+from gputop.sources.serve_socket import SnapshotPublisher, SnapshotSubscriber, private_socket_dir
 from gputop.ui.screens.help import help_sections
 from gputop.web.app_server import load_auth, patched_script
 from gputop.web.options import DEFAULT_VIEWERS

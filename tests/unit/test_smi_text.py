@@ -11,7 +11,7 @@ import pytest
 from gputop.errors import BadCapture
 from gputop.model import GpuSample, Reason
 from gputop.sinks.smi_xml import snapshot_to_xml
-from gputop.sources.formats import detect
+from gputop.sources.recordings.formats import detect
 from gputop.sources.smi.text import looks_like, open_text, parse_log
 from gputop.sources.smi.xml import parse_document
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from gputop.sources.stamps import last_at_or_before
+from gputop.sources.recordings.stamps import last_at_or_before
 
 NAN = math.nan
 

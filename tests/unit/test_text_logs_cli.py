@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputop.errors import BadCapture
-from gputop.sources.formats import detect, open_recording
+from gputop.sources.recordings.formats import detect, open_recording
 from support.command import gputop
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"

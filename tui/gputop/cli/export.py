@@ -29,14 +29,14 @@ from gputop.errors import BadArguments
 from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed, LiveFeed, ReplayFeed
+from gputop.pipeline.gpu_select import GpuSelection
 from gputop.pipeline.interval import MAX_INTERVAL, MIN_INTERVAL
 from gputop.pipeline.loop import PollLoop
 from gputop.pipeline.tick import Tick
 from gputop.sinks.prometheus.labels import ProcessDetail
 from gputop.sinks.prometheus.latest import LatestSample
 from gputop.sinks.prometheus.tracker import ExportTracker
-from gputop.sources.formats import format_names
-from gputop.sources.gpu_select import GpuSelection
+from gputop.sources.recordings.formats import format_names
 from gputop.web.config import Authenticator, WebConfig, load_web_config
 from gputop.web.metrics_server import MetricsServer
 
@@ -176,7 +176,7 @@ def _live_feed(selection: GpuSelection | None, detail: ProcessDetail) -> Feed:
 def _replay_feed(ns: argparse.Namespace, selection: GpuSelection | None) -> Feed:
     from gputop.cli.recording_input import open_recording
     from gputop.cli.replay import resolve_at
-    from gputop.sources.replay import ReplayPlayer
+    from gputop.sources.playback.replay import ReplayPlayer
 
     options = Options(replay=ns.replay, at=ns.at, format=ns.format, interval=ns.interval)
     recording = open_recording(options, _say)

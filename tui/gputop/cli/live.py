@@ -34,8 +34,8 @@ from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.in_view import InView
-from gputop.sources.attribution import AttributedSource
 from gputop.sources.base import Source
+from gputop.sources.host.attribution import AttributedSource
 from gputop.sources.host.incontainer import read_container_view
 from gputop.sources.host.owners import open_owner_lookup
 from gputop.sources.host.procinfo import (
@@ -48,8 +48,8 @@ from gputop.sources.k8s.kubelet import kubelet_socket
 from gputop.sources.nvml.prices import MIG_ACTIVITY, SM_UTILIZATION
 
 if TYPE_CHECKING:
+    from gputop.pipeline.gpu_select import GpuSelection
     from gputop.sinks.fanout import SnapshotSinks
-    from gputop.sources.gpu_select import GpuSelection
     from gputop.sources.nvml.gpm import GpmCadence
 
 
@@ -200,7 +200,7 @@ def run_live(
     if options.gpu is not None:
         # Here, not at the top, as the headless modes below: what the TUI does not use
         # is not loaded before its first frame.
-        from gputop.sources.gpu_select import GpuSelection
+        from gputop.pipeline.gpu_select import GpuSelection
 
         selection = GpuSelection.parse(options.gpu)
     # The process table says which processes are on screen; the rest are read less often,
@@ -230,7 +230,7 @@ def run_live(
             return _after_the_tui(code, recorder, err)
         from gputop.cli.headless import collect, print_pick, print_snapshots, with_sinks
         from gputop.cli.pick import DEFAULT_SAMPLES
-        from gputop.sources.gpu_select import describe_visible_devices
+        from gputop.pipeline.gpu_select import describe_visible_devices
 
         # Headless, a failed poll ends the run (with the error's exit code).
         feed = LiveFeed(source, first=first, tolerant=False)

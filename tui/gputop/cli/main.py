@@ -19,7 +19,7 @@ from gputop.cli.validate import Parser, interval_seconds, pick_count, sample_cou
 from gputop.errors import BadArguments, GputopError
 from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.interval import MAX_INTERVAL, MIN_INTERVAL
-from gputop.sources.format_names import FORMAT_NAMES
+from gputop.sources.recordings.format_names import FORMAT_NAMES
 
 
 def build_parser() -> argparse.ArgumentParser:

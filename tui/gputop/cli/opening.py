@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from gputop.sources.formats import AnyRecording
-from gputop.sources.formats import open_recording as open_any
+from gputop.sources.recordings.formats import AnyRecording
+from gputop.sources.recordings.formats import open_recording as open_any
 
 WAIT_NOTICE_AFTER = 1.0
 """Seconds a pipe may keep the reader waiting before it says so."""

@@ -15,8 +15,8 @@ from pathlib import Path
 from gputop.cli.opening import Opening, wait_for_opening, waiting_message
 from gputop.cli.options import Options
 from gputop.errors import BadArguments
-from gputop.sources.formats import AnyRecording, is_pipe
-from gputop.sources.formats import open_recording as open_any
+from gputop.sources.recordings.formats import AnyRecording, is_pipe
+from gputop.sources.recordings.formats import open_recording as open_any
 
 STDIN = Path("-")
 """`--replay -`: the recording comes on standard input."""

@@ -15,11 +15,11 @@ from gputop.errors import BadArguments
 from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import DocumentFeed
+from gputop.pipeline.gpu_select import GpuSelection
 from gputop.sinks.fanout import SnapshotSinks
-from gputop.sources.formats import AnyRecording
-from gputop.sources.gpu_select import GpuSelection
-from gputop.sources.replay import machines_warning
-from gputop.sources.seek import TargetError, resolve_target
+from gputop.sources.playback.replay import machines_warning
+from gputop.sources.playback.seek import TargetError, resolve_target
+from gputop.sources.recordings.formats import AnyRecording
 
 _QUIET_S = 0.3
 """A followed recording that brings nothing new for this long has come as far as it goes

@@ -40,8 +40,8 @@ from gputop.model import Snapshot
 from gputop.model.safe_text import terminal_safe
 from gputop.model.units import fmt_count
 from gputop.sources.csvlog import CsvRecording
-from gputop.sources.format_names import DMON
-from gputop.sources.formats import format_names
+from gputop.sources.recordings.format_names import DMON
+from gputop.sources.recordings.formats import format_names
 
 PARALLEL_MIN_DOCUMENTS = 1000
 """Below this many documents one process is quicker than starting workers."""
@@ -315,7 +315,7 @@ def _indexed_csv(
 def _plain_dmon_report(path: Path, max_gap: float | None, charts: bool) -> ReportBuilder | None:
     """The report of a plain `dmon -o DT` log read column by column in one pass (the same
     figures as row by row: ``sources/dmon_columns``); None when it is no such log."""
-    from gputop.sources.dmon_columns import NotPlain, plain_runs
+    from gputop.sources.recordings.dmon_columns import NotPlain, plain_runs
 
     # Adding up as it goes keeps no samples; with too many intervals held back for the gap
     # threshold, the samples are kept instead.

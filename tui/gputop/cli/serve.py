@@ -2,7 +2,7 @@
 
 textual-serve starts one app process per browser connection. So that a dozen open tabs do
 not mean a dozen NVML pollers, the server samples once: it owns the one live source, and each
-viewer's app follows what it publishes (``gputop.sources.shared``) as a live view. A replay
+viewer's app follows what it publishes (``gputop.sources.serve_socket``) as a live view. A replay
 (``--replay``, ``--demo``) needs no driver at all: each viewer replays the file itself, with
 its own replay keys. ``gputop serve cluster ...`` serves ``gputop cluster ...`` (the fleet
 view reads Prometheus, not NVML) with the same arguments.
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from gputop.model import Snapshot
     from gputop.sources.base import Source
-    from gputop.sources.shared import SnapshotPublisher
+    from gputop.sources.serve_socket import SnapshotPublisher
 
 DEFAULT_LISTEN = "127.0.0.1:8000"
 
@@ -246,7 +246,7 @@ class Sampler:
 
     def publish(self, snapshot: Snapshot) -> None:
         """Publish one snapshot (without commands when asked)."""
-        from gputop.sources.redact import without_commands
+        from gputop.pipeline.redact import without_commands
 
         self._publisher.publish(without_commands(snapshot) if self._hide else snapshot)
 
@@ -340,9 +340,9 @@ def _serve_live(
     ssl: ssl.SSLContext | None,
 ) -> int:
     from gputop.cli.live import TUI_GPM_BUDGET, open_live_source
-    from gputop.sources.gpu_select import GpuSelection
+    from gputop.pipeline.gpu_select import GpuSelection
     from gputop.sources.nvml.gpm import GpmCadence
-    from gputop.sources.shared import SnapshotPublisher, private_socket_dir
+    from gputop.sources.serve_socket import SnapshotPublisher, private_socket_dir
 
     selection = GpuSelection.parse(options.gpu) if options.gpu is not None else None
     source = open_live_source(gpm_cadence=GpmCadence(budget=TUI_GPM_BUDGET))

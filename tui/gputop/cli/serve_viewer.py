@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return run_tui(options)
         from gputop.pipeline.shared_feed import SharedFeed
-        from gputop.sources.shared import SnapshotSubscriber
+        from gputop.sources.serve_socket import SnapshotSubscriber
 
         subscriber = SnapshotSubscriber(ns.socket)
         options = _live_options(rest, subscriber.interval, ns.hide_commands)

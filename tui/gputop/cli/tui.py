@@ -19,10 +19,10 @@ from gputop.ui.render.panel_lines import PANEL_VIEW
 from gputop.ui.settings import UiSettings
 
 if TYPE_CHECKING:
+    from gputop.pipeline.gpu_select import GpuSelection
     from gputop.sinks.fanout import SnapshotSinks
-    from gputop.sources.formats import AnyRecording
-    from gputop.sources.gpu_select import GpuSelection
-    from gputop.sources.replay import Timeline
+    from gputop.sources.playback.replay import Timeline
+    from gputop.sources.recordings.formats import AnyRecording
 
 
 def tui_pipeline(
@@ -95,12 +95,12 @@ def run_tui(
     """
     selection = None
     if options.gpu:
-        from gputop.sources.gpu_select import GpuSelection
+        from gputop.pipeline.gpu_select import GpuSelection
 
         selection = GpuSelection.parse(options.gpu)
     if options.replay is not None:
         from gputop.cli.recording_input import reads_stdin
-        from gputop.sources.replay import ReplayPlayer, machines_warning
+        from gputop.sources.playback.replay import ReplayPlayer, machines_warning
 
         recording = _open_recording(options)
         if recording is None:
@@ -122,7 +122,7 @@ def run_tui(
                 recording.warnings.append(several)
         timeline: Timeline = recording
         if options.hide_commands:
-            from gputop.sources.redact import WithoutCommands
+            from gputop.pipeline.redact import WithoutCommands
 
             timeline = WithoutCommands(recording)
         player = ReplayPlayer(timeline, interval=options.interval)

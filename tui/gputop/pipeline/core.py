@@ -27,7 +27,7 @@ from gputop.pipeline.tick import SinkStatus, Tick, ViewSpec
 
 if TYPE_CHECKING:
     from gputop.pipeline.commands import Command
-    from gputop.sources.gpu_select import GpuSelection
+    from gputop.pipeline.gpu_select import GpuSelection
 
 
 DEFAULT_WINDOW = 45

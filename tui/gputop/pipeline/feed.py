@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from gputop.pipeline.commands import Command
 
     # Only a replay makes these: a live start does not load the replay module.
-    from gputop.sources.replay import ReplayPlayer, ReplayStatus
+    from gputop.sources.playback.replay import ReplayPlayer, ReplayStatus
 
 WAITING_POLL = 1.0
 """Seconds between polls of a source that is not ready yet (``Waiting``)."""

@@ -19,7 +19,7 @@ WAIT_STEP = 0.5
 
 
 class Subscription(Protocol):
-    """What the feed reads (``gputop.sources.shared.SnapshotSubscriber``)."""
+    """What the feed reads (``gputop.sources.serve_socket.SnapshotSubscriber``)."""
 
     def take(self, wait: float = 0.0) -> list[Snapshot]: ...
 

@@ -14,7 +14,7 @@ from gputop.pipeline.in_view import InView
 
 if TYPE_CHECKING:
     # Only a replay's ticks carry one: a live start does not load the replay module.
-    from gputop.sources.replay import ReplayStatus
+    from gputop.sources.playback.replay import ReplayStatus
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from gputop.sources.csvlog.parse import (
     with_process_data,
     with_processes,
 )
-from gputop.sources.indexed import IndexedLog
+from gputop.sources.recordings.indexed import IndexedLog
 
 _MAX_BYTES = 1 << 30
 """An apps log is a few rows a second; beyond this it is not one."""

@@ -51,9 +51,9 @@ from gputop.sources.csvlog.parse import (
     parse_timestamp,
     without_processes,
 )
-from gputop.sources.following import WAIT_SLICE
-from gputop.sources.indexed import UTF8_BOM, IndexedLog
-from gputop.sources.stamps import last_at_or_before
+from gputop.sources.recordings.following import WAIT_SLICE
+from gputop.sources.recordings.indexed import UTF8_BOM, IndexedLog
+from gputop.sources.recordings.stamps import last_at_or_before
 
 _CHUNK = 1 << 20
 _MAX_LINE = 1 << 16

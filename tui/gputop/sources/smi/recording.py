@@ -45,7 +45,7 @@ from typing import BinaryIO, NamedTuple, Protocol
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
-from gputop.sources.following import WAIT_SLICE, wait_until
+from gputop.sources.recordings.following import WAIT_SLICE, wait_until
 from gputop.sources.smi.xml import MAX_DOCUMENT_BYTES, parse_document, parse_timestamp
 
 _CHUNK = 1 << 20

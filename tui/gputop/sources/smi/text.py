@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gputop.errors import BadCapture
 from gputop.model import GpuSample, Reason, Snapshot
-from gputop.sources.linelog import LineLog, LogIndex, open_regular
+from gputop.sources.recordings.linelog import LineLog, LogIndex, open_regular
 from gputop.sources.smi.gpu import gpu_sample, parts_of
 from gputop.sources.smi.values import count
 from gputop.sources.smi.xml import parse_timestamp

@@ -13,8 +13,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from gputop.sources.replay import ReplayStatus
-from gputop.sources.seek import TargetError, TimeTarget, parse_target, time_examples
+from gputop.sources.playback.replay import ReplayStatus
+from gputop.sources.playback.seek import TargetError, TimeTarget, parse_target, time_examples
 
 
 class GotoDialog(ModalScreen[int | TimeTarget | None]):

@@ -35,7 +35,7 @@ from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
 
 if TYPE_CHECKING:
     from gputop.pipeline.commands import Command
-    from gputop.sources.seek import TimeTarget
+    from gputop.sources.playback.seek import TimeTarget
     from gputop.ui.widgets.mig_tree import MigTree
 
 PartType = TypeVar("PartType", bound=Widget)

@@ -20,7 +20,7 @@ from gputop.ui.render.panel_lines import ELLIPSIS, fit_line
 from gputop.ui.widgets.line_strip import line_strip, role_styles
 
 if TYPE_CHECKING:
-    from gputop.sources.replay import ReplayStatus
+    from gputop.sources.playback.replay import ReplayStatus
 
 Segment = tuple[str, str]
 """(text, role); role names a ``bar--<role>`` component style."""
@@ -279,7 +279,7 @@ class ReplayBar(Bar):
     def show(self, status: ReplayStatus) -> None:
         """Describe the replay position."""
         # Here, not at the top: a live start does not load the replay module.
-        from gputop.sources.replay import speed_label
+        from gputop.sources.playback.replay import speed_label
 
         self._status = status
         stamp = NA if status.timestamp is None else f"{status.timestamp:%Y-%m-%d %H:%M:%S}"

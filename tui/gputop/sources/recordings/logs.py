@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gputop.errors import BadCapture
-from gputop.sources.linelog import LineLog
+from gputop.sources.recordings.linelog import LineLog
 
 _READ_BYTES = 1 << 16
 

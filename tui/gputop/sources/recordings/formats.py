@@ -26,11 +26,12 @@ from typing import Protocol
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
-from gputop.sources import csvlog, dmon, gputop_log
-from gputop.sources import format_names as names
+from gputop.sources import csvlog
 from gputop.sources.csvlog.apps import AppsLog, WithApps, sampling_interval
-from gputop.sources.following import WAIT_SLICE
-from gputop.sources.logs import SpooledOpener, spool_gzip, spool_stream
+from gputop.sources.recordings import dmon, gputop_log
+from gputop.sources.recordings import format_names as names
+from gputop.sources.recordings.following import WAIT_SLICE
+from gputop.sources.recordings.logs import SpooledOpener, spool_gzip, spool_stream
 from gputop.sources.smi import text
 from gputop.sources.smi.recording import Recording as XmlRecording
 

@@ -33,7 +33,7 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
-from gputop.sources.linelog import LineLog, LogIndex, open_regular
+from gputop.sources.recordings.linelog import LineLog, LogIndex, open_regular
 
 _MIB = 1024 * 1024
 _MAX_COLUMNS = 64

@@ -25,7 +25,7 @@ from gputop.model import GpuSample, Reason, Snapshot
 from gputop.model.fields import GPU_FIELDS, Field, Value
 from gputop.sources.csvlog.columns import GPU_VALUE_PATHS
 from gputop.sources.csvlog.parse import gpu_sample
-from gputop.sources.linelog import LineLog, LogIndex, open_regular
+from gputop.sources.recordings.linelog import LineLog, LogIndex, open_regular
 
 _MIB = 1024 * 1024
 _MAX_COLUMNS = 256

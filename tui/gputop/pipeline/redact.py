@@ -12,7 +12,7 @@ from datetime import datetime
 
 from gputop.model import Snapshot
 from gputop.model.sample import ProcessSample
-from gputop.sources.replay import Timeline
+from gputop.sources.playback.replay import Timeline
 
 
 def _process(process: ProcessSample) -> ProcessSample:

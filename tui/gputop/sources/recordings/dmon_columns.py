@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import BinaryIO, TypeVar, cast
 
 from gputop.model.columns import NAN, GpuColumns, SnapshotColumns
-from gputop.sources import dmon
-from gputop.sources.indexed import UTF8_BOM
+from gputop.sources.recordings import dmon
+from gputop.sources.recordings.indexed import UTF8_BOM
 
 _CHUNK = 1 << 20
 _HEAD = 64 * 1024

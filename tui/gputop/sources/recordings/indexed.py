@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
-from gputop.sources.following import wait_until
+from gputop.sources.recordings.following import wait_until
 
 UTF8_BOM = b"\xef\xbb\xbf"
 """What Windows tools (Notepad, PowerShell's ``Out-File``) write before a UTF-8 text: a

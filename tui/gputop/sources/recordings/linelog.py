@@ -21,8 +21,8 @@ from typing import BinaryIO, Protocol
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
-from gputop.sources.indexed import UTF8_BOM, IndexedLog
-from gputop.sources.stamps import last_at_or_before
+from gputop.sources.recordings.indexed import UTF8_BOM, IndexedLog
+from gputop.sources.recordings.stamps import last_at_or_before
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """A `-q` log of 16 GPUs is tens of KB; a snapshot beyond this is not nvidia-smi's."""

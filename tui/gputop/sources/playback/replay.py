@@ -21,7 +21,7 @@ from typing import Protocol, runtime_checkable
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
 from gputop.model.machine import Machines
-from gputop.sources.seek import Span, TimeTarget, index_of, span_of
+from gputop.sources.playback.seek import Span, TimeTarget, index_of, span_of
 
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
 """The speeds ``[`` and ``]`` move through; 1.0 plays at the recording's own pace."""
