@@ -258,6 +258,115 @@ def cpu_per_tick(ticks: int, gap: float) -> ThreadCpu:
     return ThreadCpu(spent[0] - spent[1], spent[1], spent[2] - spent[3])
 
 
+def _naive_enrichment(self: Any, gpus: list[Any]) -> list[Any]:
+    """``_Enrichment.__call__`` without last tick's merge: every row merged afresh."""
+    from dataclasses import replace
+
+    from gputop.sources.nvml import source as nvml_source
+
+    pids = {p.pid: p for gpu in gpus for p in gpu.processes}
+    if self._lookup is not None:
+        facts = dict(self._lookup.host_fields(pids))
+    else:
+        facts = {host.pid: host for host in self._enrich(tuple(pids.values()))}
+
+    def merge(process: Any) -> Any:
+        host = facts.get(process.pid)
+        if host is None:
+            return process
+        update, name = nvml_source._changes(host)
+        if process.name is None and name is not None:
+            return replace(process, name=name, **update)
+        return replace(process, **update)
+
+    out = []
+    for gpu in gpus:
+        if not gpu.processes:
+            out.append(gpu)
+            continue
+        devices = tuple(
+            replace(d, processes=tuple(merge(p) for p in d.processes)) if d.processes else d
+            for d in gpu.mig_devices
+        )
+        out.append(
+            replace(gpu, processes=tuple(merge(p) for p in gpu.processes), mig_devices=devices)
+        )
+    return out
+
+
+def _switch_off(trick: str) -> Callable[[], None]:
+    """Turn one speed trick of the data path off; returns what turns it back on."""
+    from dataclasses import replace
+
+    from gputop.sources.nvml import mig as nvml_mig
+    from gputop.sources.nvml import processes as nvml_processes
+    from gputop.sources.nvml import source as nvml_source
+
+    saved: list[tuple[Any, str, Any]] = []
+
+    def patch(owner: Any, name: str, value: Any) -> None:
+        saved.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, value)
+
+    if trick == "rebuilder":
+        patch(nvml_source, "_with_rows", lambda obj, rows: replace(obj, processes=rows))
+        patch(
+            nvml_source,
+            "_with_rows_and_devices",
+            lambda obj, rows, devices: replace(obj, processes=rows, mig_devices=devices),
+        )
+    elif trick == "enrichment":
+        patch(nvml_source._Enrichment, "__call__", _naive_enrichment)
+    elif trick == "same_objects":
+        for module in (nvml_source, nvml_processes, nvml_mig):
+            patch(module, "same_objects", lambda new, old: False)
+    elif trick != "none":
+        raise ValueError(trick)
+
+    def restore() -> None:
+        for owner, name, value in reversed(saved):
+            setattr(owner, name, value)
+
+    return restore
+
+
+TRICKS = {
+    "none": "every trick on (as shipped)",
+    "rebuilder": "_rebuilder (source.py): positional rebuild instead of dataclasses.replace",
+    "enrichment": "_Enrichment's reuse of last tick's merge by id() (source.py)",
+    "same_objects": "same_objects: last tick's tuple again when nothing changed (source, "
+    "processes, mig)",
+}
+
+
+def tricks_table(ticks: int, gap: float, rounds: int) -> None:
+    """Each trick off in turn against all on, in the same rounds: thread CPU per tick."""
+    runs: dict[str, list[float]] = {name: [] for name in TRICKS}
+    for _ in range(rounds):
+        for name in TRICKS:
+            restore = _switch_off(name)
+            try:
+                got = cpu_per_tick(ticks, gap)
+            finally:
+                restore()
+            runs[name].append(got.sampling + got.poller)
+    base = statistics.median(runs["none"])
+    print(
+        f"thread CPU per tick (sampling + poller, the fake's own left out), 8 GPUs x 7 MIG, "
+        f"200 procs, median of {rounds} rounds of {ticks} ticks"
+    )
+    print("| trick | off: ms per tick | on: ms per tick | gain | gain, % of the tick |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, label in TRICKS.items():
+        if name == "none":
+            continue
+        off = statistics.median(runs[name])
+        print(
+            f"| {label} | {off:.2f} | {base:.2f} | {off - base:+.2f} ms | "
+            f"{100 * (off - base) / off:+.1f} % |"
+        )
+
+
 TARGET_OWNERS_MS_200 = 3.0
 """Attribution (container, pod, job) of 200 processes, per tick after the first."""
 
@@ -366,7 +475,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="instead: the cost of naming 200 processes' containers, pods and jobs",
     )
+    parser.add_argument(
+        "--tricks",
+        action="store_true",
+        help="instead: each speed trick of the data path off in turn (with --cpu's setup)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="with --tricks: rounds (3)")
     args = parser.parse_args(argv)
+    if args.tricks:
+        tricks_table(args.ticks, args.gap, args.rounds)
+        return 0
     if args.owners:
         cost = owners_per_tick(ticks=args.ticks)
         extra = cost.enricher_with - cost.enricher_without
