@@ -1,10 +1,13 @@
 """Every terminal size draws: widths 1..300 and heights 1..60, live and replay, every screen.
 
 Drawing all 18,000 sizes would take twenty minutes (a new size costs Textual 20-70 ms of
-layout), so the walks cover every width at two heights (16 live with the MIG tree open, 6 in
-a replay), every height at two widths (120 live, 40 in a replay), the narrow corner (1..30 x
-1..8, where lines are cut hardest) densely, and every screen opened at 20x5 and 1x1,
-drawn at a tiny, a small and a large size while open, and closed: about a minute in all.
+layout), so the walks cover widths at two heights (16 live with the MIG tree open, 6 in a
+replay), heights at two widths (120 live, 40 in a replay), the narrow corner (1..30 x 1..8,
+where lines are cut hardest), and every screen opened at 20x5 and 1x1, drawn at a tiny, a
+small and a large size while open, and closed. By default each walk takes the layout's edges
+(the widths and heights where it changes its mind, and the corners) and a sample of the rest
+with a fixed seed; ``--slow`` walks every size. At each size the frame must fill the terminal
+exactly and show what there is room for: the header line and, given eight rows, the GPUs.
 Values move on every step, so each size also redraws a changed header clock, panel and
 table, which is where a cut line used to index past its end.
 """
@@ -19,8 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.events import Resize
-from textual.geometry import Size
 from textual.pilot import Pilot
 from textual.screen import Screen
 
@@ -35,18 +36,24 @@ from gputop.ui.app import GputopApp
 from gputop.ui.screens.goto import GotoDialog
 from gputop.ui.screens.help import HelpScreen
 from gputop.ui.screens.history import HistoryScreen
-from gputop.ui.screens.main import MainScreen
+from gputop.ui.screens.main import (
+    FULL_PANEL_ROWS,
+    MIN_FULL_WIDTH,
+    MIN_LOWER_ROWS,
+    WIDE_COLUMNS,
+    MainScreen,
+)
 from gputop.ui.settings import UiSettings
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_details import ProcessDetails
 from gputop.ui.widgets.process_grid import ProcessGrid
+from gputop.ui.widgets.process_table import CONTAINER_WIDTH, NARROW_WIDTH
 from support.apps import START, eight_gpus, load, replay_app, varied_stream
+from support.sizes import SWEEPS, Step, around, drawn, resize, settle, sweep
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 LIVE_SETTINGS = UiSettings(theme="dark", show_host=True, show_clock=True, animate=False)
 """As a user runs it: the header carries the host and a clock that changes every tick."""
-
-Step = tuple[int, int]
 
 
 class Stamped:
@@ -89,30 +96,9 @@ def replay_box() -> GputopApp:
     return replay_app(stream, position=5, paused=False, source_label="rtx3090x4-procs-v12.xml")
 
 
-async def settle(pilot: Pilot[int]) -> None:
-    """Process every pending message and draw the frame.
-
-    What ``pilot.pause()`` does without its wait for 20 ms of idle CPU, which would make a
-    walk of a thousand sizes take minutes.
-    """
-    await pilot._wait_for_screen()
-    pilot.app.screen._on_timer_update()
-    await pilot._wait_for_screen()
-
-
-async def resize(pilot: Pilot[int], width: int, height: int) -> None:
-    """Resize the terminal as a SIGWINCH does, and draw."""
-    app = pilot.app
-    size = Size(width, height)
-    driver = app._driver
-    assert driver is not None
-    driver._size = size  # the headless driver's own size
-    app.post_message(Resize(size, size))
-    await settle(pilot)
-
-
 async def walk(pilot: Pilot[int], sizes: Iterable[Step], what: str) -> None:
-    """At each size: a new tick, then the frame; the app must still be running after it."""
+    """At each size: a new tick, then the frame; the app must still be running after it and
+    have drawn what the size has room for."""
     app = pilot.app
     assert isinstance(app, GputopApp)
     loop = app.loop
@@ -122,34 +108,71 @@ async def walk(pilot: Pilot[int], sizes: Iterable[Step], what: str) -> None:
         await resize(pilot, width, height)
         # An exception in a handler or a render ends the app with return code 1.
         assert app.return_code is None, f"{what}: crashed at {width}x{height}"
+        lines = await drawn(pilot, width, height, what)
+        if app.screen is app.main_screen and width >= 30:
+            assert "^p" in lines[-1], f"{what}: no keys at {width}x{height}"
+            if height >= 2:
+                assert lines[0].startswith(" gputop"), f"{what}: no header at {width}x{height}"
+            if height >= 8:
+                assert any("NAME" in line for line in lines[1:3]), (
+                    f"{what}: no GPUs at {width}x{height}"
+                )
 
 
-def every_width(height: int) -> list[Step]:
-    return [(width, height) for width in range(1, 301)]
+WIDTHS = range(1, 301)
+HEIGHTS = range(1, 61)
+EDGE_WIDTHS = [
+    1,
+    2,
+    3,
+    30,
+    *around(MIN_FULL_WIDTH, NARROW_WIDTH, CONTAINER_WIDTH, WIDE_COLUMNS),
+    300,
+]
+EDGE_HEIGHTS = [1, 2, 3, *around(FULL_PANEL_ROWS, MIN_LOWER_ROWS), 24, 40, 60]
 
 
-def every_height(width: int) -> list[Step]:
-    return [(width, height) for height in range(1, 61)]
+def widths(height: int, every: bool) -> list[Step]:
+    return sweep([(w, height) for w in WIDTHS], [(w, height) for w in EDGE_WIDTHS], 30, every)
+
+
+def heights(width: int, every: bool) -> list[Step]:
+    return sweep([(width, h) for h in HEIGHTS], [(width, h) for h in EDGE_HEIGHTS], 15, every)
 
 
 NARROW_CORNER = [(width, height) for height in range(1, 9) for width in range(1, 31)]
+CORNER_EDGES = [(1, 1), (30, 1), (1, 8), (30, 8), (20, 5), (24, 5)]
 
 
-async def test_live_draws_at_every_width_and_height() -> None:
+def narrow_corner(every: bool) -> list[Step]:
+    return sweep(NARROW_CORNER, CORNER_EDGES, 30, every)
+
+
+@pytest.mark.parametrize("every", SWEEPS)
+async def test_live_draws_at_every_width_and_height(every: bool) -> None:
     app = live_box()
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk(pilot, NARROW_CORNER, "live, narrow corner")
+        await walk(pilot, narrow_corner(every), "live, narrow corner")
         await pilot.press("m")  # the MIG tree beside the processes
-        await walk(pilot, every_width(16), "live, MIG tree")
+        await walk(pilot, widths(16, every), "live, MIG tree")
         await pilot.press("m")
-        await walk(pilot, every_height(120), "live")
+        await walk(pilot, heights(120, every), "live")
 
 
-async def test_replay_draws_at_every_width_and_height() -> None:
+@pytest.mark.parametrize("every", SWEEPS)
+async def test_replay_draws_at_every_width_and_height(every: bool) -> None:
     app = replay_box()
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk(pilot, every_width(6), "replay")
-        await walk(pilot, every_height(40), "replay")
+        await walk(pilot, widths(6, every), "replay")
+        await walk(pilot, heights(40, every), "replay")
+
+
+def test_the_sampled_walk_keeps_the_edges_and_its_order() -> None:
+    walked = widths(16, every=False)
+    assert [w for w, _ in walked] == sorted(w for w, _ in walked)
+    assert {w for w, _ in walked} >= set(EDGE_WIDTHS)
+    assert 30 < len(walked) < 70 and walked == widths(16, every=False)
+    assert len(widths(16, every=True)) == 300
 
 
 async def focus_gpu(pilot: Pilot[int]) -> None:
