@@ -27,7 +27,7 @@ def same(a: list[float], b: list[float]) -> bool:
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(
     capacity=st.sampled_from([4, 9, 40, 800]),
     size=st.sampled_from([1, 2, 5]),

@@ -192,7 +192,7 @@ def updates(draw: st.DrawFn) -> tuple[list[Strip], list[tuple[int, int, int]]]:
 
 @pytest.mark.usefixtures("spans_only")
 @given(updates())
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 def test_every_changed_cell_gets_exactly_its_full_repaint_style(
     update: tuple[list[Strip], list[tuple[int, int, int]]],
 ) -> None:

@@ -201,9 +201,7 @@ def dmon_logs(draw: st.DrawFn) -> str:
     return "\n".join(lines) + draw(st.sampled_from(["\n", ""]))
 
 
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(dmon_logs())
 def test_every_log_gives_the_row_readers_figures(tmp_path: Path, log: str) -> None:
     path = tmp_path / "dmon.txt"

@@ -214,7 +214,7 @@ def reference_spans(old: Line, new: Line, width: int) -> list[tuple[int, int]]:
 
 
 @given(st.data())
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 def test_rows_of_one_shape_change_where_their_cells_do(data: st.DataObject) -> None:
     # A chart's row from one tick to the next: the same parts, some characters changed.
     alphabet = st.sampled_from(" ⠁⡀⣿⢸─┤x")

@@ -217,7 +217,7 @@ def _touch(snapshot: Snapshot) -> None:
             assert isinstance(process.pid, int)
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(damaged())
 def test_parse_document_survives_damage(data: bytes) -> None:
     try:
@@ -227,7 +227,7 @@ def test_parse_document_survives_damage(data: bytes) -> None:
     _touch(snapshot)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(NAMES),
     st.lists(
@@ -266,7 +266,7 @@ def _versions(draw: st.DrawFn) -> list[bytes]:
     return [CAPTURES[name], *draw(st.lists(damaged(name), min_size=1, max_size=4))]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_versions())
 def test_split_documents_read_as_whole_ones(documents: list[bytes]) -> None:
     """Cutting children by their lines and remembering those read never changes a snapshot.
@@ -310,7 +310,7 @@ def _probe(path: Path) -> None:
         assert all(isinstance(warning, str) for warning in recording.warnings)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(damaged(), min_size=1, max_size=4),
     st.lists(st.sampled_from([b"", b"\n", b"\r\n", b" \t "]), min_size=4, max_size=4),
@@ -480,7 +480,7 @@ numbers = st.one_of(
 )
 
 
-@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(sorted(NUMERIC_FIELDS)), numbers, st.sampled_from(_UNITS))
 def test_every_numeric_field_is_in_range_or_invalid(path: str, number: str, unit: str) -> None:
     """A number read is the number written, in the field's unit and physical range; any

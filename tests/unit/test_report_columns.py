@@ -211,7 +211,7 @@ def test_an_odd_snapshot_costs_only_the_rows_around_it(tmp_path: Path) -> None:
     assert by_columns > 2500
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.floats(min_value=-5, max_value=50, allow_nan=False), max_size=60))
 def test_the_gap_threshold_from_counts_is_the_median_of_the_intervals(
     offsets: list[float],
@@ -221,7 +221,7 @@ def test_the_gap_threshold_from_counts_is_the_median_of_the_intervals(
     assert gap_threshold([*offsets, math.nan], 2.0) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(
     st.lists(
         st.one_of(st.integers(0, 100).map(float), st.floats(0, 100), st.just(math.nan)),
@@ -447,7 +447,7 @@ _STEPS = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(
     steps=_STEPS,
     power=st.lists(st.one_of(st.floats(0, 700), st.just(math.nan)), min_size=121, max_size=121),

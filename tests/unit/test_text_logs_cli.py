@@ -140,9 +140,7 @@ def mutated(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=mutated())
 def test_mutated_logs_raise_only_bad_capture(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "log.txt"
