@@ -100,7 +100,14 @@ class History:
         per_step = round(self.step / self.interval)
         offsets = [self.interval * (k + 0.5) for k in range(per_step)]
         families: list[tuple[str, Callable[[Gpu, State], float | None]]] = [
-            ("DCGM_FI_DEV_GPU_UTIL", lambda g, s: None if g.engine else s.util),
+            # A GPU with engine activity reports utilization too (dcgm-exporter's default
+            # counters, gputop's on Hopper), reading higher: the engine's is the one used.
+            (
+                "DCGM_FI_DEV_GPU_UTIL",
+                lambda g, s: (
+                    min(100.0, s.util + 7.0) if g.engine and s.util is not None else s.util
+                ),
+            ),
             (
                 "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
                 lambda g, s: (s.util / 100.0) if g.engine and s.util is not None else None,

@@ -23,7 +23,7 @@ import pytest
 
 from gputop.cli.report import report_main
 from gputop.ledger import prometheus as ledger_prometheus
-from gputop.ledger.account import NOT_SEEN, Ledger, Prices
+from gputop.ledger.account import NOT_SEEN, Ledger, Prices, StepCounts, account
 from gputop.ledger.prometheus import ledger_from_prometheus
 from gputop.ledger.promql import FAMILIES, GroupBy
 from gputop.ledger.render import ledger_dict, render_chart, render_csv, render_table
@@ -31,7 +31,7 @@ from gputop.ledger.snapshots import ledger_from_snapshots
 from gputop.ledger.thresholds import Thresholds
 from gputop.model import GpuSample, Memory, Power, Snapshot, Utilization
 from gputop.model.owner import Owner
-from gputop.sources.prometheus.client import PrometheusClient
+from gputop.sources.prometheus.client import PrometheusClient, Series
 from support.command import ROOT, gputop_command
 from support.ledger_data import History, week
 from support.ledger_servers import backfilled_prometheus, running_victoria
@@ -132,7 +132,7 @@ def test_by_node_holds_to_the_truth(by_node: Ledger, history: History) -> None:
     assert by_node.gpus == 64
     # Prometheus counted the samples it read; one probe, then 9 queries per chunk.
     assert by_node.cost.samples and by_node.cost.samples > 0
-    assert (by_node.cost.queries - 1) % len(FAMILIES) == 0
+    assert (by_node.cost.queries - ledger_prometheus.PROBES) % len(FAMILIES) == 0
 
 
 def test_idle_held_cost_and_longest_stretch(by_node: Ledger, history: History) -> None:
@@ -171,7 +171,8 @@ def test_by_pod_through_the_command(prometheus: str, history: History) -> None:
     trainer = next(g for g in document["groups"] if g["group"] == "ml/trainer-7")
     assert trainer["idle_cost"] == pytest.approx(trainer["idle_held_gpu_hours"] * 2)
     assert trainer["longest_idle"]["seconds"] == 9 * 3600 + 40 * 60
-    assert document["queries"] >= 1 + len(FAMILIES) and document["samples"] > 0
+    assert document["queries"] >= ledger_prometheus.PROBES + len(FAMILIES)
+    assert document["samples"] > 0
 
 
 def test_the_table_names_the_offenders(by_node: Ledger, history: History) -> None:
@@ -251,7 +252,8 @@ def test_thresholds_and_chunks_change_what_they_should(prometheus: str, history:
             chunked = ledger_from_prometheus(client, GroupBy.NODE, since, until, STEP)
         finally:
             setattr(ledger_prometheus, budget, kept)
-        assert chunked.cost.queries == 1 + len(FAMILIES) * 4  # 144 steps in chunks of 40
+        # 144 steps in chunks of 40
+        assert chunked.cost.queries == ledger_prometheus.PROBES + len(FAMILIES) * 4
         _assert_matches(_rows(chunked), _rows(plain))
 
 
@@ -277,6 +279,53 @@ def test_a_power_floor_keeps_a_drawing_gpu_from_idle(
         assert rows[node].idle_held > 0
         assert rows[node].idle_held == pytest.approx(plain[node].idle_held, abs=1e-6)
     assert rows["node-0"].allocated == pytest.approx(plain["node-0"].allocated, abs=1e-6)
+
+
+def test_chunks_shrink_when_a_chunk_holds_more_gpus_than_the_probes_saw(
+    prometheus: str, history: History, by_node: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if the fleet had been 8 GPUs at each probed moment: the first chunk is cut for 8,
+    # the answers hold 64, and the rest are cut for 64, within the point budget.
+    client = PrometheusClient(prometheus, timeout=60)
+    step = 600.0
+    monkeypatch.setattr(ledger_prometheus, "POINT_BUDGET", 64 * 40)
+    monkeypatch.setattr(ledger_prometheus, "_scale", lambda *args: (8, step))
+    ledger = ledger_from_prometheus(client, GroupBy.NODE, history.start, history.end, step)
+    # 1,008 steps: one chunk of 320 (8 GPUs), then 688 in chunks of 40: 18 more.
+    assert ledger.cost.queries == ledger_prometheus.PROBES + len(FAMILIES) * (1 + 18)
+    _assert_matches(_rows(ledger), _rows(by_node))
+
+
+def test_a_pod_that_comes_within_a_step_is_one_gpu_not_two() -> None:
+    # Prometheus's answer for one GPU whose pod arrived within the second of three 10 min
+    # steps: the GPU's series without a pod has samples in steps 1-2, the pod's in 2-3.
+    free = {"UUID": "GPU-1", "Hostname": "node-a", "instance": "node-a:9400"}
+    held = {**free, "namespace": "ml", "pod": "train-1"}
+
+    def answer(before: float, after: float) -> list[Series]:
+        return [
+            Series(free, ((600.0, before), (1200.0, before))),
+            Series(held, ((1200.0, after), (1800.0, after))),
+        ]
+
+    answers = {"util": answer(0.0, 80.0), "memory": answer(0.0, 4096.0), "power": answer(60, 300)}
+    for by, rows in (
+        (GroupBy.NODE, {"node-a": (2, 1)}),
+        (GroupBy.POD, {"ml/train-1": (2, 0), "(none)": (0, 1)}),
+    ):
+        counts = StepCounts(step=600.0, since=0.0, until=1800.0)
+        ledger_prometheus._file_chunk(counts, by, Thresholds(), answers)
+        ledger = account(counts, by, Thresholds(), source="test")
+        assert ledger.gpus == 1  # not 2 in the step both series cover
+        got = {row.group: row for row in ledger.rows}
+        assert set(got) == set(rows)
+        for group, (held_steps, free_steps) in rows.items():
+            assert got[group].allocated == pytest.approx(held_steps * STEP_HOURS)
+            assert got[group].free == pytest.approx(free_steps * STEP_HOURS)
+            assert got[group].unknown == 0.0
+        # The shared step drew the mean of its two parts: (60 + 300) / 2 W.
+        energy = sum(row.energy_kwh for row in ledger.rows)
+        assert energy == pytest.approx((60 + 180 + 300) * STEP_HOURS / 1000)
 
 
 @pytest.mark.parametrize(

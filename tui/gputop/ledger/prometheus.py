@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timezone, tzinfo
+from typing import NamedTuple
 
 from gputop.ledger.account import NO_GROUP, Cost, Ledger, Prices, StepCounts, account
 from gputop.ledger.judge import file_step
@@ -37,17 +38,28 @@ PROBE_SECONDS = 3600.0
 """How much recent data the probe counts samples in (to tell GPUs and scrape interval)."""
 
 
+PROBES = 3
+"""Probe queries a ledger sends before its range queries."""
+
+
 def _scale(
-    client: PrometheusClient, queries: LedgerQueries, until: float, span: float
+    client: PrometheusClient, queries: LedgerQueries, since: float, until: float
 ) -> tuple[int, float]:
-    """(GPUs, seconds between samples) near the end of the span; a guess when none."""
+    """(GPUs, seconds between samples): the most GPUs and the shortest interval seen near
+    the end, the middle and the start of the span, so that a fleet that grew or shrank over
+    it is sized by its largest; a guess when none is seen."""
+    span = until - since
     window = min(span, PROBE_SECONDS)
-    for at in (until, until - span / 2):
+    gpus, interval = 0, math.inf
+    for at in (until, since + (span + window) / 2, since + window):
         answer = client.query(queries.scale_probe(window), at=at)
         counts = [s.value for s in answer if math.isfinite(s.value) and s.value > 0]
         if counts:
-            return len(counts), max(1.0, window / max(counts))
-    return 1, queries.step
+            gpus = max(gpus, len(counts))
+            interval = min(interval, max(1.0, window / max(counts)))
+    if not gpus:
+        return 1, queries.step
+    return gpus, interval
 
 
 NICE_STEPS = (60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400)
@@ -93,28 +105,24 @@ def ledger_from_prometheus(
         PrometheusError: a query failed (the first failure's line).
     """
     probe = LedgerQueries(by, step or 60.0, match=match)
-    gpus, interval = _scale(client, probe, until, until - since)
+    gpus, interval = _scale(client, probe, since, until)
     if step is None:
         step = auto_step(until - since, interval)
     steps = max(1, math.floor((until - since) / step))
     until = since + steps * step
-    queries = LedgerQueries(by, step, match)
-    per_chunk = chunk_steps(gpus, interval, step)
-    chunks = []
-    first = 0
-    while first < steps:
-        last = min(steps, first + per_chunk)
-        # A range query's points are start, start + step, ... end: each the end of a step.
-        chunks.append((since + (first + 1) * step, since + last * step))
-        first = last
     counts = StepCounts(step=step, since=since, until=until)
-    named = queries.queries()
+    named = LedgerQueries(by, step, match).queries()
     samples: int | None = 0
     points = 0
     done = 0
-    total = len(chunks) * len(named)
+    first = 0
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ledger") as pool:
-        for a, b in chunks:
+        while first < steps:
+            per_chunk = chunk_steps(gpus, interval, step)
+            last = min(steps, first + per_chunk)
+            total = done + len(named) * math.ceil((steps - first) / per_chunk)
+            # A range query's points are start, start + step, ... end: each the end of a step.
+            a, b = since + (first + 1) * step, since + last * step
             futures = {
                 name: pool.submit(client.query_range_counted, promql, a, b, step)
                 for name, promql in named.items()
@@ -132,9 +140,33 @@ def ledger_from_prometheus(
                 for future in futures.values():
                     future.cancel()
                 raise
+            # More GPUs than the probe saw (a fleet larger within the span than at its
+            # probed moments): the next chunks are cut smaller, keeping POINT_BUDGET.
+            gpus = max(gpus, _gpus_in(answers))
             _file_chunk(counts, by, thresholds, answers)
-    cost = Cost(queries=total + 1, samples=samples, points=points)
+            first = last
+    cost = Cost(queries=PROBES + done, samples=samples, points=points)
     return account(counts, by, thresholds, source=client.url, cost=cost, prices=prices, tz=tz)
+
+
+def _gpus_in(answers: Mapping[str, list[Series]]) -> int:
+    """How many GPUs one chunk's answers hold (by UUID, else by series)."""
+    return max(
+        (len({one.labels.get("UUID") or id(one) for one in answers.get(family, ())})
+         for family in FAMILIES),
+        default=0,
+    )  # fmt: skip
+
+
+class _Step(NamedTuple):
+    """One series' means in one step: what ``file_step`` judges."""
+
+    group: str
+    pod: bool
+    activity: float | None
+    memory: float | None
+    processes: float | None
+    power: float | None
 
 
 def _file_chunk(
@@ -146,8 +178,7 @@ def _file_chunk(
     for family in FAMILIES:
         for series in answers.get(family, ()):
             # One GPU's families meet by their whole label set but the name (Prometheus's
-            # ``avg_over_time`` drops it, VictoriaMetrics's keeps it); a pod's coming or
-            # going starts another series of the GPU.
+            # ``avg_over_time`` drops it, VictoriaMetrics's keeps it).
             key = tuple(sorted(kv for kv in series.labels.items() if kv[0] != "__name__"))
             gpus.setdefault(key, {})[family] = dict(series.points)
             labels_of[key] = series.labels
@@ -155,37 +186,97 @@ def _file_chunk(
     for series in answers.get("users", ()):
         uuid, user = series.labels.get("UUID", ""), series.labels.get("user", "")
         for at, _ in series.points:
-            # A GPU shared by several users' processes in one step is filed under one.
-            if user < users.get((uuid, at), "\uffff"):
+            # A GPU shared by several users' processes in one step is filed under the
+            # first by name, as a recording's is.
+            filed = users.get((uuid, at))
+            if filed is None or user < filed:
                 users[(uuid, at)] = user
-    empty: dict[float, float] = {}
+    # A pod that comes or goes within a step starts another series of its GPU: the GPU's
+    # steps that two series share are one GPU step, not two.
+    series_of: dict[str, int] = {}
+    for key, labels in labels_of.items():
+        uuid = labels.get("UUID") or repr(key)
+        series_of[uuid] = series_of.get(uuid, 0) + 1
+    shared: dict[tuple[str, float], list[_Step]] = {}
     for key, families in gpus.items():
         labels = labels_of[key]
-        pod = bool(labels.get("pod"))
-        group = by.group_of(labels) or NO_GROUP
-        uuid = labels.get("UUID", "")
-        engine = families.get("engine", empty)
-        util = families.get("util", empty)
-        memory = families.get("memory", empty)
-        processes = families.get("processes", empty)
-        power = families.get("power", empty)
-        for at in engine.keys() | util.keys() | power.keys():
-            # Engine activity where the GPU has it at that step, else utilization; a
-            # value over 100 % is DCGM's blank (no activity), not a reading.
-            activity = 100 * engine[at] if at in engine else util.get(at)
-            if activity is not None and not activity <= 100:
-                activity = None
-            file_step(
-                counts,
-                thresholds,
+        uuid = labels.get("UUID") or repr(key)
+        for at, step in _steps(by, labels, families, users):
+            if series_of[uuid] > 1:
+                shared.setdefault((uuid, at), []).append(step)
+            else:
+                _file(counts, thresholds, at, step)
+    for (_, at), steps in shared.items():
+        _file(counts, thresholds, at, steps[0] if len(steps) == 1 else _one_step(steps))
+
+
+def _steps(
+    by: GroupBy,
+    labels: Mapping[str, str],
+    families: Mapping[str, Mapping[float, float]],
+    users: Mapping[tuple[str, float], str],
+) -> Iterator[tuple[float, _Step]]:
+    """One series' steps (its label set's families), each with its group."""
+    empty: dict[float, float] = {}
+    pod = bool(labels.get("pod"))
+    group = by.group_of(labels) or NO_GROUP
+    uuid = labels.get("UUID", "")
+    engine = families.get("engine", empty)
+    util = families.get("util", empty)
+    memory = families.get("memory", empty)
+    processes = families.get("processes", empty)
+    power = families.get("power", empty)
+    for at in engine.keys() | util.keys() | power.keys():
+        # Engine activity where the GPU has it at that step, else utilization; a value over
+        # 100 % is DCGM's blank (no activity), not a reading.
+        activity = 100 * engine[at] if at in engine else util.get(at)
+        if activity is not None and not activity <= 100:
+            activity = None
+        yield (
+            at,
+            _Step(
                 (users.get((uuid, at)) or NO_GROUP) if by is GroupBy.USER else group,
-                at,
-                pod=pod,
-                activity=activity,
-                memory=_value(memory, at),
-                processes=_value(processes, at),
-                power=_value(power, at),
-            )
+                pod,
+                activity,
+                _value(memory, at),
+                _value(processes, at),
+                _value(power, at),
+            ),
+        )
+
+
+def _one_step(steps: list[_Step]) -> _Step:
+    """A GPU's step seen in several series (a pod came or went within it): held if a pod
+    held it for part of the step, filed under that pod's group, each value the mean of the
+    series' means (each series covers its part of the step)."""
+    held = [step for step in steps if step.pod] or steps
+
+    def mean(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return sum(known) / len(known) if known else None
+
+    return _Step(
+        held[0].group,
+        held[0].pod,
+        mean([step.activity for step in steps]),
+        mean([step.memory for step in steps]),
+        mean([step.processes for step in steps]),
+        mean([step.power for step in steps]),
+    )
+
+
+def _file(counts: StepCounts, thresholds: Thresholds, at: float, step: _Step) -> None:
+    file_step(
+        counts,
+        thresholds,
+        step.group,
+        at,
+        pod=step.pod,
+        activity=step.activity,
+        memory=step.memory,
+        processes=step.processes,
+        power=step.power,
+    )
 
 
 def _value(points: Mapping[float, float], at: float) -> float | None:

@@ -118,6 +118,14 @@ class LedgerQueries:
         return queries
 
     def scale_probe(self, seconds: float) -> str:
-        """How many GPUs, and how many samples each, over ``seconds`` (to size the chunks)."""
-        selector = "{" + self._matchers(f'__name__=~"{UTIL}|{ENGINE}"', WHOLE_GPU) + "}"
-        return f"sum by (UUID) (count_over_time({selector}[{duration(seconds)}]))"
+        """How many GPUs, and how many samples each, over ``seconds`` (to size the chunks).
+
+        Each family counted apart: a GPU that reports both (dcgm-exporter's default
+        counters, gputop's on Hopper) would otherwise give two series of the same labels
+        once ``count_over_time`` drops their names, which Prometheus refuses."""
+        window = duration(seconds)
+        util, engine = (
+            f"sum by (UUID) (count_over_time({metric}{{{self._matchers(WHOLE_GPU)}}}[{window}]))"
+            for metric in (UTIL, ENGINE)
+        )
+        return f"{util} or {engine}"
