@@ -149,7 +149,7 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         self._clock = clock
         self._view = ProcessView()
         """What is shown: rows, columns, sort, filter, pods."""
-        self._drawn = DrawnRows(self)
+        self._grid_rows = DrawnRows(self)
         """What the DataTable holds of it."""
         self._signals = ProcessSignals(kill, self._report)
         self._row_cache: RowCache = {}
@@ -220,7 +220,7 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
 
     @property
     def _table(self) -> ProcessGrid:
-        return self._drawn.table
+        return self._grid_rows.table
 
     @property
     def rows(self) -> list[ProcessRow]:
@@ -230,8 +230,8 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
     @property
     def lines(self) -> list[TableRow]:
         """Every line shown, groups too, in display order."""
-        by_key = self._drawn.by_key
-        return [by_key[key] for key in self._drawn.order]
+        by_key = self._grid_rows.by_key
+        return [by_key[key] for key in self._grid_rows.order]
 
     @property
     def rows_wanted(self) -> int:
@@ -243,13 +243,13 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
             if grid.show_horizontal_scrollbar:
                 # Columns wider than the screen (a pod's): the scrollbar takes a row.
                 lines += grid.scrollbar_size_horizontal
-        return lines + len(self._drawn.order)
+        return lines + len(self._grid_rows.order)
 
     @property
     def highlighted_line(self) -> TableRow | None:
         """The line under the cursor, a process's or a group's, if any."""
-        key = self._drawn.cursor_key()
-        return None if key is None else self._drawn.by_key.get(key)
+        key = self._grid_rows.cursor_key()
+        return None if key is None else self._grid_rows.by_key.get(key)
 
     @property
     def highlighted_row(self) -> ProcessRow | None:
@@ -264,7 +264,7 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         so is the line about the container gputop runs in (above the status line)."""
         yield Static(id="process-status")
         grid = ProcessGrid(id="process-data", cursor_type="row", zebra_stripes=True, cell_padding=0)
-        self._drawn.grid = grid
+        self._grid_rows.grid = grid
         yield grid
 
     def watch_readonly(self) -> None:
@@ -298,14 +298,14 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         return True
 
     def _rebuild(self) -> None:
-        cursor_key = self._drawn.cursor_key()
+        cursor_key = self._grid_rows.cursor_key()
         columns = self._view.columns
-        self._drawn.clear(columns, [self._label(index) for index in columns])
+        self._grid_rows.clear(columns, [self._label(index) for index in columns])
         self._apply(cursor_key=cursor_key)
 
     def _restyle(self, _theme: object) -> None:
         # Cells carry colours resolved from the theme they were made under.
-        self._drawn.restyle()
+        self._grid_rows.restyle()
         self._apply(restyle=True)
 
     def _label(self, index: int) -> Text:
@@ -372,29 +372,29 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         total, lines = self._view.lines()
         room = self._room = self._command_room(lines)
         ordered = fit_commands(lines, room)
-        drawn = self._drawn
-        cursor_key = cursor_key or drawn.cursor_key()
+        grid_rows = self._grid_rows
+        cursor_key = cursor_key or grid_rows.cursor_key()
         first_fill = max(self.app.size.height, MIN_FIRST_FILL)
-        if not drawn.shown and cursor_key is None and total > first_fill:
+        if not grid_rows.shown and cursor_key is None and total > first_fill:
             # An empty table filling up, as on the first tick: the rows a screen can show
             # go in first and the rest once that frame is out (each row is built, measured
             # and diffed: on a 200-process box most of the first frame's table work). The
             # columns get the widths of all rows now, so the rest moves nothing.
-            drawn.widen_columns_for(ordered)
+            grid_rows.widen_columns_for(ordered)
             ordered = ordered[:first_fill]
             self.call_after_refresh(self._apply)
         wanted = {row.key_text: row for row in ordered}
-        cursor_key = cursor_after(cursor_key, drawn.by_key, wanted)
+        cursor_key = cursor_after(cursor_key, grid_rows.by_key, wanted)
         self._applying = True
         try:
-            drawn.sync(ordered, wanted, restyle, resort, cursor_key)
+            grid_rows.sync(ordered, wanted, restyle, resort, cursor_key)
         finally:
             self._applying = False
         self._say_on_screen()
         self._update_status(total)
 
     def _update_status(self, shown: int) -> None:
-        status = self._view.status(shown, self._drawn.by_key.values(), self.readonly)
+        status = self._view.status(shown, self._grid_rows.by_key.values(), self.readonly)
         # Updating a Static repaints it (and with layout=True lays out the whole screen);
         # the line's height is fixed at 1 and its width follows the widget, never the text.
         if status != self._status:
@@ -406,8 +406,8 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
     def pids_on_screen(self) -> frozenset[int]:
         """The driver PIDs of the processes on screen (all of a group's on its line)."""
         pids: set[int] = set()
-        by_key = self._drawn.by_key
-        for key in self._drawn.keys_on_screen():
+        by_key = self._grid_rows.by_key
+        for key in self._grid_rows.keys_on_screen():
             line = by_key.get(key)
             if isinstance(line, GroupRow):
                 pids.update(member.process.pid for member in line.members)
@@ -427,17 +427,17 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         if self._applying or not self.is_mounted:
             return
         self._say_on_screen()
-        if not self._drawn.stale:
+        if not self._grid_rows.stale:
             return
         with self._table.repaint_batch() as touched:
-            self._drawn.draw_visible(touched)
+            self._grid_rows.draw_visible(touched)
 
     # Sorting, filtering, pods.
 
     def sort_by(self, index: int, reverse: bool | None = None) -> None:
         """Sort by column ``index``; ``reverse`` defaults to that column's natural order."""
         self._view.sort_by(index, reverse)
-        self._drawn.retitle([self._label(column) for column in self._view.columns])
+        self._grid_rows.retitle([self._label(column) for column in self._view.columns])
         # DataTable.sort is what repaints the header with the new labels.
         self._apply(resort=True)
 
@@ -461,7 +461,7 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
     @on(DataTable.RowSelected, "#process-data")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        row = self._drawn.by_key.get(str(event.row_key.value))
+        row = self._grid_rows.by_key.get(str(event.row_key.value))
         if isinstance(row, GroupRow):
             self.toggle_group(row.key_text)
         elif row is not None:
