@@ -5,8 +5,10 @@ or more, e.g. main's tree and this one's); it mounts the process table alone in 
 app (120x40), shows a box of ``--processes`` processes, then times ``--ticks`` ticks: each
 moves the GPU memory of a tenth of the processes (rows change, resort, some on screen) and the
 clock by one second (TIME cells of the young processes change), and waits for the frame. CPU
-seconds of the whole process per tick (``time.process_time``), medians over ``--rounds``
-rounds in alternating order, so drift in the machine's load falls on every checkout.
+seconds of the whole process per tick (``time.process_time``) and of the table's ``show``
+alone (the diff, sort, widths and cells, without the frame), medians over ``--rounds``
+rounds in alternating order, so drift in the machine's load falls on every checkout; the
+ratios are against the first ``--code``.
 
 Usage: ``python benchmarks/bench_process_table.py --code /tmp/main-tree --code .``.
 Not for: the whole TUI (``bench_tui.py --live-table`` runs gputop on the fake NVML).
@@ -64,19 +66,23 @@ async def main():
         for _ in range(3):
             await pilot.pause()
         started = time.process_time()
+        showing = 0.0
         for tick in range(1, ticks + 1):
             app.clock.now += 1
+            before = time.process_time()
             table.show(snapshots[tick])
+            showing += time.process_time() - before
             await pilot.pause()
         spent = time.process_time() - started
-    print(json.dumps({"ms_per_tick": spent / ticks * 1000}))
+    print(json.dumps({"tick": spent / ticks * 1000, "show": showing / ticks * 1000}))
 
 asyncio.run(main())
 """
 
 
-def run(code: Path, count: int, ticks: int) -> float:
-    """Milliseconds of CPU a tick for the checkout at ``code``."""
+def run(code: Path, count: int, ticks: int) -> tuple[float, float]:
+    """Milliseconds of CPU a tick for the checkout at ``code``: (the whole tick with its
+    frame, the table's ``show`` alone)."""
     env = {**os.environ, "PYTHONPATH": str(code.resolve() / "tui")}
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(count), str(ticks)],
@@ -86,7 +92,8 @@ def run(code: Path, count: int, ticks: int) -> float:
         check=True,
         timeout=600,
     )
-    return float(json.loads(done.stdout.strip().splitlines()[-1])["ms_per_tick"])
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(figures["tick"]), float(figures["show"])
 
 
 def main() -> int:
@@ -100,20 +107,20 @@ def main() -> int:
     codes: list[Path] = options.code
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {options.ticks} ticks a run")
     for count in options.processes:
-        results: dict[Path, list[float]] = {code: [] for code in codes}
+        results: dict[Path, list[tuple[float, float]]] = {code: [] for code in codes}
         for round_number in range(options.rounds):
             order = codes if round_number % 2 == 0 else codes[::-1]
             for code in order:
                 figure = run(code, count, options.ticks)
                 results[code].append(figure)
                 label = f"{count:5d} processes  {code!s:30s} round {round_number + 1}"
-                print(f"  {label}: {figure:6.2f} ms")
-        first = median(results[codes[0]])
+                print(f"  {label}: tick {figure[0]:6.2f} ms, show {figure[1]:6.2f} ms")
+        first = [median(figure[part] for figure in results[codes[0]]) for part in (0, 1)]
         for code in codes:
-            middle = median(results[code])
+            tick, show = (median(figure[part] for figure in results[code]) for part in (0, 1))
             print(
-                f"{count:5d} processes  {code!s:30s} median {middle:6.2f} ms a tick "
-                f"({middle / first:.3f}x {codes[0]})"
+                f"{count:5d} processes  {code!s:30s} median tick {tick:6.2f} ms "
+                f"({tick / first[0]:.3f}x), show {show:6.2f} ms ({show / first[1]:.3f}x)"
             )
     return 0
 
