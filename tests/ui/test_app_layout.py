@@ -45,7 +45,7 @@ from gputop.ui.render.panel_lines import (
     detail_line,
     full_lines,
 )
-from gputop.ui.screens.main import choose_layout
+from gputop.ui.screens.main_layout import choose_layout
 from gputop.ui.widgets.gpu_grid import GpuGrid, panel_entries
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from support.apps import FIXED_SETTINGS, eight_gpus, live_app, load, varied_stream

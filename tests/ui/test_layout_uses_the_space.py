@@ -21,7 +21,7 @@ from gputop.ui.render.panel_lines import (
     compact_line,
     full_lines,
 )
-from gputop.ui.screens.main import details_fit, mig_rows_fit
+from gputop.ui.screens.main_layout import details_fit, mig_rows_fit
 from support.apps import eight_gpus, live_app, load, replay_app, varied_stream
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"

@@ -18,7 +18,7 @@ from gputop.model import Snapshot
 from gputop.pipeline.loop import ManualLoop
 from gputop.ui.app import GputopApp
 from gputop.ui.render import panel_charts
-from gputop.ui.screens.main import TABLE_HOLD_TICKS
+from gputop.ui.screens.main_layout import TABLE_HOLD_TICKS
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_table import ProcessTable
 from support.apps import eight_gpus, live_app, load, varied_stream

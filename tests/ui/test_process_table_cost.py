@@ -222,7 +222,7 @@ async def test_narrowing_while_scrolled_with_rows_behind() -> None:
 async def test_a_tick_that_changes_no_row_measures_no_column(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import gputop.ui.widgets.process_table as process_table
+    import gputop.ui.render.column_widths as column_widths
 
     app = BigApp()
     async with app.run_test(size=(120, 33)) as pilot:
@@ -230,13 +230,13 @@ async def test_a_tick_that_changes_no_row_measures_no_column(
         await pilot.pause()
         widget = app.query_one(ProcessTable)
         measured: list[int] = []
-        original = process_table._column_width
+        original = column_widths.column_width
 
         def counting(texts: list[str]) -> int:
             measured.append(len(texts))
             return original(texts)
 
-        monkeypatch.setattr(process_table, "_column_width", counting)
+        monkeypatch.setattr(column_widths, "column_width", counting)
         # Half a second later every row reads the same (past its first minute TIME shows
         # minutes): the columns need no measuring over 1,000 rows.
         app.clock.now = NOW + 0.5
@@ -273,7 +273,7 @@ async def test_a_tick_with_every_row_unchanged_sorts_and_diffs_nothing(
             sorts.append(len(rows))
             return sort_rows(rows, column, reverse)
 
-        monkeypatch.setattr("gputop.ui.widgets.process_table.sort_rows", counted)
+        monkeypatch.setattr("gputop.ui.render.process_view.sort_rows", counted)
         # The same processes half a second later: no TIME cell reads differently, so no
         # row is rebuilt and the table has nothing to do.
         app.clock.now = NOW + 0.5

@@ -33,21 +33,21 @@ from gputop.model import Snapshot
 from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.ui.app import GputopApp
+from gputop.ui.render.process_view import CONTAINER_WIDTH, NARROW_WIDTH
 from gputop.ui.screens.goto import GotoDialog
 from gputop.ui.screens.help import HelpScreen
 from gputop.ui.screens.history import HistoryScreen
-from gputop.ui.screens.main import (
+from gputop.ui.screens.main import MainScreen
+from gputop.ui.screens.main_layout import (
     FULL_PANEL_ROWS,
     MIN_FULL_WIDTH,
     MIN_LOWER_ROWS,
     WIDE_COLUMNS,
-    MainScreen,
 )
 from gputop.ui.settings import UiSettings
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_details import ProcessDetails
 from gputop.ui.widgets.process_grid import ProcessGrid
-from gputop.ui.widgets.process_table import CONTAINER_WIDTH, NARROW_WIDTH
 from support.apps import START, eight_gpus, load, replay_app, varied_stream
 from support.sizes import SWEEPS, Step, around, drawn, resize, settle, sweep
 

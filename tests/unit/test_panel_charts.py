@@ -27,7 +27,7 @@ from gputop.ui.render.panel_charts import (
     stats_text,
     time_axis,
 )
-from gputop.ui.screens.main import MIN_LOWER_ROWS, TABLE_SHARE, chart_rows
+from gputop.ui.screens.main_layout import MIN_LOWER_ROWS, TABLE_SHARE, chart_rows
 from gputop.ui.widgets.line_strip import SPAN_GAP, changed_spans
 from support.apps import START
 

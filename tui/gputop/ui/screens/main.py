@@ -3,29 +3,28 @@
 Layout is chosen from the terminal size and the number of GPUs and expressed as classes on
 the screen (``-compact``: one line per GPU; ``-wide``: two columns of panels; ``-charts``:
 full panels grow and chart their history), so the ``.tcss`` decides how things look and
-Python only decides which case applies.
+Python only decides which case applies: the rules are in ``main_layout.py``, the keys and
+their actions in ``main_keys.py``; this module composes the screen and feeds it each tick.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.events import Resize
 from textual.widget import Widget
-from textual.widgets import Input
 
 from gputop.model import Snapshot
 from gputop.pipeline.tick import Tick
 from gputop.ui.compat import Footer, StyledOnceScreen
-from gputop.ui.render.panel_charts import MIN_CHART_ROWS, fits
-from gputop.ui.render.panel_lines import FULL_HEIGHT, mig_rows
+from gputop.ui.render.panel_lines import mig_rows
+from gputop.ui.screens.main_keys import MainKeys
+from gputop.ui.screens.main_layout import Arrangement, TableRoom, plan_layout, table_estimate
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
 from gputop.ui.widgets.gpu_grid import Entry, GpuGrid, panel_entries, panel_keys
@@ -34,45 +33,11 @@ from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_line import ReplayBar, StatusHeader
 
 if TYPE_CHECKING:
-    from gputop.pipeline.commands import Command
-    from gputop.sources.playback.seek import TimeTarget
     from gputop.ui.widgets.mig_tree import MigTree
 
 PartType = TypeVar("PartType", bound=Widget)
 
-FULL_PANEL_ROWS = 5
-"""A full panel: three lines and its border."""
-MIN_LOWER_ROWS = 10
-"""Rows the process table keeps at least before panels go compact."""
-MAX_PANEL_SHARE = 0.62
-"""Full panels may take at most this share of the rows below the header."""
-WIDE_COLUMNS = 160
-"""From this width panels sit in two columns."""
-MIN_FULL_WIDTH = 70
-"""Below this width panels are always one line each."""
-CHART_GPUS = 4
-"""Full panels chart their history for this many GPUs at most (most boxes have one to
-four); more keep their three lines whatever the terminal's height."""
-TABLE_SHARE = 0.5
-"""With charts, the process table's share of the rows below the header, at most (and at
-least ``MIN_LOWER_ROWS``): what its lines need, up to this."""
-LOWER_MIN = 4
-"""Rows the processes' area never goes under (``#lower``'s min-height)."""
-PANEL_FRAME = (2, 4)
-"""Rows and columns a full panel's border and padding take."""
-TABLE_HOLD_TICKS = 10
-"""Ticks the process table keeps rows it no longer needs before the charts take them back,
-so a process that comes and goes does not make the charts jump every tick."""
-
-REPLAY_ACTIONS = frozenset({"step", "speed", "goto", "seek"})
-LIVE_ACTIONS = frozenset({"interval"})
-PRIORITY_ACTIONS = frozenset({"toggle_pause", "resume", "step", "speed", "seek"})
-"""Bound with priority (so the process table does not take the arrows and Home/End), and
-therefore switched off while a text input has focus."""
-
-
-_STEP = Binding.Group("Step", compact=True)
-_SPEED = Binding.Group("Speed", compact=True)
+MAIN_SCREEN_CSS = Path(__file__).parent / "main.tcss"
 
 
 def process_key(snapshot: Snapshot) -> tuple[object, ...] | None:
@@ -88,92 +53,12 @@ def process_key(snapshot: Snapshot) -> tuple[object, ...] | None:
     return key
 
 
-def choose_layout(width: int, height: int, gpus: int, replaying: bool) -> tuple[bool, bool]:
-    """(compact, wide) for a terminal of ``width`` x ``height`` showing ``gpus`` panels."""
-    wide = width >= WIDE_COLUMNS and gpus >= 2
-    rows = math.ceil(max(gpus, 1) / (2 if wide else 1))
-    chrome = 2 + (1 if replaying else 0)
-    panel_rows = rows * FULL_PANEL_ROWS
-    fits = panel_rows + chrome + MIN_LOWER_ROWS <= height and panel_rows <= MAX_PANEL_SHARE * (
-        height - chrome
-    )
-    compact = width < MIN_FULL_WIDTH or not fits
-    return compact, wide and not compact
-
-
-def details_fit(height: int, gpus: int, replaying: bool) -> bool:
-    """In the compact layout, whether every GPU can have its detail line (fan, P-state,
-    clocks, throttling) beneath its line, as nvitop shows them, leaving the process table
-    its rows."""
-    chrome = 2 + (1 if replaying else 0)
-    rows = 1 + 2 * max(gpus, 1)  # the column titles, then two lines per GPU
-    return rows + chrome + MIN_LOWER_ROWS <= height and rows <= MAX_PANEL_SHARE * (height - chrome)
-
-
-def mig_rows_fit(height: int, extra: Sequence[int], wide: bool, replaying: bool) -> bool:
-    """In the panel layout, whether the panels can list their MIG devices (``extra`` lines
-    per panel, in display order) within the rules that chose full panels."""
-    columns = 2 if wide else 1
-    rows = [extra[start : start + columns] for start in range(0, len(extra), columns)]
-    panel_rows = sum(FULL_PANEL_ROWS + max(row) for row in rows)
-    chrome = 2 + (1 if replaying else 0)
-    return panel_rows + chrome + MIN_LOWER_ROWS <= height and panel_rows <= MAX_PANEL_SHARE * (
-        height - chrome
-    )
-
-
-def chart_rows(
-    width: int,
-    height: int,
-    extra: Sequence[int],
-    wide: bool,
-    replaying: bool,
-    table_rows: int,
-) -> int:
-    """Content rows of each full panel when the panels chart their history, 0 when they
-    keep their lines alone; ``extra`` lines per panel (MIG devices) in display order,
-    ``table_rows`` what the process table needs to show every line.
-
-    The rule for the rows below the header: the process table gets what its lines need (a
-    box with a few processes leaves no blank rows under them), but at most ``TABLE_SHARE``
-    of the rows, and never less than ``MIN_LOWER_ROWS`` of them while it has the lines to
-    fill them: a box with many processes keeps a table it can scroll in. The panels share
-    the rest, row by row of panels, and chart when every chart gets its least size;
-    otherwise (and past ``CHART_GPUS`` GPUs) the layout is the one without charts.
-    """
-    gpus = len(extra)
-    if not 0 < gpus <= CHART_GPUS:
-        return 0
-    chrome = 2 + (1 if replaying else 0)
-    body = height - chrome
-    table = min(table_rows, max(MIN_LOWER_ROWS, math.floor(body * TABLE_SHARE)))
-    table = max(table, LOWER_MIN)
-    columns = 2 if wide else 1
-    bands = math.ceil(gpus / columns)
-    rows = (body - table) // bands - PANEL_FRAME[0]
-    # Each column of panels: its share of the width, less the gutter between columns.
-    panel_width = (width - (columns - 1)) // columns - PANEL_FRAME[1]
-    chart_area = rows - FULL_HEIGHT - max(extra)
-    if chart_area < MIN_CHART_ROWS or not fits(panel_width, chart_area):
-        return 0
-    return rows
-
-
-MAIN_SCREEN_CSS = Path(__file__).parent / "main.tcss"
-
-
-def _table_estimate(tick: Tick) -> int:
-    """The process table's rows before it has shown a tick (the first frame's layout is
-    chosen while the screen composes): its status line, titles and a row per process."""
-    return 2 + sum(len(gpu.processes) for gpu in tick.snapshot.gpus)
-
-
 def _never_signal(pid: int, number: int) -> None:
     """A served view's ``kill``: a browser never signals a process of the server's box."""
     raise PermissionError("a served view sends no signals")
 
 
-class MainScreen(StyledOnceScreen):
+class MainScreen(MainKeys, StyledOnceScreen):
     """Everything about the current tick."""
 
     CSS_PATH = MAIN_SCREEN_CSS
@@ -182,50 +67,6 @@ class MainScreen(StyledOnceScreen):
     """The process table has the keys at start, as in nvitop and htop: the arrows select a
     process at once; Tab goes to the GPU panels."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # Tab moves between the areas (GPU panels, processes, MIG tree when shown), not
-        # through every panel: the arrows move within an area. One binding per target, so
-        # the footer names where Tab goes from where the focus is.
-        Binding("tab", "area('gpus')", "GPUs", key_display="Tab"),
-        Binding("tab", "area('processes')", "Processes", key_display="Tab"),
-        Binding("tab", "area('mig')", "MIG tree", key_display="Tab"),
-        Binding("shift+tab", "area_back", "Previous area", show=False),
-        Binding("m", "toggle_mig", "MIG"),
-        Binding("slash", "filter", "Filter", show=False),
-        Binding("space", "toggle_pause", "Pause", priority=True),
-        Binding("space", "resume", "Resume", priority=True),
-        Binding("left", "step(-1)", "Step back", key_display="←", priority=True, group=_STEP),
-        Binding("right", "step(1)", "Step forward", key_display="→", priority=True, group=_STEP),
-        Binding(
-            "left_square_bracket",
-            "speed(-1)",
-            "Slower",
-            key_display="[",
-            priority=True,
-            group=_SPEED,
-        ),
-        Binding(
-            "right_square_bracket",
-            "speed(1)",
-            "Faster",
-            key_display="]",
-            priority=True,
-            group=_SPEED,
-        ),
-        Binding("g", "goto", "Go to"),
-        Binding("home", "seek(0)", "Start", show=False, priority=True),
-        Binding("end", "seek(-1)", "End", show=False, priority=True),
-        # Offered (in the footer too) while some GPU has a health alarm: see check_action.
-        Binding("a", "acknowledge", "Ack alarms"),
-        Binding("plus", "interval(-1)", "Poll faster", show=False),
-        Binding("minus", "interval(1)", "Poll slower", show=False),
-        # Reached when the process table does not take the signal keys (read-only, or the
-        # focus is elsewhere): a key that does nothing says why.
-        Binding("k", "signal_refused('TERM')", show=False),
-        Binding("K", "signal_refused('KILL')", show=False),
-        Binding("i", "signal_refused('INT')", show=False),
-    ]
-
     def __init__(self, settings: UiSettings, first_tick: Tick | None = None) -> None:
         """Create the screen, composed for ``first_tick`` when one is already known."""
         super().__init__()
@@ -233,17 +74,9 @@ class MainScreen(StyledOnceScreen):
         self.tick: Tick | None = None
         """The tick shown."""
         self._first_tick = first_tick
-        self.compact = False
-        self.wide = False
-        self.details = False
-        """Compact layout with a detail line under each GPU."""
-        self.mig_rows = False
-        """Full panels list their MIG devices."""
-        self.chart_rows = 0
-        """Content rows of each full panel with charts; 0: no charts."""
-        self._table_rows = 0
-        """Rows the process table is given room for (what it needs, held a while)."""
-        self._table_hold = 0
+        self.arrangement = Arrangement()
+        """The layout chosen for the screen's size and the tick shown."""
+        self._table_room = TableRoom()
         self._mig_dirty = True
         self._processes_shown: object = None
         self._on_screen: frozenset[int] | None = None
@@ -251,6 +84,31 @@ class MainScreen(StyledOnceScreen):
         self._binding_state: tuple[bool, bool, bool, bool] | None = None
         self._warned = False
         self._parts: dict[type[Widget], Widget] = {}
+
+    @property
+    def compact(self) -> bool:
+        """One line per GPU."""
+        return self.arrangement.compact
+
+    @property
+    def wide(self) -> bool:
+        """Two columns of panels."""
+        return self.arrangement.wide
+
+    @property
+    def details(self) -> bool:
+        """Compact layout with a detail line under each GPU."""
+        return self.arrangement.details
+
+    @property
+    def mig_rows(self) -> bool:
+        """Full panels list their MIG devices."""
+        return self.arrangement.mig_rows
+
+    @property
+    def chart_rows(self) -> int:
+        """Content rows of each full panel with charts; 0: no charts."""
+        return self.arrangement.chart_rows
 
     def compose(self) -> ComposeResult:
         """Header, panels, processes beside the (hidden) MIG tree, replay bar, footer."""
@@ -302,11 +160,6 @@ class MainScreen(StyledOnceScreen):
 
     # -- showing ticks ------------------------------------------------------------------
 
-    @property
-    def replaying(self) -> bool:
-        """The tick shown comes from a recording."""
-        return self.tick is not None and self.tick.replay is not None
-
     def show_tick(self, tick: Tick) -> None:
         """Display ``tick``: only widgets whose input changed do any work."""
         if self.is_mounted:
@@ -347,7 +200,7 @@ class MainScreen(StyledOnceScreen):
             self._mig_dirty = True
         # What the table needs now sizes the charts from the next tick on (or the next
         # resize): laid out again here, the charts of this tick would be drawn twice.
-        self._hold_table_rows(self._lower_rows_wanted())
+        self._table_room.hold(self._lower_rows_wanted())
         if self.has_class("-mig") and self._mig_dirty:
             self._mig_tree().show(tick.snapshot)
             self._mig_dirty = False
@@ -381,6 +234,8 @@ class MainScreen(StyledOnceScreen):
         still = replay is not None and replay.still
         return (replay is not None, cls._paused(tick), still, bool(tick.alarms))
 
+    # -- layout -------------------------------------------------------------------------
+
     def _apply_layout(
         self,
         width: int,
@@ -391,46 +246,38 @@ class MainScreen(StyledOnceScreen):
     ) -> None:
         tick = tick or self.tick or self._first_tick
         replaying = tick is not None and tick.replay is not None
-        compact, wide = choose_layout(width, height, gpus, replaying)
-        details = compact and details_fit(height, gpus, replaying)
-        mig_listed = self.mig_rows
-        self.mig_rows = False
-        charts = 0
-        if not compact and tick is not None:
-            shown = panel_entries(tick) if entries is None else entries
-            extra = [0 if gone else mig_rows(gpu) for _, gpu, gone in shown]
-            self.mig_rows = any(extra) and mig_rows_fit(height, extra, wide, replaying)
-            listed = extra if self.mig_rows else [0] * len(extra)
-            table = self._table_rows or _table_estimate(tick)
-            if self.has_class("-mig"):
-                # The MIG tree beside the table lists every instance: the lower part keeps
-                # its whole share for it.
-                table = height
-            charts = chart_rows(width, height, listed, wide, replaying, table)
-        self.chart_rows = charts
-        if self.mig_rows != mig_listed:
+        extra: Callable[[], list[int]] | None = None
+        table = 0
+        if tick is not None:
+            shown = tick
+
+            def mig_lines() -> list[int]:
+                panels = panel_entries(shown) if entries is None else entries
+                return [0 if gone else mig_rows(gpu) for _, gpu, gone in panels]
+
+            extra = mig_lines
+            # The MIG tree beside the table lists every instance: the lower part keeps its
+            # whole share for it.
+            table = (
+                height if self.has_class("-mig") else self._table_room.rows or table_estimate(tick)
+            )
+        before = self.arrangement
+        layout = self.arrangement = plan_layout(width, height, gpus, replaying, extra, table)
+        if layout.mig_rows != before.mig_rows:
             self._say_in_view()
-        if (compact, wide, details) != (self.compact, self.wide, self.details):
-            self.compact, self.wide, self.details = compact, wide, details
-            self.set_class(compact, "-compact")
-            self.set_class(wide, "-wide")
-            self.set_class(details, "-details")
-        self.set_class(charts > 0, "-charts")
+        if (layout.compact, layout.wide, layout.details) != (
+            before.compact,
+            before.wide,
+            before.details,
+        ):
+            self.set_class(layout.compact, "-compact")
+            self.set_class(layout.wide, "-wide")
+            self.set_class(layout.details, "-details")
+        self.set_class(layout.chart_rows > 0, "-charts")
 
     def _lower_rows_wanted(self) -> int:
         """Rows the table under the panels needs to show all its lines."""
         return self._part(ProcessTable).rows_wanted
-
-    def _hold_table_rows(self, wanted: int) -> None:
-        """Room for the table's ``wanted`` rows at once; rows it no longer needs go back to
-        the charts after ``TABLE_HOLD_TICKS`` ticks of not needing them."""
-        if wanted >= self._table_rows:
-            self._table_rows = wanted
-            self._table_hold = TABLE_HOLD_TICKS
-        elif self._table_hold > 0:
-            self._table_hold -= 1
-        else:
-            self._table_rows = wanted
 
     def _show_grid(self, tick: Tick) -> None:
         self._part(GpuGrid).show(
@@ -452,93 +299,6 @@ class MainScreen(StyledOnceScreen):
         if self.tick is not None:
             grid = self.query_one(GpuGrid)
             grid.on_resize()
-
-    # -- actions ----------------------------------------------------------------------
-
-    @staticmethod
-    def _paused(tick: Tick | None) -> bool:
-        if tick is None:
-            return False
-        return tick.replay.paused if tick.replay is not None else tick.paused
-
-    # -- areas: GPU panels, processes, MIG tree ----------------------------------------
-
-    def _areas(self) -> list[str]:
-        """The areas focus can go to, in Tab order."""
-        areas = ["gpus"] if self.query_one(GpuGrid).panels else []
-        areas.append("processes")
-        if self.has_class("-mig") and self.query("MigTree"):
-            areas.append("mig")
-        return areas
-
-    def _area_of_focus(self) -> str:
-        focused = self.focused
-        if focused is not None:
-            for node in focused.ancestors_with_self:
-                if isinstance(node, GpuGrid):
-                    return "gpus"
-                if node.id == "mig":
-                    return "mig"
-        return "processes"
-
-    def _area_after(self, steps: int) -> str:
-        areas = self._areas()
-        current = self._area_of_focus()
-        place = areas.index(current) if current in areas else 0
-        return areas[(place + steps) % len(areas)]
-
-    def action_area(self, name: str) -> None:
-        """Focus the area ``name``: the GPU selected last, the processes, or the MIG tree."""
-        if name == "gpus" and self.query_one(GpuGrid).focus_panel():
-            return
-        # Focus is set now, not after the queue as ``Widget.focus`` does: keys that came in
-        # the same read (``Tab Enter`` over a slow ssh link) must reach the new area.
-        if name == "mig":
-            found = self.query("#mig")
-            if found:
-                self.set_focus(found.first())
-                return
-        self.set_focus(self.query_one("#process-data"))
-
-    def action_area_back(self) -> None:
-        """Shift+Tab: the area before this one."""
-        self.action_area(self._area_after(-1))
-
-    def on_gpu_grid_left_below(self, event: GpuGrid.LeftBelow) -> None:
-        """Down from the last row of GPUs goes on to the processes."""
-        event.stop()
-        self.action_area("processes")
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Replay keys only in replays, interval keys only live, none while typing."""
-        if action == "area":
-            return parameters[:1] == (self._area_after(1),)
-        if action == "acknowledge":
-            return self.tick is not None and bool(self.tick.alarms)
-        if self.settings.served and (action == "signal_refused" or action in LIVE_ACTIONS):
-            # A browser viewer has no signal keys at all, and the interval is the server's.
-            return False
-        if action in PRIORITY_ACTIONS and isinstance(self.app.focused, Input):
-            return False
-        replaying = self.replaying
-        if action in REPLAY_ACTIONS:
-            # A single-document capture is a still: there is nowhere to move.
-            tick = self.tick
-            return replaying and not (
-                tick is not None and tick.replay is not None and tick.replay.still
-            )
-        if action in LIVE_ACTIONS:
-            return not replaying
-        if action == "signal_refused":
-            read_only = replaying or self.settings.readonly
-            return read_only or self._area_of_focus() != "processes"
-        if action in ("toggle_pause", "resume"):
-            tick = self.tick
-            if tick is not None and tick.replay is not None and tick.replay.still:
-                return False
-            paused = self._paused(tick)
-            return paused if action == "resume" else not paused
-        return True
 
     def action_toggle_mig(self) -> None:
         """Show or hide the MIG tree beside the processes."""
@@ -566,83 +326,6 @@ class MainScreen(StyledOnceScreen):
             in_view.show(None if tree else self._on_screen)
             # MIG activity (GPM, 1-2 ms an instance a tick) is read while it is shown.
             in_view.show_mig_activity(tree or self.mig_rows)
-
-    async def action_filter(self) -> None:
-        """Filter the process table (its own ``/``, reachable from anywhere)."""
-        await self.query_one(ProcessTable).action_open_filter()
-
-    def _submit(self, command: Command) -> None:
-        submit = getattr(self.app, "submit", None)
-        if submit is not None:
-            submit(command)
-
-    def action_toggle_pause(self) -> None:
-        """Pause (live polling or replay playback)."""
-        from gputop.pipeline.commands import TogglePause
-
-        self._submit(TogglePause())
-
-    def action_acknowledge(self) -> None:
-        """Acknowledge every GPU's health alarm: their red lines go until the next one."""
-        from gputop.pipeline.commands import Acknowledge
-
-        self._submit(Acknowledge())
-
-    def action_resume(self) -> None:
-        """Resume after a pause."""
-        from gputop.pipeline.commands import TogglePause
-
-        self._submit(TogglePause())
-
-    def action_signal_refused(self, name: str) -> None:
-        """Say why a signal key does nothing here."""
-        if self.replaying:
-            why = "a replay's PIDs name no process on this machine"
-        elif self.settings.readonly:
-            why = "signals are off (gputop was started with --readonly)"
-        else:
-            why = "select a process first (Tab goes to the processes)"
-        toast(self.app, "signal", f"SIG{name}: {why}", title="Signal not sent")
-
-    def action_step(self, delta: int) -> None:
-        """Replay: pause and move ``delta`` documents."""
-        from gputop.pipeline.commands import Step
-
-        self._submit(Step(delta))
-
-    def action_speed(self, steps: int) -> None:
-        """Replay: faster or slower."""
-        from gputop.pipeline.commands import ChangeSpeed
-
-        self._submit(ChangeSpeed(steps))
-
-    def action_seek(self, index: int) -> None:
-        """Replay: go to a document (``-1`` is the last)."""
-        from gputop.pipeline.commands import Seek
-
-        self._submit(Seek(index))
-
-    def action_interval(self, steps: int) -> None:
-        """Live: poll more or less often (the tick that answers says how often, in a toast)."""
-        from gputop.pipeline.commands import StepInterval
-
-        self._submit(StepInterval(steps))
-
-    def action_goto(self) -> None:
-        """Replay: ask for an index or a time and go there."""
-        tick = self.tick
-        if tick is None or tick.replay is None:
-            return
-        from gputop.pipeline.commands import Seek, SeekTime
-        from gputop.ui.screens.goto import GotoDialog
-
-        def answered(target: int | TimeTarget | None) -> None:
-            if isinstance(target, int):
-                self._submit(Seek(target))
-            elif target is not None:
-                self._submit(SeekTime(target.start, target.within))
-
-        self.app.push_screen(GotoDialog(tick.replay), answered)
 
     def on_gpu_panel_history_requested(self, message: GpuPanel.HistoryRequested) -> None:
         """Enter on a panel: that GPU's history, as the poller's store holds it."""
