@@ -29,10 +29,11 @@ from gputop.model import Snapshot
 from gputop.sources import csvlog, dmon, gputop_log
 from gputop.sources import format_names as names
 from gputop.sources.csvlog.apps import AppsLog, WithApps, sampling_interval
-from gputop.sources.following import WAIT_SLICE
+from gputop.sources.following import WAIT_SLICE, FirstWait
 from gputop.sources.logs import SpooledOpener, spool_gzip, spool_stream
 from gputop.sources.smi import text
 from gputop.sources.smi.recording import Recording as XmlRecording
+from gputop.sources.spool import write_all
 
 _HEAD = 4096
 """Bytes read to tell the format (a CSV header of every query field is about 6 KB: a line
@@ -227,9 +228,7 @@ class _Relay:
         try:
             data = head
             while data:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self._write_end, view) :]
+                write_all(self._write_end, data)
                 data = os.read(self._source, 1 << 16)
         except OSError:
             pass  # the reader went away (gputop is closing): nothing to hand on
@@ -242,18 +241,14 @@ def _head_of_pipe(path: Path, waiting: Callable[[], None] | None) -> tuple[bytes
     """Open a pipe and read until its format can be told (or it ends)."""
     fd = os.open(path, os.O_RDONLY)
     head = b""
-    started = time.monotonic()
-    said = waiting is None
+    first_wait = FirstWait(waiting)
     os.set_blocking(fd, False)
     try:
         while not _enough(head):
             try:
                 chunk = os.read(fd, _HEAD)
             except BlockingIOError:
-                if not said and time.monotonic() - started >= 1.0:
-                    said = True
-                    assert waiting is not None
-                    waiting()
+                first_wait.tick()
                 time.sleep(0.02)
                 continue
             if not chunk:
@@ -266,8 +261,7 @@ def _head_of_pipe(path: Path, waiting: Callable[[], None] | None) -> tuple[bytes
 
 def _head_of_file(path: Path, follow: bool, waiting: Callable[[], None] | None) -> bytes:
     """A file's first bytes; followed, waited for until the format can be told."""
-    started = time.monotonic()
-    said = waiting is None
+    first_wait = FirstWait(waiting)
     while True:
         try:
             with path.open("rb") as handle:
@@ -276,10 +270,7 @@ def _head_of_file(path: Path, follow: bool, waiting: Callable[[], None] | None) 
             return b""  # the reader says what is wrong with it
         if not follow or _enough(head):
             return head
-        if not said and time.monotonic() - started >= 1.0:
-            said = True
-            assert waiting is not None
-            waiting()
+        first_wait.tick()
         time.sleep(WAIT_SLICE)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import os
 import stat
-import tempfile
 import threading
 import time
 import zlib
@@ -15,10 +14,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from gputop.errors import BadCapture
+from gputop.sources.spool import GZIP_MAGIC, GzipMembers, Spool
 
 _COPY_BYTES = 1 << 20
-_GZIP_MAGIC = b"\x1f\x8b"
-_GZIP_WBITS = 31
 
 
 class LogData:
@@ -69,12 +67,10 @@ class SpooledData(LogData):
         self._name = name
         self._stream = stream
         self._warnings = warnings
-        # Unbuffered: written with os.write and read back with os.pread.
-        self._spool = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 - closed in close()
-        self._size = 0
+        self._spool = Spool()
         self._done = threading.Event()
         self._grew = threading.Event()
-        self._inflate: zlib._Decompress | None = None
+        self._gzip: GzipMembers | None = None
         threading.Thread(target=self._copy, name="gputop-csv-spool", daemon=True).start()
 
     def _copy(self) -> None:
@@ -86,37 +82,26 @@ class SpooledData(LogData):
                 chunk = read(_COPY_BYTES)
                 if not chunk:
                     break
-                if first and chunk.startswith(_GZIP_MAGIC):  # a gzip piped in
-                    self._inflate = zlib.decompressobj(_GZIP_WBITS)
+                if first and chunk.startswith(GZIP_MAGIC):  # a gzip piped in
+                    self._gzip = GzipMembers()
                 first = False
-                self._append(chunk if self._inflate is None else self._inflated(chunk))
+                if self._gzip is not None:
+                    chunk = self._gzip.inflate(chunk)
+                    if self._gzip.damaged is not None:
+                        raise self._gzip.damaged
+                self._spool.append(chunk)
+                self._grew.set()
         except (OSError, EOFError, ValueError, zlib.error) as error:
             self._warnings.append(f"{self._name}: the data stopped early ({error or 'cut off'})")
         finally:
             self._done.set()
             self._grew.set()
 
-    def _inflated(self, chunk: bytes) -> bytes:
-        assert self._inflate is not None
-        out = self._inflate.decompress(chunk)
-        while self._inflate.eof and self._inflate.unused_data:  # the next gzip member
-            rest = self._inflate.unused_data
-            self._inflate = zlib.decompressobj(_GZIP_WBITS)
-            out += self._inflate.decompress(rest)
-        return out
-
-    def _append(self, chunk: bytes) -> None:
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(self._spool.fileno(), view) :]
-        self._size += len(chunk)
-        self._grew.set()
-
     def read(self, offset: int, size: int) -> bytes:
-        return os.pread(self._spool.fileno(), size, offset)
+        return self._spool.read(offset, size)
 
     def available(self) -> int:
-        return self._size
+        return self._spool.size
 
     @property
     def ended(self) -> bool:
@@ -142,6 +127,6 @@ def open_data(path: Path, follow: bool, warnings: list[str]) -> LogData:
     name = str(path)
     if not stat.S_ISREG(mode):
         return SpooledData(name, handle, warnings)
-    if os.pread(handle.fileno(), 2, 0) == _GZIP_MAGIC:
+    if os.pread(handle.fileno(), 2, 0) == GZIP_MAGIC:
         return SpooledData(name, gzip.GzipFile(fileobj=handle), warnings)  # type: ignore[arg-type]
     return FileData(handle, follow=follow)

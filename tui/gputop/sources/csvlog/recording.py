@@ -10,7 +10,6 @@ be read again.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +24,7 @@ from gputop.sources.csvlog.runs import Runs
 from gputop.sources.csvlog.scan import Scanner
 from gputop.sources.csvlog.snapshot import read_snapshot
 from gputop.sources.csvlog.sniff import NOHEADER_HINT, query_schema
-from gputop.sources.following import WAIT_SLICE
+from gputop.sources.following import WAIT_SLICE, FirstWait
 from gputop.sources.indexed import IndexedLog
 
 
@@ -97,16 +96,12 @@ class CsvRecording(IndexedLog):
         return recording
 
     def _check_first(self, waiting: Callable[[], None] | None) -> None:
-        started = time.monotonic()
-        said = waiting is None
+        first_wait = FirstWait(waiting)
         while not self._scan.until(0):
             if self._scan.complete:
                 why = self._no_rows() if self._scan.schema else self._no_header()
                 raise BadCapture(f"{self.path}: {why}")
-            if not said and time.monotonic() - started >= 1.0:
-                said = True
-                assert waiting is not None
-                waiting()
+            first_wait.tick()
             self._data.wait(WAIT_SLICE)
         self.snapshot(0)
 
