@@ -22,7 +22,7 @@ from gputop.sources.csvlog.index import SnapshotIndex
 from gputop.sources.csvlog.parse import Schema
 from gputop.sources.csvlog.runs import Runs
 from gputop.sources.csvlog.scan import Scanner
-from gputop.sources.csvlog.snapshot import read_snapshot
+from gputop.sources.csvlog.snapshot import snapshot_at
 from gputop.sources.csvlog.sniff import NOHEADER_HINT, query_schema
 from gputop.sources.following import WAIT_SLICE, FirstWait
 from gputop.sources.indexed import IndexedLog
@@ -48,7 +48,7 @@ class CsvRecording(IndexedLog):
         """The schema ``--query-gpu`` gave for a headerless log."""
         self._index = SnapshotIndex()
         self._scan = Scanner(path, data, self._index, warnings, schema=given, follow=follow)
-        self._runs = Runs(data, self._index, self._scan, self.snapshot)
+        self._runs = Runs(data, self._index, self._scan)
 
     @classmethod
     def open(
@@ -151,10 +151,8 @@ class CsvRecording(IndexedLog):
         Raises:
             IndexError: no such snapshot.
         """
-        index = self._resolve(index)
-        start = self._index.starts[index]
-        data = self._data.read(start, self._index.ends[index] - start)
-        return read_snapshot(data, self._index.schema_of(index), with_apps=self._scan.any_apps)
+        position = self._resolve(index)
+        return snapshot_at(self._data, self._index, position, with_apps=self._scan.any_apps)
 
     def timestamp(self, index: int) -> datetime | None:
         """The timestamp of snapshot ``index``, from the index without parsing its rows."""

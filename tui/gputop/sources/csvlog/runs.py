@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import islice
 from operator import add, ne, sub
 
@@ -20,6 +20,7 @@ from gputop.sources.csvlog.bulk import RunReader
 from gputop.sources.csvlog.data import LogData
 from gputop.sources.csvlog.index import SnapshotIndex
 from gputop.sources.csvlog.scan import Scanner
+from gputop.sources.csvlog.snapshot import snapshot_at
 
 _RUN_BYTES = 1 << 18
 """How much of the log `runs` and `stream` read at once. The cells of 256 KiB (about
@@ -40,13 +41,10 @@ class Runs:
         data: LogData,
         index: SnapshotIndex,
         scanner: Scanner,
-        snapshot: Callable[[int], Snapshot],
     ) -> None:
         self._data = data
         self._index = index
         self._scanner = scanner
-        self._snapshot = snapshot
-        """The snapshot at an index, read row by row."""
         self._reader: RunReader | None = None
         """What ``stream`` reads plain stretches with (for the schema it was made for)."""
 
@@ -106,7 +104,9 @@ class Runs:
             yield from self._run(reader, middle, stop)
         else:
             for position in range(index, stop):
-                yield self._snapshot(position)
+                yield snapshot_at(
+                    self._data, self._index, position, with_apps=self._scanner.any_apps
+                )
 
     def stream(self, run_bytes: int | None = None) -> Iterator[SnapshotColumns | Snapshot]:
         """Every snapshot in order, as ``indexed`` gives them, but read in one pass over a

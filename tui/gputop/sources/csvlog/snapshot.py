@@ -4,6 +4,8 @@ header's width are GPUs, the rows under a `--query-compute-apps` header its proc
 from __future__ import annotations
 
 from gputop.model import Snapshot
+from gputop.sources.csvlog.data import LogData
+from gputop.sources.csvlog.index import SnapshotIndex
 from gputop.sources.csvlog.parse import (
     AppsSchema,
     Schema,
@@ -38,3 +40,10 @@ def read_snapshot(data: bytes, schema: Schema, *, with_apps: bool) -> Snapshot:
     if not with_apps:
         return without_processes(snapshot)
     return snapshot
+
+
+def snapshot_at(data: LogData, index: SnapshotIndex, position: int, *, with_apps: bool) -> Snapshot:
+    """The snapshot the index holds at ``position`` (>= 0), read from the log's bytes."""
+    start = index.starts[position]
+    rows = data.read(start, index.ends[position] - start)
+    return read_snapshot(rows, index.schema_of(position), with_apps=with_apps)
