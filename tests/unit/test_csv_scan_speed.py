@@ -15,11 +15,13 @@ import pytest
 from gputop.cli.report import build_report
 from gputop.insight.report import render_table, summary_to_json
 from gputop.sources.csvlog import CsvRecording
+from gputop.sources.csvlog.scan import Scanner
 
 START = datetime(2024, 1, 4, 15, 2, 11, 123000)
 HEADER = "timestamp, index, name, utilization.gpu [%], memory.used [MiB], power.draw [W]"
 
-RECORDING = str(Path(CsvRecording.__module__.replace(".", "/")).with_suffix(".py"))
+CSVLOG = str(Path(CsvRecording.__module__.replace(".", "/")).parent) + "/"
+"""The reader's modules (the scan among them), by the folder their file names hold."""
 
 
 def _stamp(moment: datetime) -> str:
@@ -56,19 +58,19 @@ def _index(path: Path) -> tuple[object, ...]:
         count = len(recording)
         return (
             count,
-            list(recording._starts),
-            list(recording._ends),
-            [round(s, 6) if s == s else "untimed" for s in recording._stamps],
-            recording._ordered,
-            recording._schema_firsts,
-            recording._base,
+            list(recording._index.starts),
+            list(recording._index.ends),
+            [round(s, 6) if s == s else "untimed" for s in recording._index.stamps],
+            recording._index.ordered,
+            recording._index.schema_firsts,
+            recording._index.base,
             list(recording.warnings),
         )
 
 
 def _row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """No snapshot finder: every row is read one by one (the scan before it learns)."""
-    monkeypatch.setattr(CsvRecording, "_learn", lambda self, rows: None)
+    monkeypatch.setattr(Scanner, "_learn", lambda self, rows: None)
 
 
 def test_a_regular_log_is_scanned_without_a_python_step_per_snapshot(tmp_path: Path) -> None:
@@ -76,7 +78,7 @@ def test_a_regular_log_is_scanned_without_a_python_step_per_snapshot(tmp_path: P
     calls = Counter[str]()
 
     def count(frame: FrameType, event: str, arg: object) -> None:
-        if event == "call" and frame.f_code.co_filename.endswith(RECORDING):
+        if event == "call" and CSVLOG in frame.f_code.co_filename:
             calls[frame.f_code.co_name] += 1
 
     with CsvRecording.open(path) as recording:
@@ -117,7 +119,7 @@ def _odd_log(path: Path) -> Path:
 def test_the_scan_gives_the_index_of_reading_every_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    monkeypatch.setattr("gputop.sources.csvlog.recording._CHUNK", chunk)
+    monkeypatch.setattr("gputop.sources.csvlog.scan._CHUNK", chunk)
     logs = [
         _odd_log(tmp_path / "odd.csv"),
         _plain_log(tmp_path / "plain.csv", seconds=2500, gpus=8),
@@ -153,7 +155,7 @@ def test_a_report_counts_no_lines_a_regular_snapshot_but_reports_the_same(
     assert all(gpu["gap_s"] > 0 for gpu in gpus[:4])
     with CsvRecording.open(path) as recording:
         len(recording)
-        assert set(recording._line_counts) >= {0, 4}
+        assert set(recording._index.line_counts) >= {0, 4}
 
 
 def test_runs_of_a_regular_log_count_no_snapshot_lines_themselves(
@@ -175,10 +177,10 @@ def test_runs_of_a_regular_log_count_no_snapshot_lines_themselves(
     monkeypatch.setattr(bulk, "_snapshots_of", counted)
     with CsvRecording.open(path) as recording:
         len(recording)
-        assert recording._line_counts.count(0) >= 2  # chunk ends, read row by row
+        assert recording._index.line_counts.count(0) >= 2  # chunk ends, read row by row
     assert _report(path, jobs=1, charts=False) == _report(path, columns=False)
     # Only the runs of the first chunk: it was read row by row before the finder learned
     # the rows (the rest of the log, read in one pass, is never indexed).
-    from gputop.sources.csvlog import recording as recording_module
+    from gputop.sources.csvlog import runs, scan
 
-    assert 1 <= calls["snapshots_of"] <= recording_module._CHUNK // recording_module._RUN_BYTES
+    assert 1 <= calls["snapshots_of"] <= scan._CHUNK // runs._RUN_BYTES

@@ -29,7 +29,8 @@ from gputop.insight.steps import count_stats
 from gputop.model import Snapshot
 from gputop.model.columns import GpuColumns, SnapshotColumns
 from gputop.sources.csvlog import CsvRecording, parse
-from gputop.sources.csvlog import recording as recording_module
+from gputop.sources.csvlog import runs as runs_module
+from gputop.sources.csvlog import scan as scan_module
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 REAL_LOGS = sorted(SNAPSHOTS.glob("csv-*.csv"))
@@ -191,7 +192,7 @@ def test_a_plain_log_builds_no_gpu_sample_per_row(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(parse, "parse_block", counted)
-    monkeypatch.setattr("gputop.sources.csvlog.recording.parse_block", counted)
+    monkeypatch.setattr("gputop.sources.csvlog.snapshot.parse_block", counted)
     builder, _ = build_report(path, jobs=1, charts=False)
     summary = builder.summary()
     assert summary.snapshots == 3000
@@ -307,9 +308,9 @@ def stretch_bytes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     (the default 1 MiB holds most test logs whole): stretches cut anywhere, some shorter
     than a snapshot (those are left to the scan)."""
     if request.param is not None:
-        monkeypatch.setattr(recording_module, "_RUN_BYTES", request.param)
-        monkeypatch.setattr(recording_module, "_CHUNK", 8192)
-    return int(request.param or recording_module._RUN_BYTES)
+        monkeypatch.setattr(runs_module, "_RUN_BYTES", request.param)
+        monkeypatch.setattr(scan_module, "_CHUNK", 8192)
+    return int(request.param or runs_module._RUN_BYTES)
 
 
 def _streamed_and_indexed(
@@ -388,15 +389,15 @@ def test_a_report_of_a_plain_file_builds_no_index(
     log, the first chunk: every snapshot after it is found in the cells the report splits
     anyway."""
     path = _log(tmp_path / "gpu-log.csv", odd=False, seconds=3000, gpus=8)
-    assert path.stat().st_size > 3 * recording_module._CHUNK
+    assert path.stat().st_size > 3 * scan_module._CHUNK
     steps = Counter[str]()
-    real = CsvRecording._scan_step
+    real = scan_module.Scanner.step
 
-    def counted(self: CsvRecording) -> bool:
+    def counted(self: scan_module.Scanner) -> bool:
         steps["scan"] += 1
         return real(self)
 
-    monkeypatch.setattr(CsvRecording, "_scan_step", counted)
+    monkeypatch.setattr(scan_module.Scanner, "step", counted)
     builder, _ = build_report(path, jobs=1, charts=False)
     assert builder.summary().snapshots == 3000
     assert steps["scan"] == 1
@@ -405,11 +406,11 @@ def test_a_report_of_a_plain_file_builds_no_index(
 def test_an_odd_stretch_is_indexed_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the chunks around odd snapshots (a GPU missing, a header, a cut row) go
     through the index: about ten snapshots each in chunks of 16 KiB."""
-    monkeypatch.setattr(recording_module, "_CHUNK", 16384)
+    monkeypatch.setattr(scan_module, "_CHUNK", 16384)
     path = _log(tmp_path / "gpu-log.csv", seconds=3000, gpus=8)
     with CsvRecording.open(path) as recording:
         parts = list(recording.stream(run_bytes=16384))
-        indexed = len(recording._starts)
+        indexed = len(recording._index.starts)
     assert sum(len(p) if isinstance(p, SnapshotColumns) else 1 for p in parts) == 3000
     assert indexed < 100
 

@@ -1,8 +1,8 @@
 """`nvidia-smi --query-gpu=... --format=csv` logs read as recordings (``CsvRecording``)."""
 
-from gputop.sources.csvlog.recording import (
+from gputop.sources.csvlog.recording import CsvRecording
+from gputop.sources.csvlog.sniff import (
     NOHEADER_HINT,
-    CsvRecording,
     looks_like,
     looks_like_noheader,
     query_schema,

@@ -30,8 +30,9 @@ from gputop.sources import csvlog
 from gputop.sources.csvlog.apps import AppsLog, WithApps, sampling_interval
 from gputop.sources.recordings import dmon, gputop_log
 from gputop.sources.recordings import format_names as names
-from gputop.sources.recordings.following import WAIT_SLICE
+from gputop.sources.recordings.following import WAIT_SLICE, FirstWait
 from gputop.sources.recordings.logs import SpooledOpener, spool_gzip, spool_stream
+from gputop.sources.recordings.spool import write_all
 from gputop.sources.smi import text
 from gputop.sources.smi.recording import Recording as XmlRecording
 
@@ -228,9 +229,7 @@ class _Relay:
         try:
             data = head
             while data:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self._write_end, view) :]
+                write_all(self._write_end, data)
                 data = os.read(self._source, 1 << 16)
         except OSError:
             pass  # the reader went away (gputop is closing): nothing to hand on
@@ -243,18 +242,14 @@ def _head_of_pipe(path: Path, waiting: Callable[[], None] | None) -> tuple[bytes
     """Open a pipe and read until its format can be told (or it ends)."""
     fd = os.open(path, os.O_RDONLY)
     head = b""
-    started = time.monotonic()
-    said = waiting is None
+    first_wait = FirstWait(waiting)
     os.set_blocking(fd, False)
     try:
         while not _enough(head):
             try:
                 chunk = os.read(fd, _HEAD)
             except BlockingIOError:
-                if not said and time.monotonic() - started >= 1.0:
-                    said = True
-                    assert waiting is not None
-                    waiting()
+                first_wait.tick()
                 time.sleep(0.02)
                 continue
             if not chunk:
@@ -267,8 +262,7 @@ def _head_of_pipe(path: Path, waiting: Callable[[], None] | None) -> tuple[bytes
 
 def _head_of_file(path: Path, follow: bool, waiting: Callable[[], None] | None) -> bytes:
     """A file's first bytes; followed, waited for until the format can be told."""
-    started = time.monotonic()
-    said = waiting is None
+    first_wait = FirstWait(waiting)
     while True:
         try:
             with path.open("rb") as handle:
@@ -277,10 +271,7 @@ def _head_of_file(path: Path, follow: bool, waiting: Callable[[], None] | None) 
             return b""  # the reader says what is wrong with it
         if not follow or _enough(head):
             return head
-        if not said and time.monotonic() - started >= 1.0:
-            said = True
-            assert waiting is not None
-            waiting()
+        first_wait.tick()
         time.sleep(WAIT_SLICE)
 
 

@@ -22,18 +22,11 @@ from typing import BinaryIO, Protocol
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
 from gputop.sources.recordings.indexed import UTF8_BOM, IndexedLog
-from gputop.sources.recordings.stamps import last_at_or_before
+from gputop.sources.recordings.stamps import EPOCH, epoch_seconds, last_at_or_before
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """A `-q` log of 16 GPUs is tens of KB; a snapshot beyond this is not nvidia-smi's."""
 _NO_STAMP = math.nan
-_EPOCH = datetime(1970, 1, 1)
-"""Stamps are naive local times (nvidia-smi writes no zone): kept as seconds from this,
-not through the zone of the machine reading them."""
-
-
-def _seconds(moment: datetime) -> float:
-    return (moment.replace(tzinfo=None) - _EPOCH).total_seconds()
 
 
 class LogScanner(Protocol):
@@ -60,7 +53,7 @@ class LogIndex:
         """Append a snapshot lying at ``start:end``."""
         self.starts.append(start)
         self.ends.append(end)
-        self.stamps.append(_NO_STAMP if stamp is None else _seconds(stamp))
+        self.stamps.append(_NO_STAMP if stamp is None else epoch_seconds(stamp))
         self.layouts.append(layout)
 
     def __len__(self) -> int:
@@ -198,11 +191,11 @@ class LineLog(IndexedLog):
     def timestamp(self, index: int) -> datetime | None:
         """When snapshot ``index`` was taken (None where the log gives no time)."""
         stamp = self._index.stamps[self._resolve(index)]
-        return None if math.isnan(stamp) else _EPOCH + timedelta(seconds=stamp)
+        return None if math.isnan(stamp) else EPOCH + timedelta(seconds=stamp)
 
     def index_at(self, moment: datetime) -> int:
         """The last snapshot taken at or before ``moment`` (the first, if all are later)."""
-        return last_at_or_before(self._index.stamps, _seconds(moment), ordered=self._ordered)
+        return last_at_or_before(self._index.stamps, epoch_seconds(moment), ordered=self._ordered)
 
     def snapshot(self, index: int) -> Snapshot:
         """The snapshot at ``index`` (negative counts from the end).

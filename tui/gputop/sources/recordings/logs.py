@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gputop.errors import BadCapture
 from gputop.sources.recordings.linelog import LineLog
+from gputop.sources.recordings.spool import write_all
 
 _READ_BYTES = 1 << 16
 
@@ -36,9 +37,7 @@ def _copy(
     ends the copy, said in ``problems`` when given."""
     try:
         while chunk := read():
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(sink, view) :]
+            write_all(sink, chunk)
     except (OSError, EOFError, zlib.error) as error:
         # The reader went away (gputop is exiting), the pipe broke, or a gzip is cut off.
         if problems is not None:

@@ -4,6 +4,17 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from datetime import datetime
+
+EPOCH = datetime(1970, 1, 1)
+"""Where ``epoch_seconds`` count from."""
+
+
+def epoch_seconds(moment: datetime) -> float:
+    """``moment`` as seconds on one scale, whether it has a time zone or not: stamps are
+    naive local times (nvidia-smi writes no zone), kept as seconds from 1970 rather than
+    through the zone of the machine reading them; only their differences are used."""
+    return (moment.replace(tzinfo=None) - EPOCH).total_seconds()
 
 
 def last_at_or_before(stamps: Sequence[float], target: float, *, ordered: bool) -> int:

@@ -28,38 +28,36 @@ from __future__ import annotations
 import bisect
 import errno
 import gzip
+import math
 import os
 import re
 import select
 import stat
-import tempfile
 import time
 import zlib
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import TracebackType
-from typing import BinaryIO, NamedTuple, Protocol
+from typing import BinaryIO, NamedTuple, Protocol, overload
 
 from gputop.errors import BadCapture
 from gputop.model import Snapshot
-from gputop.sources.recordings.following import WAIT_SLICE, wait_until
+from gputop.sources.recordings.following import WAIT_SLICE, FirstWait
+from gputop.sources.recordings.indexed import IndexedLog
+from gputop.sources.recordings.spool import GZIP_MAGIC, GzipMembers, Spool, pread_into
+from gputop.sources.recordings.stamps import last_at_or_before
 from gputop.sources.smi.xml import MAX_DOCUMENT_BYTES, parse_document, parse_timestamp
 
 _CHUNK = 1 << 20
 _END_TAG = b"</nvidia_smi_log>"
 _ROOT_TAG = b"<nvidia_smi_log"
 _NON_SPACE = re.compile(rb"[^\s\xef\xbb\xbf]")
-_GZIP_MAGIC = b"\x1f\x8b"
 _SUFFIXES = (".xml", ".xml.gz", ".gz", ".log")
-_HAS_PREADV = hasattr(os, "preadv")
 _OPEN_FILES = 32
 _FIRST_TRIES = 16
 """Documents tried at open before a capture whose first ones are all unreadable is refused."""
-_GZIP_WBITS = 31
-"""zlib's window bits for a gzip member (header and trailer)."""
 _TAKE_CHUNKS = 8
 """Chunks a followed source copies per read at most, so one scan step stays short."""
 
@@ -208,23 +206,45 @@ class _DocumentIndex:
 
     def index_at(self, moment: datetime) -> int:
         """The last document taken at or before ``moment`` (the first, if all are later)."""
-        count = len(self._starts)
-        if self._ordered:
-            found = bisect.bisect_right(range(count), moment, key=self._stamp_key) - 1
-            return max(found, 0)
-        # Out of order (e.g. a directory named by host, not time): the latest not after it,
-        # the first of several stamped alike. One stamp at a time, never a list of them all.
-        best: tuple[datetime, int] | None = None
-        for index in range(count):
-            stamp = self.timestamp(index)
-            if stamp is not None and stamp <= moment and (best is None or stamp > best[0]):
-                best = (stamp, index)
-        return 0 if best is None else best[1]
+        if self._base is None:
+            return 0  # no document is stamped
+        target = (moment - self._base).total_seconds()
+        return last_at_or_before(_Seconds(self), target, ordered=self._ordered)
 
-    def _stamp_key(self, index: int) -> datetime:
-        stamp = self.timestamp(index)
-        assert stamp is not None  # ordered: every document is stamped
-        return stamp
+    def seconds(self, index: int) -> float:
+        """When document ``index`` was taken, in seconds after the base (NaN: no time)."""
+        seconds = self._stamps[index]
+        if seconds != _NO_STAMP:
+            return float(seconds)
+        stamp = self._odd.get(index)
+        if stamp is None:
+            return math.nan
+        assert self._base is not None
+        return (stamp - self._base).total_seconds()
+
+
+class _Seconds(Sequence[float]):
+    """Every document's time, in seconds after the index's base, one at a time (never a
+    list of them all): what ``last_at_or_before`` searches."""
+
+    def __init__(self, index: _DocumentIndex) -> None:
+        self._index = index
+
+    def __len__(self) -> int:
+        return self._index.count
+
+    @overload
+    def __getitem__(self, position: int) -> float: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> Sequence[float]: ...
+
+    def __getitem__(self, position: int | slice) -> float | Sequence[float]:
+        if isinstance(position, slice):
+            return [self[at] for at in range(*position.indices(len(self)))]
+        if not 0 <= position < self._index.count:
+            raise IndexError(position)
+        return self._index.seconds(position)
 
 
 class _Stream(Protocol):
@@ -249,14 +269,6 @@ class _Source:
         raise NotImplementedError
 
 
-def _pread_into(fd: int, view: memoryview, offset: int) -> int:
-    if _HAS_PREADV:
-        return os.preadv(fd, [view], offset)
-    data = os.pread(fd, len(view), offset)
-    view[: len(data)] = data
-    return len(data)
-
-
 class _FileSource(_Source):
     """A regular file, read with pread (no shared file position, no buffering)."""
 
@@ -267,7 +279,7 @@ class _FileSource(_Source):
         return os.pread(self._handle.fileno(), size, offset)
 
     def read_into(self, offset: int, view: memoryview) -> int:
-        return _pread_into(self._handle.fileno(), view, offset)
+        return pread_into(self._handle.fileno(), view, offset)
 
     def close(self) -> None:
         self._handle.close()
@@ -282,21 +294,19 @@ class _SpooledSource(_Source):
         self._name = name
         self._handle = handle  # GzipFile.close() leaves the file it reads open
         self._stream: _Stream | None = stream
-        # Unbuffered: written with os.write and read back with os.pread.
-        self._spool: BinaryIO = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 - closed in close()
-        self._size = 0
+        self._spool = Spool()
         self._warnings = warnings
         self.failure: str | None = None
 
     def read(self, offset: int, size: int) -> bytes:
-        while self._stream is not None and self._size < offset + size:
+        while self._stream is not None and self._spool.size < offset + size:
             self._spool_chunk()
-        return os.pread(self._spool.fileno(), size, offset)
+        return self._spool.read(offset, size)
 
     def read_into(self, offset: int, view: memoryview) -> int:
-        while self._stream is not None and self._size < offset + len(view):
+        while self._stream is not None and self._spool.size < offset + len(view):
             self._spool_chunk()
-        return _pread_into(self._spool.fileno(), view, offset)
+        return self._spool.read_into(offset, view)
 
     def _spool_chunk(self) -> None:
         assert self._stream is not None
@@ -307,18 +317,15 @@ class _SpooledSource(_Source):
             chunk = self._stream.read1(_CHUNK)
         except (EOFError, OSError, zlib.error) as error:
             chunk = b""
-            if self._size == 0:
+            if self._spool.size == 0:
                 self.failure = f"not a readable gzip file ({error or 'cut off'})"
                 problem = f"{self.failure}; skipped"
             elif isinstance(error, EOFError):
                 problem = "compressed stream is cut off; reading what was complete"
             else:
-                problem = f"compressed data is damaged after byte {self._size}"
+                problem = f"compressed data is damaged after byte {self._spool.size}"
         if chunk:
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(self._spool.fileno(), view) :]
-            self._size += len(chunk)
+            self._spool.append(chunk)
             return
         self._stream.close()
         self._handle.close()
@@ -352,20 +359,18 @@ class _GrowingSource(_Source):
         self._pipe = pipe
         self._warnings = warnings
         self._gzip: bool | None = None  # known from the first two bytes
-        self._inflate: zlib._Decompress | None = None
+        self._members: GzipMembers | None = None
         self._head = b""  # a pipe's first byte, while its second has not come
-        self._spool: BinaryIO | None = None
+        self._spool: Spool | None = None
         self._raw_at = 0  # bytes of a regular gzip file inflated so far
-        self._midway = False  # inside a gzip member whose end has not come
         self.ended = False
         """The writer closed the pipe (a regular file never ends: it may grow again)."""
         if pipe:
             self._spooled()
 
-    def _spooled(self) -> BinaryIO:
+    def _spooled(self) -> Spool:
         if self._spool is None:
-            # Unbuffered: written with os.write and read back with os.pread.
-            self._spool = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 - closed in close()
+            self._spool = Spool()
         return self._spool
 
     def _known(self) -> bool:
@@ -373,9 +378,9 @@ class _GrowingSource(_Source):
         if self._gzip is None and not self._pipe:
             head = os.pread(self._fd, 2, 0)
             if len(head) == 2:
-                self._gzip = head == _GZIP_MAGIC
+                self._gzip = head == GZIP_MAGIC
                 if self._gzip:
-                    self._inflate = zlib.decompressobj(_GZIP_WBITS)
+                    self._members = GzipMembers()
                     self._spooled()
         return self._gzip is not None or self._pipe
 
@@ -389,9 +394,9 @@ class _GrowingSource(_Source):
         if not self._known():
             return 0
         if self._spool is None:
-            return _pread_into(self._fd, view, offset)
+            return pread_into(self._fd, view, offset)
         self._take()
-        return _pread_into(self._spool.fileno(), view, offset)
+        return self._spool.read_into(offset, view)
 
     def wait(self, timeout: float) -> None:
         """Return when a pipe has data (or ends), or after ``timeout`` seconds."""
@@ -409,10 +414,7 @@ class _GrowingSource(_Source):
             raw = self._raw()
             if raw is None:
                 return
-            data = self._decoded(raw)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(spool.fileno(), view) :]
+            spool.append(self._decoded(raw))
 
     def _raw(self) -> bytes | None:
         """The next bytes of the file or pipe; None when none have come yet."""
@@ -438,27 +440,18 @@ class _GrowingSource(_Source):
             if len(self._head) < 2 and not self.ended:
                 return b""
             raw, self._head = self._head, b""
-            self._gzip = raw[:2] == _GZIP_MAGIC
-            self._inflate = zlib.decompressobj(_GZIP_WBITS) if self._gzip else None
-        if self._inflate is None:
+            self._gzip = raw[:2] == GZIP_MAGIC
+            self._members = GzipMembers() if self._gzip else None
+        if self._members is None:
             return raw
-        out: list[bytes] = []
-        try:
-            while raw:
-                out.append(self._inflate.decompress(raw))
-                self._midway = not self._inflate.eof
-                if not self._inflate.eof:
-                    break
-                # `gzip -c a b` and a restarted writer append members: each is inflated anew.
-                raw = self._inflate.unused_data
-                self._inflate = zlib.decompressobj(_GZIP_WBITS)
-        except zlib.error:
+        data = self._members.inflate(raw)
+        if self._members.damaged is not None:
             self._end("compressed data is damaged; reading what came before")
-        return b"".join(out)
+        return data
 
     def _end(self, problem: str | None) -> None:
         self.ended = True
-        if problem is None and self._midway:
+        if problem is None and self._members is not None and self._members.midway:
             problem = "compressed stream is cut off; reading what was complete"
         if problem is not None and self._warnings is not None:
             self._warnings.append(f"{self._name}: {problem}")
@@ -487,10 +480,10 @@ def _open_source(path: Path, warnings: list[str] | None, *, follow: bool = False
             return _GrowingSource(str(path), handle, pipe=pipe, warnings=warnings)
         stream: _Stream
         if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            if os.pread(handle.fileno(), 2, 0) != _GZIP_MAGIC:
+            if os.pread(handle.fileno(), 2, 0) != GZIP_MAGIC:
                 return _FileSource(handle)
             stream = gzip.GzipFile(fileobj=handle)
-        elif handle.peek(2)[:2] == _GZIP_MAGIC:  # a pipe or device: read once, in order
+        elif handle.peek(2)[:2] == GZIP_MAGIC:  # a pipe or device: read once, in order
             stream = gzip.GzipFile(fileobj=handle)
         else:
             stream = handle
@@ -667,7 +660,7 @@ class _Part:
             )
 
 
-class Recording:
+class Recording(IndexedLog):
     """The documents of a capture, in order, with random access by index or time."""
 
     def __init__(
@@ -725,34 +718,18 @@ class Recording:
         """True while documents may still be appended (followed, and the writer is not gone)."""
         return self._follow and not self._complete
 
-    def wait_for(self, index: int, timeout: float | None = None) -> bool:
-        """Scan until document ``index`` exists, waiting for a followed file to grow.
-
-        Returns False when the recording ends first, or ``timeout`` seconds pass.
-        """
-        return wait_until(
-            lambda: self._scan_until(index),
-            following=lambda: self.following,
-            pause=lambda seconds: self._parts[-1].wait(seconds),
-            timeout=timeout,
-        )
-
     def _wait_for_first(self, waiting: Callable[[], None] | None) -> None:
         """Wait for a followed file's first document, unless what came is no capture at all.
 
         Raises:
             BadCapture: the first bytes are not XML, or an HTML page: no document will come.
         """
-        started = time.monotonic()
-        said = waiting is None
+        first_wait = FirstWait(waiting)
         while not self.wait_for(0, timeout=WAIT_SLICE) and self.following:
             why = _diagnose(self._parts[0], self.warnings)
             if why.startswith(("not XML", "an HTML page")):
                 raise BadCapture(f"{self.path}: {why}")
-            if not said and time.monotonic() - started >= 1.0:
-                said = True
-                assert waiting is not None
-                waiting()
+            first_wait.tick()
 
     def _check_first(self, waiting: Callable[[], None] | None = None) -> None:
         """Refuse a capture none of whose first documents is readable.
@@ -796,16 +773,16 @@ class Recording:
     def _scan_all(self) -> None:
         self._scan_until(2**62)
 
-    def __len__(self) -> int:
-        self._scan_all()
-        return len(self._index)
+    # -- the Timeline --------------------------------------------------------------------
 
-    def _resolve(self, index: int) -> int:
-        if index < 0:
-            index += len(self)
-        if index < 0 or not self._scan_until(index):
-            raise IndexError(f"snapshot {index} is out of range")
-        return index
+    def _reach(self, index: int) -> bool:
+        return self._scan_until(index)
+
+    def _count(self) -> int:
+        return self._index.count
+
+    def _pause(self, seconds: float) -> None:
+        self._parts[-1].wait(seconds)
 
     def snapshot(self, index: int) -> Snapshot:
         """The snapshot at ``index`` (negative counts from the end).
@@ -855,31 +832,10 @@ class Recording:
         self._scan_all()
         return self._index.index_at(moment)
 
-    def __iter__(self) -> Iterator[Snapshot]:
-        """Every readable snapshot in order; malformed documents are skipped with a warning."""
-        index = 0
-        while self._scan_until(index):
-            try:
-                yield self.snapshot(index)
-            except BadCapture as error:
-                self.warnings.append(f"{self.path}: skipped {error}")
-            index += 1
-
     def close(self) -> None:
         """Close the files (and remove a decompressed temporary copy)."""
         for part in self._parts:
             part.close()
-
-    def __enter__(self) -> Recording:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _files(path: Path) -> list[Path]:
