@@ -23,7 +23,7 @@ from gputop.cli import main as cli
 from gputop.cli.main import parse_options
 from gputop.cli.serve import parse_serve, viewer_command
 from gputop.cli.serve_options import DEFAULT_VIEWERS
-from gputop.cli.serve_web import load_auth, patched_script
+from gputop.cli.serve_web import load_auth
 from gputop.errors import BadArguments
 from gputop.model import Snapshot
 from gputop.model.sample import GpuSample, MigDeviceSample, ProcessSample
@@ -33,6 +33,7 @@ from gputop.pipeline.shared_feed import SharedFeed
 from gputop.sources.redact import without_commands
 from gputop.sources.shared import SnapshotPublisher, SnapshotSubscriber, private_socket_dir
 from gputop.ui.screens.help import help_sections
+from gputop.ui.serve_compat import patched_script
 from support.browser import serving
 from support.command import ROOT, gputop_command
 from support.net import free_port
