@@ -126,9 +126,9 @@ def third_party_private_names() -> frozenset[str]:
                 names |= defined
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for item in tree.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    if is_private(item.name):
-                        names.add(item.name)
+                defines = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+                if isinstance(item, defines) and is_private(item.name):
+                    names.add(item.name)
     return frozenset(names)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import grimp
 import pytest
+
 from support.private_api import reaches
 
 PACKAGE = Path(__file__).resolve().parents[2] / "tui" / "gputop"
