@@ -5,10 +5,9 @@ row and the empty space below, all sent to the terminal again. On a training box
 change a few numbers in a few rows (GPU memory, SM %, CPU %), so the table batches a tick's
 updates and repaints just those rows, unless rows came, went or moved.
 
-DataTable also forgets every cell it rendered on every ``update_cell`` (its caches are keyed
-by one update counter), so a tick that changes the TIME cells re-renders every visible cell
-through Rich. Here a cell's render is keyed by the table's structure (rows, order, widths)
-and that cell's own last update, so only the cells that changed are rendered again.
+Its cells are rendered again only when they change (``compat.CellCachedDataTable``, a patch
+of DataTable that ``GPUTOP_STOCK_TEXTUAL`` can turn off); this module uses DataTable's public
+API only.
 """
 
 from __future__ import annotations
