@@ -23,6 +23,13 @@ def capture_path() -> Callable[[str], Path]:
     return path
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``GPUTOP_STOCK_TEXTUAL``, the baseline of a snapshot test skipped there (below)
+    is unused by design: said as a warning, not failed (syrupy's ``--snapshot-warn-unused``)."""
+    if stock_names() != frozenset() and hasattr(config.option, "warn_unused_snapshots"):
+        config.option.warn_unused_snapshots = True
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``GPUTOP_STOCK_TEXTUAL`` (CI's second run of the UI and snapshot tests), a test
     of what one of gputop's patches of Textual does (``@pytest.mark.patch("name")``) is

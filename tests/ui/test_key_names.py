@@ -86,6 +86,7 @@ def test_gputops_keys_are_named_as_textual_names_them(monkeypatch: pytest.Monkey
     assert ("/", None) in mine  # slash: shown as /, and Textual types no character for it
 
 
+@pytest.mark.patch("key_names")
 async def test_a_start_looks_no_key_name_up_in_unicodedata(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
