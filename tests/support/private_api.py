@@ -159,10 +159,10 @@ def _private_module(module: str) -> bool:
     return _is_third_party(module) and any(is_private(part) for part in module.split("."))
 
 
-def _attribute_name(node: ast.AST) -> tuple[ast.expr, str] | None:
-    """(receiver, name) of ``x._name`` or of ``getattr(x, "_name", ...)`` and its kin."""
+def _attribute_name(node: ast.AST) -> tuple[ast.expr, str, int] | None:
+    """(receiver, name, line) of ``x._name`` or of ``getattr(x, "_name", ...)`` and its kin."""
     if isinstance(node, ast.Attribute):
-        return node.value, node.attr
+        return node.value, node.attr, node.lineno
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -171,7 +171,7 @@ def _attribute_name(node: ast.AST) -> tuple[ast.expr, str] | None:
         and isinstance(node.args[1], ast.Constant)
         and isinstance(node.args[1].value, str)
     ):
-        return node.args[0], node.args[1].value
+        return node.args[0], node.args[1].value, node.lineno
     return None
 
 
@@ -253,11 +253,11 @@ def _reaches_in(
             reached = _attribute_name(inner)
             if reached is None or not _is_self(reached[0]):
                 continue
-            receiver, name = reached
+            receiver, name, line = reached
             judged.add(id(inner))
             if name in inherited:
                 shown = ast.unparse(receiver)
-                found.append(Reach(relative, inner.lineno, f"{shown}.{name} ({node.name})"))
+                found.append(Reach(relative, line, f"{shown}.{name} ({node.name})"))
 
     def walk(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
@@ -274,7 +274,7 @@ def _reaches_in(
         reached = _attribute_name(node)
         if reached is None or id(node) in judged:
             continue
-        receiver, name = reached
+        receiver, name, line = reached
         if not is_private(name) or name not in theirs or (relative, name) in allowed:
             continue
         if name in ours and _is_self(receiver):
@@ -283,5 +283,5 @@ def _reaches_in(
             what = f"{ast.unparse(receiver)}.{name} (a name both define: allowlist it if ours)"
         else:
             what = f"{ast.unparse(receiver)}.{name}"
-        found.append(Reach(relative, node.lineno, what))
+        found.append(Reach(relative, line, what))
     yield from found

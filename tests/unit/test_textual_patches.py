@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import textual_serve
 from textual._compositor import ChopsUpdate, Compositor
 from textual.drivers.linux_driver import LinuxDriver
 
@@ -81,7 +84,7 @@ def test_series_is_major_and_minor() -> None:
     assert series("10.0.0rc1") == "10.0"
 
 
-def test_stock_textual_keeps_its_own_repaints_driver_and_key_names(
+def test_stock_textual_keeps_its_own_repaints_and_driver(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Textual's classes are patched process-wide: each is set to a stand-in first, so what
@@ -92,17 +95,22 @@ def test_stock_textual_keeps_its_own_repaints_driver_and_key_names(
 
     monkeypatch.setattr(ChopsUpdate, "render_segments", stand_in)
     monkeypatch.setattr(Compositor, "render_partial_update", stand_in)
-    monkeypatch.setattr(compat.textual_keys, "unicodedata", "stock")
     monkeypatch.setenv(STOCK_VARIABLE, "1")
     compat.apply_patches()
-    assert ChopsUpdate.render_segments is stand_in
-    assert Compositor.render_partial_update is stand_in
-    assert compat.textual_keys.unicodedata == "stock"  # type: ignore[attr-defined]
+    assert vars(ChopsUpdate)["render_segments"] is stand_in
+    assert vars(Compositor)["render_partial_update"] is stand_in
     assert compat.driver_class(LinuxDriver) is LinuxDriver
 
     monkeypatch.setenv(STOCK_VARIABLE, "dirty_lines")
     compat.apply_patches()
-    assert ChopsUpdate.render_segments is not stand_in
-    assert Compositor.render_partial_update is stand_in
-    assert compat.textual_keys.unicodedata != "stock"  # type: ignore[attr-defined]
+    assert vars(ChopsUpdate)["render_segments"] is not stand_in
+    assert vars(Compositor)["render_partial_update"] is stand_in
     assert compat.driver_class(LinuxDriver) is compat.QuietLinuxDriver
+
+
+def test_stock_textual_serve_serves_its_own_script(monkeypatch: pytest.MonkeyPatch) -> None:
+    script = Path(textual_serve.__file__).parent / "static" / "js" / "textual.js"
+    original = script.read_text(encoding="utf-8")
+    assert "window.textualSession=t;" in (serve_compat.page_script(original) or "")
+    monkeypatch.setenv(STOCK_VARIABLE, "1")
+    assert serve_compat.page_script(original) is None

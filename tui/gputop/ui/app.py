@@ -87,9 +87,9 @@ class GputopApp(App[int]):
         self.theme = self.settings.textual_theme
 
     def get_driver_class(self) -> type[Driver]:
-        """Textual's choice, except that a Linux terminal gets the driver that does not poll;
-        repaints render and write only the spans that changed, and key names are looked up
-        without ``unicodedata`` (``compat``: each patch that applies)."""
+        """Textual's choice, except that a Linux terminal gets the driver that does not poll,
+        and repaints write only the spans that changed (``compat``: each patch that
+        applies)."""
         from gputop.ui.compat import apply_patches, driver_class
 
         apply_patches()
