@@ -681,6 +681,18 @@ def main() -> int:
     )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
+        "--patches-off",
+        nargs="+",
+        metavar="STOCK",
+        help="--live-table: each checkout once per GPUTOP_STOCK_TEXTUAL value (1: stock Textual, "
+        "or patch names, comma-separated; -: every patch), alternated: each patch's gain",
+    )
+    parser.add_argument(
+        "--box",
+        choices=["1gpu", "4x4090", "8x7"],
+        help="--live-table: this box instead of the 8x7 one",
+    )
+    parser.add_argument(
         "--side-by-side",
         action="store_true",
         help="gputop and the installed peers on the same boxes with live processes",
@@ -817,38 +829,48 @@ def main() -> int:
 def live_table(options: argparse.Namespace) -> int:
     """The 8x7 box with live processes, per process count and checkout, alternated."""
     codes: list[Path] = options.code or [REPO]
+    # Each checkout with each GPUTOP_STOCK_TEXTUAL value ("-": every patch applies).
+    stocks: list[str] = options.patches_off or ["-"]
+    variants = [(code, stock) for code in codes for stock in stocks]
     _TICKS["GPUTOP_BENCH_TICKS"] = str(int(options.seconds + options.warmup + 30))
     print(f"terminal {COLUMNS}x{ROWS}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-    results: dict[tuple[int, Path], list[Run]] = {}
+    results: dict[tuple[int, Path, str], list[Run]] = {}
+    box = {"GPUTOP_BENCH_BOX": options.box} if options.box else {}
+    marker = MARKERS[options.box or "8x7"][0].encode()
     for count in options.processes:
         with sleepers(count) as pids:
             # Past their first minute, as GPU jobs mostly are (see side_by_side).
             time.sleep(max(0.0, options.age - options.warmup))
             extra = {
+                **box,
                 "GPUTOP_BENCH_PROCESSES": str(count),
                 "GPUTOP_BENCH_PIDS": ",".join(map(str, pids)),
             }
             for round_number in range(options.rounds):
                 # Alternate which checkout goes first, so that drift in the machine's load
                 # falls on both.
-                order = codes if round_number % 2 == 0 else codes[::-1]
-                for code in order:
+                order = variants if round_number % 2 == 0 else variants[::-1]
+                for code, stock in order:
                     env = {**extra, "PYTHONPATH": str(code.resolve() / "tui")}
+                    if stock != "-":
+                        env["GPUTOP_STOCK_TEXTUAL"] = stock
                     run = run_on_pty(
-                        _fake_gputop([]), b"H100", options.seconds, options.warmup, extra_env=env
+                        _fake_gputop([]), marker, options.seconds, options.warmup, extra_env=env
                     )
-                    results.setdefault((count, code), []).append(run)
-                    report(f"{code} · {count} live processes · round {round_number + 1}", run)
+                    results.setdefault((count, code, stock), []).append(run)
+                    where = f"{code}" + (f" GPUTOP_STOCK_TEXTUAL={stock}" if stock != "-" else "")
+                    report(f"{where} · {count} live processes · round {round_number + 1}", run)
     print("medians:")
-    for (count, code), runs in results.items():
+    for (count, code, stock), runs in results.items():
         cpu = median(run.cpu_s / run.seconds * 100 for run in runs)
         out = median(run.bytes_out / run.seconds for run in runs)
         rss = median(run.rss_kib / 1024 for run in runs)
         ui = median(run.threads_s.get("python", 0.0) / run.seconds * 100 for run in runs)
+        first = median(run.first_frame_s for run in runs)
         print(
-            f"  {count:5d} processes  {code!s:30s} CPU {cpu:6.2f}% of one core "
+            f"  {count:5d} processes  {code!s:30s} stock={stock:16s} CPU {cpu:6.2f}% of one core "
             f"(UI thread {ui:.2f}%, {cpu * 10:.0f} ms per 1 s tick), "
-            f"{out:7.0f} bytes/s, RSS {rss:5.1f} MiB"
+            f"{out:7.0f} bytes/s, RSS {rss:5.1f} MiB, first output {first * 1000:.0f} ms"
         )
     return 0
 

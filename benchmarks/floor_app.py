@@ -57,12 +57,9 @@ def install() -> None:
         def get_driver_class(self) -> Any:
             # gputop's driver: its input thread sleeps until a key comes (ui/compat.py),
             # where Textual's wakes ten times a second.
-            driver = super().get_driver_class()
-            from textual.drivers.linux_driver import LinuxDriver
+            from gputop.ui.compat import driver_class
 
-            from gputop.ui.compat import QuietLinuxDriver
-
-            return QuietLinuxDriver if driver is LinuxDriver else driver
+            return driver_class(super().get_driver_class())
 
         def compose(self) -> ComposeResult:
             gpus = self.first_tick.snapshot.gpus if self.first_tick is not None else ()

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from gputop.patches import stock_names
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = REPO_ROOT / "snapshots"
 TESTS = Path(__file__).resolve().parent
@@ -28,7 +30,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test by its directory; leave ``slow`` tests out unless ``--slow``."""
+    """Mark each test by its directory; leave ``slow`` tests out unless ``--slow``; skip the
+    tests of a patch of Textual that ``GPUTOP_STOCK_TEXTUAL`` turns off."""
+    _mark_and_select(config, items)
+    _skip_tests_of_patches_off(items)
+
+
+def _mark_and_select(config: pytest.Config, items: list[pytest.Item]) -> None:
     kept: list[pytest.Item] = []
     left: list[pytest.Item] = []
     run_slow = bool(config.getoption("--slow"))
@@ -53,3 +61,29 @@ def capture_path() -> Callable[[str], Path]:
         return SNAPSHOTS / name
 
     return path
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``GPUTOP_STOCK_TEXTUAL``, the baseline of a snapshot test skipped there (below)
+    is unused by design: said as a warning, not failed (syrupy's ``--snapshot-warn-unused``)."""
+    if stock_names() != frozenset() and hasattr(config.option, "warn_unused_snapshots"):
+        config.option.warn_unused_snapshots = True
+
+
+def _skip_tests_of_patches_off(items: list[pytest.Item]) -> None:
+    """Under ``GPUTOP_STOCK_TEXTUAL`` (CI's second run of the UI and snapshot tests), a test
+    of what one of gputop's patches of Textual does (``@pytest.mark.patch("name")``) is
+    skipped when that patch is off, saying so: stock Textual does not do it."""
+    off = stock_names()
+    if off == frozenset():
+        return
+    for item in items:
+        for marker in item.iter_markers("patch"):
+            name = str(marker.args[0])
+            if off is None or name in off:
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason=f"tests gputop's {name} patch of Textual, off under "
+                        "GPUTOP_STOCK_TEXTUAL (stock Textual does not do this)"
+                    )
+                )

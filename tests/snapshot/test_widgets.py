@@ -271,6 +271,7 @@ def test_mig_tree_h100_7x1g(snap_compare: SnapCompare) -> None:
     )
 
 
+@pytest.mark.patch("remeasured_table")
 def test_process_table_grouped_by_pod(snap_compare: SnapCompare) -> None:
     """A Kubernetes node, one line per pod (``p``), the training pod expanded (Enter)."""
     assert snap_compare(

@@ -8,6 +8,7 @@ import gc
 import weakref
 from pathlib import Path
 
+import pytest
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -25,6 +26,7 @@ def _keys_alive() -> int:
     return sum(1 for thing in gc.get_objects() if isinstance(thing, FooterKey))
 
 
+@pytest.mark.patch("quiet_footer")
 async def test_moving_the_focus_keeps_only_the_keys_on_screen() -> None:
     snapshot = load(CAPTURE)
     pipeline = tui_pipeline(LiveFeed(CyclingSource([snapshot])))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual import events
 from textual.widgets import DataTable, Input
 
@@ -161,6 +162,7 @@ async def test_h_opens_the_help_and_closes_it() -> None:
         assert isinstance(app.screen, MainScreen)
 
 
+@pytest.mark.patch("withdraw_toast")
 async def test_signal_keys_in_a_replay_say_why_nothing_is_sent() -> None:
     app = replay_app(varied_stream(four_gpus(), 3))
     async with app.run_test(size=SIZE) as pilot:
@@ -234,6 +236,7 @@ async def test_interval_presses_faster_than_the_answers_all_count() -> None:
         assert app.last_tick.interval == 5.0
 
 
+@pytest.mark.patch("withdraw_toast")
 async def test_interval_toasts_replace_each_other() -> None:
     app = live_app([four_gpus()])
     async with app.run_test(size=SIZE) as pilot:

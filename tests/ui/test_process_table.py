@@ -7,6 +7,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import replace
 
+import pytest
 from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
 from textual.message import Message
@@ -645,6 +646,7 @@ def drawn_row(app: App[None], pid: int) -> str:
     return next(line for line in table_lines(app) if f" {pid} " in line)
 
 
+@pytest.mark.patch("remeasured_table")
 async def test_shrinking_and_growing_back_redraws_every_column_at_its_width() -> None:
     windows = replace(BOB, pid=5555, type="C", command=f"{WINDOWS_PYTHON} train.py")
     torchrun = replace(ALICE, pid=6666, command=TORCHRUN)

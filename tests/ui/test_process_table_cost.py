@@ -18,6 +18,8 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
+from gputop.patches import enabled
+from gputop.ui.compat import CELL_CACHE
 from gputop.ui.widgets.process_grid import ProcessGrid
 from gputop.ui.widgets.process_table import ProcessTable
 
@@ -131,7 +133,8 @@ async def test_a_second_passing_redraws_no_row_past_its_first_minute() -> None:
         assert after == [row.cell("time") for row in widget.rows[: len(after)]]
         assert sum(old != new for old, new in zip(before, after, strict=True)) == 1
         assert spy.calls == 1
-        assert table.cell_renders - renders == 1
+        if enabled(CELL_CACHE):  # stock DataTable renders every visible cell again
+            assert table.cell_renders - renders == 1
         assert table.whole_repaints == repaints
 
 
@@ -176,6 +179,7 @@ async def test_a_taller_table_draws_the_rows_it_now_shows() -> None:
         assert time_cell(table, rows - 1) == widget.rows[rows - 1].cell("time")
 
 
+@pytest.mark.patch("cell_cache")
 async def test_a_tick_renders_only_the_cells_that_changed() -> None:
     app = BigApp()
     async with app.run_test(size=(120, 33)) as pilot:

@@ -24,6 +24,7 @@ from support.apps import live_app, load
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 
 
+@pytest.mark.patch("dirty_lines")
 async def test_a_changed_value_renders_its_panel_and_nothing_behind_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -76,6 +76,7 @@ async def test_a_replay_start_composes_its_replay_bar() -> None:
         assert "1/2" in bar.plain
 
 
+@pytest.mark.patch("styled_once")
 async def test_the_first_frame_styles_each_node_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Textual styles a node as it mounts; the main screen's first showing does not style
     them all over again (``StyledOnceScreen``)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from textual.message import Message
 
 from gputop.pipeline.loop import ManualLoop
@@ -20,6 +21,7 @@ from support.apps import live_app, load, varied_stream
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 
 
+@pytest.mark.patch("direct_repaint")
 async def test_a_tick_that_changes_every_panel_posts_no_message_per_panel() -> None:
     stream = varied_stream(load(CAPTURES / "rtx3090x4-procs-v12.xml"), 12)
     app = live_app(stream, ticks=4)

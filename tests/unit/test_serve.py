@@ -31,8 +31,9 @@ from gputop.pipeline.redact import without_commands
 from gputop.pipeline.shared_feed import SharedFeed
 from gputop.sources.serve_socket import SnapshotPublisher, SnapshotSubscriber, private_socket_dir
 from gputop.ui.screens.help import help_sections
-from gputop.web.app_server import load_auth, patched_script
+from gputop.web.app_server import load_auth
 from gputop.web.options import DEFAULT_VIEWERS
+from gputop.web.serve_compat import patched_script
 from support.browser import serving
 from support.command import ROOT, gputop_command
 from support.net import free_port

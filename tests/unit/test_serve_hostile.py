@@ -64,7 +64,7 @@ async def serve(
     command = " ".join(shlex.quote(a) for a in [sys.executable, str(FAKE), str(log), mode])
     options = WebOptions(host="127.0.0.1", port=0, **web)
     server = GputopServer(f"exec {command}", web=options, users=users)
-    test = TestServer(await server._make_app(), host="127.0.0.1")
+    test = TestServer(await server.web_app(), host="127.0.0.1")
     await test.start_server()
     try:
         yield Served(server, test, log)

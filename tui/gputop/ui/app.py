@@ -87,27 +87,13 @@ class GputopApp(App[int]):
         self.theme = self.settings.textual_theme
 
     def get_driver_class(self) -> type[Driver]:
-        """Textual's choice, except that a Linux terminal gets the driver that does not poll;
-        repaints render and write only the spans that changed, and key names are looked up
-        without ``unicodedata`` (``compat``)."""
-        driver = super().get_driver_class()
-        from textual.drivers.linux_driver import LinuxDriver
+        """Textual's choice, except that a Linux terminal gets the driver that does not poll,
+        and repaints write only the spans that changed (``compat``: each patch that
+        applies)."""
+        from gputop.ui.compat import apply_patches, driver_class
 
-        from gputop.ui.compat import (
-            name_keys_without_unicodedata,
-            render_dirty_lines_only,
-            write_changed_spans_only,
-        )
-
-        write_changed_spans_only()
-        render_dirty_lines_only()
-        name_keys_without_unicodedata()
-
-        if driver is LinuxDriver:
-            from gputop.ui.compat import QuietLinuxDriver
-
-            return QuietLinuxDriver
-        return driver
+        apply_patches()
+        return driver_class(super().get_driver_class())
 
     def get_default_screen(self) -> Screen[Any]:
         """The main screen is the bottom of the stack, not pushed over an empty default one.

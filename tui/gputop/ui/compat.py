@@ -1,16 +1,25 @@
-"""Where gputop leans on Textual's private API: kept to this one module, so a Textual upgrade
-that moves it breaks here and nowhere else (a test holds every other module to the public API).
+"""Where gputop leans on Textual's private API: kept to this module (and ``serve_compat`` for
+textual-serve's), so a Textual upgrade that moves it breaks here and nowhere else
+(``tests/unit/test_import_hygiene.py`` walks every other module's attribute accesses).
 
-Today that is a Linux terminal driver whose input thread sleeps until there is input,
-taking a toast off the screen to put its replacement up (``withdraw_notification``),
-a DataTable that forgets what it drew when it measures its columns again, a screen that
-is not styled a second time as it is first shown (``StyledOnceScreen``), and partial
-repaints that write only the changed cells with colour changes only
-(``write_changed_spans_only``) and render only the lines a change covers
+Every patch is a :class:`Patch` in :data:`PATCHES`: what it fixes or saves, its measured gain
+(``benchmarks/README.md``, "Textual's patches, each side by side with stock Textual"), and the
+Textual release it was written against. :func:`enabled` says whether it applies: never under
+``GPUTOP_STOCK_TEXTUAL=1`` (stock Textual, every patch off; a comma list of patch names turns
+those off alone, which is how each one's gain is measured), and not when the installed Textual
+is another release, which is then said in one line on stderr and the stock behaviour is used.
+
+The patches: a Linux terminal driver whose input thread sleeps until there is input
+(``QuietLinuxDriver``), taking a toast off the screen to put its replacement up
+(``withdraw_notification``), a DataTable that forgets what it drew when it measures its
+columns again (``RemeasuredDataTable``) and renders again only the cells that changed
+(``CellCachedDataTable``), a screen that is not styled a second time as it is first shown
+(``StyledOnceScreen``), partial repaints that write only the changed cells with colour
+changes only (``write_changed_spans_only``) and render only the lines a change covers
 (``render_dirty_lines_only``), handed to the screen by the widget's owner at once
-(``repaint_regions``), key names looked up without ``unicodedata``
-(``name_keys_without_unicodedata``), and a footer that lets go of the keys it drew before
-(``Footer``).
+(``repaint_regions``), and a footer that lets go of the keys it drew before (``Footer``).
+A patch whose gain is under 2 % of a tick's CPU or 1 MiB of RSS goes (issue 30): key names
+looked up without ``unicodedata`` (0.7 MiB) went so.
 
 Textual's ``LinuxDriver`` waits for keys with a 0.1 s timeout, so its input thread wakes ten
 times a second for the whole life of the app, keys or not: about a sixth of gputop's CPU on
@@ -32,18 +41,19 @@ import sys
 import time
 from codecs import getincrementaldecoder
 from collections.abc import Iterable
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Self, TypeVar
 
 from rich.cells import cell_len
 from rich.color import ColorSystem
 from rich.console import Console
+from rich.segment import Segment
 from rich.style import Style
 from textual import constants, events
-from textual import keys as textual_keys
 from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.app import App
+from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 from textual.geometry import Region
 from textual.notifications import Notification
@@ -52,12 +62,120 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import DataTable
 from textual.widgets import Footer as TextualFooter
-from textual.widgets.data_table import RowKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
-from gputop.ui.key_names import KeyNames
+from gputop.patches import Patch, enabled
 from gputop.ui.pen import Pen
 
 CellType = TypeVar("CellType")
+
+TEXTUAL = "8.2"
+"""The Textual release series every patch here was written against (8.2.8 tested)."""
+
+QUIET_DRIVER = Patch(
+    "quiet_driver",
+    fixes="the input thread blocks until a key arrives instead of waking ten times a second; "
+    "keys come from /dev/tty and frames go to the terminal when a standard stream is "
+    "redirected, sized as the terminal drawn on",
+    gain="the input thread's 0.07-0.20 % of a core to 0.00 % (2-15 % of a tick, 8x7 and "
+    "4x4090 boxes); the redirected streams are fixes (no keys at all from a piped stdin)",
+    package="textual",
+    written_for=TEXTUAL,
+)
+WITHDRAW_TOAST = Patch(
+    "withdraw_toast",
+    fixes="a toast of a kind replaces the previous one (Textual has no public way to take "
+    "one toast down): a held key no longer stacks toasts over the header",
+    gain="not a speed patch; stock: toasts stack until their timeouts",
+    package="textual",
+    written_for=TEXTUAL,
+)
+REMEASURED_TABLE = Patch(
+    "remeasured_table",
+    fixes="a DataTable drawn between an update and its measuring on idle keeps cells cut to "
+    "the old widths (after a resize the columns ran together, COMMAND cut to its label)",
+    gain="not a speed patch: a drawing fix",
+    package="textual",
+    written_for=TEXTUAL,
+)
+CELL_CACHE = Patch(
+    "cell_cache",
+    fixes="DataTable renders every visible cell through Rich again after any update_cell; "
+    "a cell's render is kept until that cell (or the table's structure) changes",
+    gain="the UI thread 0.26 % of a core, 8 % of a tick, on the 8x7 box with 200 live processes",
+    package="textual",
+    written_for=TEXTUAL,
+)
+STYLED_ONCE = Patch(
+    "styled_once",
+    fixes="the main screen's first ScreenResume styles every node a second time",
+    gain="30 M instructions of the first frame on 4 GPUs, most of 244 M on the 8x7 box",
+    package="textual",
+    written_for=TEXTUAL,
+)
+CHANGED_SPANS = Patch(
+    "changed_spans",
+    fixes="a partial repaint writes each line from the widget's left edge, with full colour "
+    "codes around every run; here only the changed cells, each colour change once",
+    gain="terminal bytes 30x fewer on the 8x7 box (11,135 -> 368 a second), 14x on the "
+    "4x4090 one, where it also saves 10 % of a tick's CPU",
+    package="textual",
+    written_for=TEXTUAL,
+)
+DIRTY_LINES = Patch(
+    "dirty_lines",
+    fixes="a partial repaint renders every line of every widget inside the box around all "
+    "changes; here only the widgets and lines a change covers",
+    gain="0.27 % of a core, 20 % of a tick, on the 4x RTX 4090 box (none seen on the 8x7 one)",
+    package="textual",
+    written_for=TEXTUAL,
+)
+DIRECT_REPAINT = Patch(
+    "direct_repaint",
+    fixes="a panel's refresh goes through its own message pump and an Update message; here "
+    "the screen is handed the regions at once",
+    gain="0.27 % of a core, 20 % of a tick, on the 4x RTX 4090 box (per tick 10 messages and "
+    "11 wake-ups on the UI thread -> 2 and 2); none seen on the 8x7 box",
+    package="textual",
+    written_for=TEXTUAL,
+)
+QUIET_FOOTER = Patch(
+    "quiet_footer",
+    fixes="Textual's Footer keeps every key it ever drew alive (a watcher on compact)",
+    gain="a leak, not a speed patch: 14-18 keys (about 100 KiB) at each change of focus, "
+    "pause or MIG toggle, for the life of the app",
+    package="textual",
+    written_for=TEXTUAL,
+)
+PATCHES: tuple[Patch, ...] = (
+    QUIET_DRIVER,
+    WITHDRAW_TOAST,
+    REMEASURED_TABLE,
+    CELL_CACHE,
+    STYLED_ONCE,
+    CHANGED_SPANS,
+    DIRTY_LINES,
+    DIRECT_REPAINT,
+    QUIET_FOOTER,
+)
+"""Every patch of Textual, for ``GPUTOP_STOCK_TEXTUAL``'s names and the tests."""
+
+
+def apply_patches() -> None:
+    """Patch Textual's classes process-wide, each patch that applies (``patches.enabled``):
+    partial repaints. Called as an app picks its driver, before it draws."""
+    if enabled(CHANGED_SPANS):
+        write_changed_spans_only()
+    if enabled(DIRTY_LINES):
+        render_dirty_lines_only()
+
+
+def driver_class(chosen: type[Driver]) -> type[Driver]:
+    """The driver to run with, Textual's ``chosen`` one: the quiet driver in place of
+    Textual's Linux one, when that patch applies."""
+    if chosen is LinuxDriver and enabled(QUIET_DRIVER):
+        return QuietLinuxDriver
+    return chosen
 
 
 def _isatty(stream: IO[str] | None) -> bool:
@@ -208,7 +326,8 @@ def withdraw_notification(app: App[Any], notification: Notification) -> None:
     Textual offers no public way to replace a toast: a notification posted again under the
     same identity keeps the toast of the first one, text and timer.
     """
-    app._unnotify(notification, refresh=False)
+    if enabled(WITHDRAW_TOAST):
+        app._unnotify(notification, refresh=False)
 
 
 class RemeasuredDataTable(DataTable[CellType]):
@@ -225,11 +344,99 @@ class RemeasuredDataTable(DataTable[CellType]):
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         super()._update_dimensions(new_rows)
+        if not enabled(REMEASURED_TABLE):
+            return
         widths = tuple(column.content_width for column in self.columns.values())
         if widths != self._measured:
             self._measured = widths
             self._update_count += 1
             self.refresh()
+
+
+class CellCachedDataTable(RemeasuredDataTable[CellType]):
+    """``DataTable`` that renders again only the cells that changed.
+
+    DataTable forgets every cell it rendered on every ``update_cell`` (its caches are keyed
+    by one update counter), so a tick that changes the TIME cells re-renders every visible
+    cell through Rich. Here a cell's render is keyed by the table's structure (rows, order,
+    widths) and that cell's own last update (``CELL_CACHE``).
+    """
+
+    _value_updates = 0
+    """``update_cell`` calls that changed a value only (no widths): not structural."""
+    _stamps: dict[tuple[RowKey | None, ColumnKey | None], int] | None = None
+    _cell_cache: bool | None = None
+    """Whether ``CELL_CACHE`` applies, decided at the first update."""
+    cell_renders = 0
+    """Cells rendered through Rich, not from the cache (tests read it)."""
+
+    def _caching(self) -> bool:
+        if self._cell_cache is None:
+            self._cell_cache = enabled(CELL_CACHE)
+        return self._cell_cache
+
+    def update_cell(
+        self,
+        row_key: RowKey | str,
+        column_key: ColumnKey | str,
+        value: CellType,
+        *,
+        update_width: bool = False,
+    ) -> None:
+        """As DataTable's, noting which cell changed so that only its render is redone."""
+        super().update_cell(row_key, column_key, value, update_width=update_width)
+        if update_width or not self._caching():
+            return
+        self._value_updates += 1
+        if self._stamps is None:
+            self._stamps = {}
+        row = RowKey(row_key) if isinstance(row_key, str) else row_key
+        column = ColumnKey(column_key) if isinstance(column_key, str) else column_key
+        # A stamp is never reused, so no render made before this update can match it.
+        self._stamps[(row, column)] = self._update_count
+
+    def remove_row(self, row_key: RowKey | str) -> None:
+        """As DataTable's, forgetting the row's cell stamps."""
+        super().remove_row(row_key)
+        if self._stamps:
+            row = RowKey(row_key) if isinstance(row_key, str) else row_key
+            for column in self.columns:
+                self._stamps.pop((row, column), None)
+
+    def clear(self, columns: bool = False) -> Self:
+        """As DataTable's, forgetting every cell stamp."""
+        self._stamps = None
+        return super().clear(columns)
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        if not self._caching():
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        structure = self._update_count - self._value_updates
+        stamp = 0
+        if self._stamps and row_index >= 0 and column_index >= 0:
+            row = self._row_locations.get_key(row_index)
+            column = self._column_locations.get_key(column_index)
+            stamp = self._stamps.get((row, column), 0)
+        saved = self._update_count
+        # DataTable keys a cell's render (and the row's renderables it is made from) by
+        # ``_update_count``: for this one call it is (structure, this cell's last update).
+        self._update_count = (structure, stamp)  # type: ignore[assignment]
+        try:
+            before = len(self._cell_render_cache)
+            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            if len(self._cell_render_cache) != before:
+                self.cell_renders += 1
+            return lines
+        finally:
+            self._update_count = saved
 
 
 class Footer(TextualFooter):
@@ -245,6 +452,8 @@ class Footer(TextualFooter):
 
     async def recompose(self) -> None:
         await super().recompose()
+        if not enabled(QUIET_FOOTER):
+            return
         # Textual's own rule for a watcher that is done with (``Reactive._check_watchers``).
         watchers: dict[str, list[tuple[Any, object]]] = getattr(self, "__watchers", {})
         for watching in watchers.values():
@@ -266,7 +475,7 @@ class StyledOnceScreen(Screen[None]):
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
         # Textual calls the handler of every class along the MRO: this one before
         # Screen's, which reads the flag.
-        if not self._shown:
+        if not self._shown and enabled(STYLED_ONCE):
             self._shown = True
             event.refresh_styles = False
 
@@ -384,7 +593,7 @@ def repaint_regions(widget: Widget, regions: Iterable[Region]) -> None:
     the screen's ``Update`` handler records). Only for a widget whose size and styles stay
     as they are (what ``refresh`` also clears is for a widget laid out again).
     """
-    if not widget.is_mounted or not widget.display:
+    if not widget.is_mounted or not widget.display or not enabled(DIRECT_REPAINT):
         widget.refresh(*regions)
         return
     widget._set_dirty(*regions)
@@ -406,13 +615,6 @@ def render_dirty_lines_only() -> None:
     written is the same (only the changed spans are written, and those are rendered).
     """
     Compositor.render_partial_update = _render_partial_update  # type: ignore[method-assign]
-
-
-def name_keys_without_unicodedata() -> None:
-    """Have Textual's key names (the footer's keys, the characters of the bound keys) looked
-    up in ``key_names`` first: the same answers, without reading ``unicodedata``'s name
-    tables into memory (0.75 MiB of RSS at start)."""
-    textual_keys.unicodedata = KeyNames()  # type: ignore[attr-defined, assignment]
 
 
 def _render_partial_update(self: Compositor) -> ChopsUpdate | None:

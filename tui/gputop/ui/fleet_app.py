@@ -84,14 +84,9 @@ class FleetApp(App[int]):
 
     def get_driver_class(self) -> type[Driver]:
         """As the single-box app: a Linux terminal gets the driver that does not poll."""
-        driver = super().get_driver_class()
-        from textual.drivers.linux_driver import LinuxDriver
+        from gputop.ui.compat import driver_class
 
-        if driver is LinuxDriver:
-            from gputop.ui.compat import QuietLinuxDriver
-
-            return QuietLinuxDriver
-        return driver
+        return driver_class(super().get_driver_class())
 
     @property
     def fleet_screen(self) -> FleetScreen:

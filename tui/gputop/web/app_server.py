@@ -10,7 +10,8 @@ What it adds to textual-serve's ``Server``:
 * a limit on viewers at once, with a page that says so when it is reached;
 * HTTP basic auth from a file, and TLS;
 * the page's terminal reachable from its JavaScript (``window.textualSession.terminal``,
-  xterm.js), which the browser tests read;
+  xterm.js), which the browser tests read (``web/serve_compat``'s patch of textual-serve's
+  script);
 * what no browser of this page sends, refused: a terminal larger than ``MAX_COLUMNS`` x
   ``MAX_ROWS`` is clamped (a viewer of 100000x100000 grew to gigabytes), a request whose
   ``Host`` is a name not this server's (DNS rebinding) or a websocket from a page of another
@@ -18,7 +19,10 @@ What it adds to textual-serve's ``Server``:
   message that is not JSON, a client gone while its viewer starts) is one log line, never a
   traceback nor a lost viewer;
 * the viewer's slot freed as soon as its browser goes (its app is then asked to quit, and
-  killed if it has not within ``QUIT_WAIT`` seconds).
+  killed if it has not within ``QUIT_WAIT`` seconds: ``web/serve_compat.Viewer``).
+
+Only textual-serve's public API is used here (``web/serve_compat`` holds the rest): the aiohttp
+application is gputop's own (``web_app``), and ``serve`` runs it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import errno
 import hmac
 import ipaddress
@@ -49,13 +52,10 @@ from textual_serve.server import Server
 from gputop.errors import BadArguments
 from gputop.model.safe_text import terminal_safe
 from gputop.web.options import WebOptions
+from gputop.web.serve_compat import Viewer, page_script
 
 PAGE = Path(__file__).parent / "page"
 """gputop's page template and the page shown when every viewer slot is taken."""
-
-_ANCHOR = "t.forEach((e=>{const t=new w(e,{ping:r});"
-"""Where textual-serve's script makes the page's terminal session (textual-serve 1.1)."""
-_EXPOSE = _ANCHOR + "window.textualSession=t;"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -107,17 +107,6 @@ def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
     except (OSError, ssl.SSLError) as error:
         raise BadArguments(f"--tls-cert {cert} / --tls-key {key}: {error}") from None
     return context
-
-
-def patched_script(original: str) -> str:
-    """textual-serve's script with its terminal session kept in ``window.textualSession``.
-
-    Raises:
-        RuntimeError: the script is not the one this was written for (the tests catch it).
-    """
-    if _ANCHOR not in original:
-        raise RuntimeError("textual-serve's textual.js changed: cannot reach its terminal")
-    return original.replace(_ANCHOR, _EXPOSE, 1)
 
 
 def _authorized(header: str | None, users: Mapping[str, str]) -> bool:
@@ -243,48 +232,6 @@ class OriginPolicy:
         )
 
 
-class _Viewer(AppService):
-    """textual-serve's app process of one viewer, which can be ended within a time."""
-
-    ended = False
-
-    async def end(self, wait: float) -> None:
-        """Ask the app to quit; kill it if it has not within ``wait`` seconds. Never raises
-        (but a cancellation, after the kill): what went wrong between the app and a browser
-        that has gone is nobody's news."""
-        if self.ended:
-            return
-        try:
-            await asyncio.wait_for(asyncio.shield(self.stop()), wait)
-        except (TimeoutError, asyncio.TimeoutError):
-            self._kill()
-            with contextlib.suppress(Exception):
-                await self.stop()
-        except asyncio.CancelledError:
-            self._kill()
-            raise
-        except Exception as error:
-            self._kill()
-            log.warning("a viewer's app ended badly (%s)", type(error).__name__)
-        await self._reap()
-        self.ended = True
-
-    async def _reap(self) -> None:
-        """Close the app's stdin and wait for its exit, so that its pipes are closed now and
-        not by the collector after the loop has gone."""
-        if self._stdin is not None:
-            self._stdin.close()
-        if self._process is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._process.wait(), 1.0)
-
-    def _kill(self) -> None:
-        process = self._process
-        if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-
-
 class GputopServer(Server):
     """textual-serve's server with gputop's page, limit, auth and TLS."""
 
@@ -313,7 +260,7 @@ class GputopServer(Server):
         """Apps of viewers whose browsers have gone, being asked to quit (or killed)."""
         """Connections turned away because every slot was taken."""
         script = self.statics_path / "js" / "textual.js"
-        self._script = patched_script(script.read_text(encoding="utf-8"))
+        self._script = page_script(script.read_text(encoding="utf-8"))
 
     @property
     def url(self) -> str:
@@ -322,7 +269,8 @@ class GputopServer(Server):
         host = f"[{self.web.host}]" if ":" in self.web.host else self.web.host
         return f"{scheme}://{host}:{self.web.port}/"
 
-    async def _make_app(self) -> web.Application:
+    async def web_app(self) -> web.Application:
+        """The aiohttp application: gputop's routes, behind the ``Host`` check and auth."""
         app = web.Application(middlewares=[self._host, *([self._auth] if self.users else [])])
         aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(self.templates_path)))
         app.on_shutdown.append(self._end_viewers)
@@ -330,7 +278,7 @@ class GputopServer(Server):
             [
                 web.get("/", self.handle_index, name="index"),
                 web.get("/ws", self.handle_websocket, name="websocket"),
-                web.get("/static/js/textual.js", self._handle_script),
+                *([web.get("/static/js/textual.js", self._handle_script)] if self._script else []),
                 web.static("/static", self.statics_path, name="static"),
             ]
         )
@@ -356,6 +304,7 @@ class GputopServer(Server):
         )
 
     async def _handle_script(self, request: web.Request) -> web.Response:
+        assert self._script is not None
         return web.Response(text=self._script, content_type="application/javascript")
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
@@ -400,10 +349,10 @@ class GputopServer(Server):
             return socket
         width, height = terminal_size(request.query.get("width"), request.query.get("height"))
         self.viewers += 1
-        viewer: _Viewer | None = None
+        viewer: Viewer | None = None
         try:
             await socket.prepare(request)
-            viewer = _Viewer(
+            viewer = Viewer(
                 self.command,
                 write_bytes=socket.send_bytes,
                 write_str=socket.send_str,
@@ -412,7 +361,7 @@ class GputopServer(Server):
                 debug=self.debug,
             )
             await viewer.start(width, height)
-            await self._process_messages(socket, viewer)
+            await self._relay(socket, viewer)
         except asyncio.CancelledError:  # the client went (or the server stops)
             await socket.close()
         except (ConnectionError, RuntimeError) as error:  # aiohttp: "closing transport"
@@ -434,9 +383,7 @@ class GputopServer(Server):
             raise web.HTTPBadRequest(text="gputop serve: the websocket was not opened\n")
         return socket
 
-    async def _process_messages(
-        self, websocket: web.WebSocketResponse, app_service: AppService
-    ) -> None:
+    async def _relay(self, websocket: web.WebSocketResponse, app_service: AppService) -> None:
         """The browser's messages to its app: keys, sizes (clamped), focus, pings. One that
         is not what the page sends is said once in the log and ignored."""
         said = False
@@ -477,7 +424,7 @@ class GputopServer(Server):
         say += ", basic auth)" if self.users else ")"
         print(say, file=sys.stderr, flush=True)
         web.run_app(
-            self._make_app(),
+            self.web_app(),
             sock=listening,
             ssl_context=self.ssl_context,
             print=lambda *args: None,
@@ -517,6 +464,10 @@ class GputopServer(Server):
         """On the way out: the apps of viewers that have gone are given their time to quit."""
         if self._endings:
             await asyncio.wait(set(self._endings), timeout=QUIT_WAIT + 1.0)
+
+    def serve(self, debug: bool = False) -> None:
+        """textual-serve's way to run: gputop's server, with its checks (``run``)."""
+        self.run()
 
     async def on_startup(self, app: Any) -> None:
         """textual-serve prints a banner here; gputop has said where it listens."""

@@ -303,7 +303,7 @@ class HistoryScreen(Screen[None]):
         self.key = key
         self.thresholds = thresholds
         self._history = history
-        self._name: str | None = None
+        self._gpu_name: str | None = None
         self._recent: deque[Snapshot] = deque(maxlen=DIAGNOSIS_KEEP_MAX)
         for snapshot in snapshots:
             self._keep(snapshot)
@@ -382,7 +382,7 @@ class HistoryScreen(Screen[None]):
     def _keep(self, snapshot: Snapshot) -> None:
         gpu = snapshot.gpu(self.gpu_index)
         if gpu is not None and gpu.name:
-            self._name = gpu.name
+            self._gpu_name = gpu.name
         recent = self._recent
         recent.append(snapshot)
         newest = snapshot.timestamp
@@ -400,7 +400,7 @@ class HistoryScreen(Screen[None]):
     def _update(self) -> None:
         _, label = WINDOWS[self.window_key]
         window = self.window()
-        name = self._name or "unknown GPU"
+        name = self._gpu_name or "unknown GPU"
         self.query_one("#history-title", Static).update(
             Content(  # plain text: a GPU named "[bold]x" shows as written
                 f"GPU {self.gpu_index} · {name} · window {label}: {fmt_duration(window.span)} · "

@@ -1,0 +1,118 @@
+"""The one switch of gputop's patches of Textual and textual-serve (``patches.py``):
+``GPUTOP_STOCK_TEXTUAL`` and the check of the installed release."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import textual_serve
+from textual._compositor import ChopsUpdate, Compositor
+from textual.drivers.linux_driver import LinuxDriver
+
+from gputop import patches
+from gputop.patches import STOCK_VARIABLE, Patch, enabled, series, stock_names
+from gputop.ui import compat
+from gputop.web import serve_compat
+
+EVERY_PATCH = compat.PATCHES + serve_compat.PATCHES
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(STOCK_VARIABLE, raising=False)
+    monkeypatch.setattr(patches, "_said", set())
+
+
+@pytest.mark.parametrize(
+    ("value", "off"),
+    [
+        ("", frozenset()),
+        ("0", frozenset()),
+        ("1", None),
+        ("all", None),
+        ("cell_cache", frozenset({"cell_cache"})),
+        (" cell_cache , quiet_driver ", frozenset({"cell_cache", "quiet_driver"})),
+    ],
+)
+def test_the_variable_names_the_patches_it_turns_off(
+    value: str, off: frozenset[str] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(STOCK_VARIABLE, value)
+    assert stock_names() == off
+
+
+def test_every_patch_says_what_it_fixes_its_gain_and_its_release() -> None:
+    names = [patch.name for patch in EVERY_PATCH]
+    assert len(set(names)) == len(names)
+    for patch in EVERY_PATCH:
+        assert patch.fixes and patch.gain
+        assert patch.package in ("textual", "textual-serve")
+        assert series(patches.installed_version(patch.package)) == patch.written_for
+
+
+def test_every_patch_applies_by_default_and_none_but_the_security_fixes_when_stock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert all(enabled(patch) for patch in EVERY_PATCH)
+    monkeypatch.setenv(STOCK_VARIABLE, "1")
+    kept = [patch.name for patch in EVERY_PATCH if enabled(patch)]
+    assert kept == ["viewer_end"]
+    monkeypatch.setenv(STOCK_VARIABLE, "viewer_end,cell_cache")
+    off = [patch.name for patch in EVERY_PATCH if not enabled(patch)]
+    assert off == ["cell_cache", "viewer_end"]
+
+
+def test_another_release_turns_a_patch_off_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(patches, "installed_version", lambda package: "9.0.1")
+    patch = Patch("probe", fixes="x", gain="y", package="textual", written_for="8.2")
+    assert not enabled(patch)
+    assert not enabled(patch)
+    assert not enabled(compat.QUIET_DRIVER)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "gputop: textual 9.0.1 is not 8.2, which gputop's probe patch was written for: "
+        "running without it",
+        "gputop: textual 9.0.1 is not 8.2, which gputop's quiet_driver patch was written for: "
+        "running without it",
+    ]
+    assert compat.driver_class(LinuxDriver) is LinuxDriver
+
+
+def test_series_is_major_and_minor() -> None:
+    assert series("8.2.8") == "8.2"
+    assert series("10.0.0rc1") == "10.0"
+
+
+def test_stock_textual_keeps_its_own_repaints_and_driver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Textual's classes are patched process-wide: each is set to a stand-in first, so what
+    ``apply_patches`` does (or not) shows whatever an earlier test left there."""
+
+    def stand_in(self: object) -> None:
+        return None
+
+    monkeypatch.setattr(ChopsUpdate, "render_segments", stand_in)
+    monkeypatch.setattr(Compositor, "render_partial_update", stand_in)
+    monkeypatch.setenv(STOCK_VARIABLE, "1")
+    compat.apply_patches()
+    assert vars(ChopsUpdate)["render_segments"] is stand_in
+    assert vars(Compositor)["render_partial_update"] is stand_in
+    assert compat.driver_class(LinuxDriver) is LinuxDriver
+
+    monkeypatch.setenv(STOCK_VARIABLE, "dirty_lines")
+    compat.apply_patches()
+    assert vars(ChopsUpdate)["render_segments"] is not stand_in
+    assert vars(Compositor)["render_partial_update"] is stand_in
+    assert compat.driver_class(LinuxDriver) is compat.QuietLinuxDriver
+
+
+def test_stock_textual_serve_serves_its_own_script(monkeypatch: pytest.MonkeyPatch) -> None:
+    script = Path(textual_serve.__file__).parent / "static" / "js" / "textual.js"
+    original = script.read_text(encoding="utf-8")
+    assert "window.textualSession=t;" in (serve_compat.page_script(original) or "")
+    monkeypatch.setenv(STOCK_VARIABLE, "1")
+    assert serve_compat.page_script(original) is None

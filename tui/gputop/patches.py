@@ -1,0 +1,115 @@
+"""Whether each of gputop's patches of Textual (``ui/compat.py``) and textual-serve
+(``web/serve_compat.py``) applies: the one switch for all of them.
+
+A patch applies unless ``GPUTOP_STOCK_TEXTUAL`` turns it off (``1``: every patch, stock
+Textual and stock textual-serve, but for the security fixes of ``serve``; a comma list of
+patch names: those alone, which is how each patch's gain is measured side by side), or the
+installed release of the package it patches is not the one it was written against: then it
+is said once, in one line on stderr, and the stock behaviour is used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+STOCK_VARIABLE = "GPUTOP_STOCK_TEXTUAL"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One change to Textual's (or textual-serve's) behaviour, or one reach into its
+    private API."""
+
+    name: str
+    """What ``GPUTOP_STOCK_TEXTUAL`` calls it."""
+    fixes: str
+    """What it fixes or saves."""
+    gain: str
+    """Its measured gain (``benchmarks/README.md``), or why it is not a speed patch."""
+    package: str
+    """The distribution it patches: ``textual`` or ``textual-serve``."""
+    written_for: str
+    """The release series (major.minor) it was written against."""
+    kept_in_stock: bool = False
+    """Kept with ``GPUTOP_STOCK_TEXTUAL=1`` (a security fix, not a speed patch); only its
+    own name in that variable turns it off."""
+
+
+def stock_names() -> frozenset[str] | None:
+    """The patches ``GPUTOP_STOCK_TEXTUAL`` turns off: None for all of them, or the names
+    it lists (none when it is unset, empty or ``0``)."""
+    value = os.environ.get(STOCK_VARIABLE, "").strip()
+    if value in ("", "0"):
+        return frozenset()
+    if value.lower() in ("1", "yes", "true", "all"):
+        return None
+    return frozenset(name.strip() for name in value.split(",") if name.strip())
+
+
+def stock() -> bool:
+    """Every patch off (``GPUTOP_STOCK_TEXTUAL=1``)."""
+    return stock_names() is None
+
+
+@cache
+def installed_version(distribution: str) -> str:
+    """The installed version of ``distribution`` ("" when it cannot be told).
+
+    Read from the ``.dist-info`` folder beside the package (a directory listing), not
+    through ``importlib.metadata``, which costs a start about 10 ms of imports."""
+    module = sys.modules.get(distribution.replace("-", "_"))
+    folder = Path(getattr(module, "__file__", None) or ".").parent.parent
+    prefix = distribution.replace("-", "_").lower() + "-"
+    try:
+        for entry in os.scandir(folder):
+            name = entry.name.lower()
+            if name.startswith(prefix) and name.endswith(".dist-info"):
+                return entry.name[len(prefix) : -len(".dist-info")]
+    except OSError:
+        pass
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return ""
+
+
+def series(version: str) -> str:
+    """``major.minor`` of a version (``8.2`` of ``8.2.8``)."""
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return f"{match[1]}.{match[2]}" if match else version
+
+
+_said: set[str] = set()
+
+
+def version_matches(patch: Patch) -> bool:
+    """Whether the installed release of what ``patch`` patches is the one it was written
+    for; when not, says so once in one line on stderr."""
+    installed = installed_version(patch.package)
+    if series(installed) == patch.written_for:
+        return True
+    if patch.name not in _said:
+        _said.add(patch.name)
+        print(
+            f"gputop: {patch.package} {installed or '(version unknown)'} is not "
+            f"{patch.written_for}, which gputop's {patch.name} patch was written for: "
+            "running without it",
+            file=sys.stderr,
+            flush=True,
+        )
+    return False
+
+
+def enabled(patch: Patch) -> bool:
+    """Whether ``patch`` applies now (see the module's docstring)."""
+    off = stock_names()
+    if (off is None and not patch.kept_in_stock) or (off is not None and patch.name in off):
+        return False
+    return version_matches(patch)
