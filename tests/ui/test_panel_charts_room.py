@@ -10,9 +10,6 @@ import re
 from pathlib import Path
 
 import pytest
-from textual.events import Resize
-from textual.geometry import Size
-from textual.pilot import Pilot
 
 from gputop.model import Snapshot
 from gputop.pipeline.loop import ManualLoop
@@ -23,6 +20,7 @@ from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_table import ProcessTable
 from support.apps import eight_gpus, live_app, load, varied_stream
 from support.h200 import h200_loop
+from support.sizes import drawn, resize
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 HISTORY = 600
@@ -257,20 +255,6 @@ async def test_charts_draw_at_most_once_a_tick_and_not_when_nothing_changed(
 # -- resizing from the few-GPU sizes down to the smallest ---------------------------------
 
 
-async def resize(pilot: Pilot[int], width: int, height: int) -> None:
-    """Resize the terminal as a SIGWINCH does, and draw."""
-    app = pilot.app
-    size = Size(width, height)
-    driver = app._driver
-    assert driver is not None
-    driver._size = size  # the headless driver's own size
-    app.post_message(Resize(size, size))
-    # Every pending message handled and the frame drawn (``test_terminal_sizes.settle``).
-    await pilot._wait_for_screen()
-    app.screen._on_timer_update()
-    await pilot.pause()
-
-
 SIZES = [
     *[(120, height) for height in range(50, 9, -3)],
     (100, 30),
@@ -297,7 +281,7 @@ async def test_resizing_from_few_gpu_sizes_down_to_small_ones(make: object) -> N
             loop.advance()
             await resize(pilot, width, height)
             assert app.return_code is None, f"crashed at {width}x{height}"
-            assert len(screen_lines(app)) == height
+            await drawn(pilot, width, height, "resizing")  # the frame fills the terminal
             if app.main_screen.chart_rows:
                 # Charts only where each gets its least size, below the panel's lines.
                 assert panel(app).size.height == app.main_screen.chart_rows >= 3 + 5

@@ -15,7 +15,6 @@ series only with ``--export-processes full``, and takes TLS and basic auth from 
 from __future__ import annotations
 
 import argparse
-import errno
 import signal
 import socket
 import sys
@@ -38,6 +37,7 @@ from gputop.sinks.prometheus.latest import LatestSample
 from gputop.sinks.prometheus.tracker import ExportTracker
 from gputop.sources.recordings.formats import format_names
 from gputop.web.config import Authenticator, WebConfig, load_web_config
+from gputop.web.listen import cannot_listen
 from gputop.web.metrics_server import MetricsServer
 
 DEFAULT_LISTEN = "127.0.0.1:9400"
@@ -140,14 +140,7 @@ def _bind(
     try:
         return MetricsServer(address, latest.render, auth=Authenticator(web.users), tls=web.tls)
     except OSError as error:
-        if error.errno == errno.EADDRINUSE:
-            reason = "the address is already in use (another exporter on that port?)"
-        elif error.errno == errno.EACCES:
-            reason = "permission denied (ports below 1024 need privileges)"
-        elif error.errno == errno.EADDRNOTAVAIL:
-            reason = "that address is not one of this machine's"
-        else:
-            reason = error.strerror or str(error)
+        reason = cannot_listen(error, "exporter")
         raise BadArguments(f"--listen {text}: cannot listen there: {reason}") from None
     except (UnicodeError, ValueError):
         raise BadArguments(f"--listen {text}: not a host name or address") from None

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import errno
 import hmac
 import ipaddress
 import json
@@ -51,6 +50,7 @@ from textual_serve.server import Server
 
 from gputop.errors import BadArguments
 from gputop.model.safe_text import terminal_safe
+from gputop.web.listen import cannot_listen
 from gputop.web.options import WebOptions
 from gputop.web.serve_compat import Viewer, page_script
 
@@ -450,14 +450,7 @@ class GputopServer(Server):
         except socket.gaierror:
             raise BadArguments(f"{where}: not a host name or address of this machine") from None
         except OSError as error:
-            if error.errno == errno.EADDRINUSE:
-                reason = "the address is already in use (another server on that port?)"
-            elif error.errno == errno.EACCES:
-                reason = "permission denied (ports below 1024 need privileges)"
-            elif error.errno == errno.EADDRNOTAVAIL:
-                reason = "that address is not one of this machine's"
-            else:
-                reason = error.strerror or str(error)
+            reason = cannot_listen(error, "server")
             raise BadArguments(f"{where}: cannot listen there: {reason}") from None
 
     async def _end_viewers(self, app: web.Application) -> None:
