@@ -123,6 +123,7 @@ async def test_many_processes_keep_half_the_screen_for_their_table() -> None:
         assert labelled_rows(screen_lines(app)) >= 4
         # Too low for both: the table keeps its rows, the panel its three lines.
         await resize(pilot, 120, 20)
+        await drawn(pilot, 120, 20, "too low for both")
         assert app.main_screen.chart_rows == 0
         assert panel(app).size.height == 3
 
