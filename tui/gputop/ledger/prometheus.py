@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timezone, tzinfo
@@ -142,20 +143,10 @@ def ledger_from_prometheus(
                 raise
             # More GPUs than the probe saw (a fleet larger within the span than at its
             # probed moments): the next chunks are cut smaller, keeping POINT_BUDGET.
-            gpus = max(gpus, _gpus_in(answers))
-            _file_chunk(counts, by, thresholds, answers)
+            gpus = max(gpus, _file_chunk(counts, by, thresholds, answers))
             first = last
     cost = Cost(queries=PROBES + done, samples=samples, points=points)
     return account(counts, by, thresholds, source=client.url, cost=cost, prices=prices, tz=tz)
-
-
-def _gpus_in(answers: Mapping[str, list[Series]]) -> int:
-    """How many GPUs one chunk's answers hold (by UUID, else by series)."""
-    return max(
-        (len({one.labels.get("UUID") or id(one) for one in answers.get(family, ())})
-         for family in FAMILIES),
-        default=0,
-    )  # fmt: skip
 
 
 class _Step(NamedTuple):
@@ -171,8 +162,9 @@ class _Step(NamedTuple):
 
 def _file_chunk(
     counts: StepCounts, by: GroupBy, thresholds: Thresholds, answers: Mapping[str, list[Series]]
-) -> None:
-    """Judge every GPU's steps in one chunk's answers and file them under their groups."""
+) -> int:
+    """Judge every GPU's steps in one chunk's answers and file them under their groups;
+    how many GPUs (by UUID, else by label set) the answers held."""
     gpus: dict[tuple[tuple[str, str], ...], dict[str, dict[float, float]]] = {}
     labels_of: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
     for family in FAMILIES:
@@ -193,21 +185,19 @@ def _file_chunk(
                 users[(uuid, at)] = user
     # A pod that comes or goes within a step starts another series of its GPU: the GPU's
     # steps that two series share are one GPU step, not two.
-    series_of: dict[str, int] = {}
-    for key, labels in labels_of.items():
-        uuid = labels.get("UUID") or repr(key)
-        series_of[uuid] = series_of.get(uuid, 0) + 1
+    gpu_of = {key: labels.get("UUID") or repr(key) for key, labels in labels_of.items()}
+    series_of = Counter(gpu_of.values())
     shared: dict[tuple[str, float], list[_Step]] = {}
     for key, families in gpus.items():
-        labels = labels_of[key]
-        uuid = labels.get("UUID") or repr(key)
-        for at, step in _steps(by, labels, families, users):
-            if series_of[uuid] > 1:
-                shared.setdefault((uuid, at), []).append(step)
+        gpu = gpu_of[key]
+        for at, step in _steps(by, labels_of[key], families, users):
+            if series_of[gpu] > 1:
+                shared.setdefault((gpu, at), []).append(step)
             else:
                 _file(counts, thresholds, at, step)
     for (_, at), steps in shared.items():
         _file(counts, thresholds, at, steps[0] if len(steps) == 1 else _one_step(steps))
+    return len(series_of)
 
 
 def _steps(
