@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -68,6 +69,16 @@ def pytest_configure(config: pytest.Config) -> None:
     is unused by design: said as a warning, not failed (syrupy's ``--snapshot-warn-unused``)."""
     if stock_names() != frozenset() and hasattr(config.option, "warn_unused_snapshots"):
         config.option.warn_unused_snapshots = True
+    _children_take_ctrl_c()
+
+
+def _children_take_ctrl_c() -> None:
+    """The commands the tests start stop on SIGINT, as they do in a user's terminal, even
+    when pytest itself was started with SIGINT ignored: pytest-xdist's workers ignore it (so
+    that Ctrl-C reaches the controller), and so does a job a shell starts in the background.
+    An ignored signal stays ignored in a child after ``exec``; a handled one is reset."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _skip_tests_of_patches_off(items: list[pytest.Item]) -> None:

@@ -76,6 +76,12 @@ def _defined_in_class(node: ast.ClassDef) -> set[str]:
 
 
 @cache
+def _tree(path: Path) -> ast.Module:
+    """``path`` parsed, once: a file is walked for its classes and again for its reaches."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@cache
 def _classes_of(path: Path) -> dict[str, set[str]]:
     """Class qualified name -> the private names it defines, for one source file."""
     found: dict[str, set[str]] = {}
@@ -89,7 +95,7 @@ def _classes_of(path: Path) -> dict[str, set[str]]:
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 visit(child, prefix + child.name + ".<locals>.")
 
-    visit(ast.parse(path.read_text(encoding="utf-8")), "")
+    visit(_tree(path), "")
     return found
 
 
@@ -124,8 +130,7 @@ def third_party_private_names() -> frozenset[str]:
         for path in folder.rglob("*.py"):
             for defined in _classes_of(path).values():
                 names |= defined
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            for item in tree.body:
+            for item in _tree(path).body:
                 defines = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
                 if isinstance(item, defines) and is_private(item.name):
                     names.add(item.name)
@@ -195,7 +200,7 @@ def reaches(
         relative = str(path.relative_to(package))
         if relative in exempt:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:

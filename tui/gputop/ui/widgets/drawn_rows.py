@@ -16,12 +16,12 @@ from rich.console import JustifyMethod
 from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey
+from textual.widgets.data_table import ColumnKey
 
 from gputop.model.units import NA
 from gputop.ui.render.column_widths import ColumnWidths, cell_width, pad
 from gputop.ui.render.process_rows import COLUMNS, TableRow
-from gputop.ui.widgets.process_grid import ProcessGrid, RepaintBatch
+from gputop.ui.widgets.process_grid import ProcessGrid, RepaintBatch, foreground
 
 _PLAIN = Style()
 
@@ -34,12 +34,6 @@ _JUSTIFY: tuple[JustifyMethod, ...] = tuple(_justify(column.right) for column in
 
 RowState = tuple[tuple[str, ...], bool]
 """A row's cells and whether its process is of another PID namespace."""
-
-
-def _foreground(style: Style) -> Style:
-    """A component's text colour and emphasis without its background, which would paint over
-    the cursor and zebra stripes."""
-    return Style(color=style.color, bold=style.bold, italic=style.italic)
 
 
 class DrawnRows:
@@ -105,14 +99,7 @@ class DrawnRows:
 
     def cursor_key(self) -> str | None:
         """The key of the row under the cursor, if any."""
-        table = self.table
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        except CellDoesNotExist:
-            return None
-        return None if key.value is None else str(key.value)
+        return self.table.cursor_row_key()
 
     # Cells.
 
@@ -120,8 +107,8 @@ class DrawnRows:
         if self._styles is None:
             owner = self._owner
             self._styles = (
-                _foreground(owner.get_component_rich_style("process-table--foreign")),
-                _foreground(owner.get_component_rich_style("process-table--missing")),
+                foreground(owner.get_component_rich_style("process-table--foreign")),
+                foreground(owner.get_component_rich_style("process-table--missing")),
             )
         return self._styles
 

@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable, Static
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey
+from textual.widgets.data_table import ColumnKey
 
 from gputop.model.fleet import FleetSnapshot
 from gputop.model.units import NA
@@ -32,7 +32,7 @@ from gputop.ui.render.fleet_rows import (
 from gputop.ui.widget_css import css_beside
 from gputop.ui.widgets.column_sort import ColumnSortKeys
 from gputop.ui.widgets.filter_bar import FilteredTable
-from gputop.ui.widgets.process_grid import ProcessGrid
+from gputop.ui.widgets.process_grid import ProcessGrid, foreground
 
 _ARROWS = {False: "▲", True: "▼"}
 _SORT = Binding.Group("Sort", compact=True)
@@ -52,10 +52,6 @@ def shown_columns(width: int) -> tuple[int, ...]:
             hidden = keys
             break
     return tuple(i for i, column in enumerate(COLUMNS) if column.key not in hidden)
-
-
-def _foreground(style: Style) -> Style:
-    return Style(color=style.color, bold=style.bold, italic=style.italic)
 
 
 class FleetTable(ColumnSortKeys, FilteredTable):
@@ -147,14 +143,7 @@ class FleetTable(ColumnSortKeys, FilteredTable):
     @property
     def highlighted_host(self) -> str | None:
         """The node under the cursor."""
-        table = self._table
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        except CellDoesNotExist:
-            return None
-        return None if key.value is None else str(key.value)
+        return self._table.cursor_row_key()
 
     def show(self, fleet: FleetSnapshot) -> None:
         """Display the nodes of ``fleet``."""
@@ -170,8 +159,8 @@ class FleetTable(ColumnSortKeys, FilteredTable):
     def _cell_styles(self) -> tuple[Style, Style]:
         if self._styles is None:
             self._styles = (
-                _foreground(self.get_component_rich_style("fleet-table--stale")),
-                _foreground(self.get_component_rich_style("fleet-table--missing")),
+                foreground(self.get_component_rich_style("fleet-table--stale")),
+                foreground(self.get_component_rich_style("fleet-table--missing")),
             )
         return self._styles
 

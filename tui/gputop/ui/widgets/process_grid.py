@@ -17,11 +17,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Self
 
+from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region
-from textual.widgets.data_table import RowKey
+from textual.widgets.data_table import CellDoesNotExist, RowKey
 
 from gputop.ui.compat import CellCachedDataTable
+
+
+def foreground(style: Style) -> Style:
+    """A component's text colour and emphasis without its background, which would paint over
+    the cursor and zebra stripes."""
+    return Style(color=style.color, bold=style.bold, italic=style.italic)
 
 
 @dataclass
@@ -49,6 +56,16 @@ class ProcessGrid(CellCachedDataTable[Text]):
     _held = False
     whole_repaints = 0
     """Whole-table repaints that went through (tests read it)."""
+
+    def cursor_row_key(self) -> str | None:
+        """The key of the row under the cursor, if any."""
+        if self.row_count == 0:
+            return None
+        try:
+            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        except CellDoesNotExist:
+            return None
+        return None if key.value is None else str(key.value)
 
     def order_rows(self, keys: Sequence[str]) -> None:
         """Put the rows in the order of ``keys`` (each row's key, once): what ``sort`` does,
