@@ -19,7 +19,7 @@ from textual.widgets import DataTable
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
 from gputop.patches import enabled
-from gputop.ui.compat import CELL_CACHE
+from gputop.ui.compat import CELL_CACHE, TABLE_CACHES
 from gputop.ui.widgets.process_grid import ProcessGrid
 from gputop.ui.widgets.process_table import ProcessTable
 
@@ -288,3 +288,26 @@ async def test_a_tick_with_every_row_unchanged_sorts_and_diffs_nothing(
         moved = (replace(gpu.processes[0], memory_used=1), *gpu.processes[1:])
         widget.show(replace(shown, gpus=(replace(gpu, processes=moved),)))
         assert sorts == [PROCESSES]
+
+
+async def test_what_the_table_keeps_drawn_is_about_two_screenfuls() -> None:
+    """DataTable keys its rendered lines and rows by an update counter: what an update long
+    past drew is never read again. ``TABLE_CACHES`` keeps about two screenfuls of each
+    (stock Textual: up to 1,000 lines and rows and 10,000 cells)."""
+    app = BigApp()
+    async with app.run_test(size=(120, 33)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        widget = app.query_one(ProcessTable)
+        table = app.query_one(ProcessGrid)
+        for minute in range(1, 41):
+            app.clock.now = NOW + 60 * minute
+            widget.show(box())
+            await pilot.pause()
+        assert time_cell(table, 0) == "41m"
+        screenfuls = 2 * table.size.height + 8
+        bound = 2 * screenfuls + 2 * screenfuls * max(len(table.columns), 16)
+        if enabled(TABLE_CACHES):
+            assert table.cached_renders <= bound
+        else:  # every minute's lines and rows are kept (the stock run checks the test)
+            assert table.cached_renders > 40 * visible_rows(table)

@@ -72,6 +72,7 @@ def installed_version(distribution: str) -> str:
                 return entry.name[len(prefix) : -len(".dist-info")]
     except OSError:
         pass
+    # Deferred: importlib.metadata (68 modules, 100 ms), only if no dist-info has the name.
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -23,9 +23,13 @@ from gputop.cli.validate import Parser, refresh_seconds, timeout_seconds, window
 from gputop.errors import BadArguments, GputopError
 from gputop.model.fleet import FleetSnapshot
 from gputop.model.safe_text import terminal_safe
+from gputop.pipeline.fleet_loop import DEFAULT_NODE_HISTORY
 from gputop.sinks.fleet_json import fleet_dict, fleet_text
 from gputop.sources.fleet import FleetSource
-from gputop.sources.prometheus.client import Auth
+from gputop.sources.prometheus.client import Auth, PrometheusClient
+from gputop.sources.prometheus.direct import DirectFleet, parse_targets
+from gputop.sources.prometheus.health import HealthFleet
+from gputop.sources.prometheus.source import PrometheusFleet
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,14 +173,8 @@ def build_source(ns: argparse.Namespace) -> tuple[FleetSource, str]:
     """The fleet source the options ask for, and where it reads from (for messages)."""
     auth = _auth(ns)
     if ns.targets is not None:
-        from gputop.sources.prometheus.direct import DirectFleet, parse_targets
-
         targets = parse_targets(ns.targets)
         return DirectFleet(targets, auth=auth, timeout=ns.timeout, window=ns.window), ns.targets
-    from gputop.sources.prometheus.client import PrometheusClient
-    from gputop.sources.prometheus.health import HealthFleet
-    from gputop.sources.prometheus.source import PrometheusFleet
-
     client = PrometheusClient(ns.prometheus, auth, timeout=ns.timeout)
     return HealthFleet(PrometheusFleet(client, window=ns.window), client), client.url
 
@@ -221,8 +219,8 @@ def _print_once(source: FleetSource, out: TextIO, *, as_json: bool, one_shot: bo
 def run_fleet_tui(source: FleetSource, options: ClusterOptions) -> int:
     """The interactive fleet screen (``gputop.cli.fleet_tui``); a node screen loads the
     window, or ten minutes if that is longer, so its sparklines are full."""
+    # Deferred: Textual, which `--once` and `--json` do not draw with (725 M instructions).
     from gputop.cli.fleet_tui import run_fleet_tui as run
-    from gputop.pipeline.fleet_loop import DEFAULT_NODE_HISTORY
 
     return run(
         source,

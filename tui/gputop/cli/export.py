@@ -22,19 +22,27 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from gputop.cli.demo import DEMO_CAPTURE
+from gputop.cli.live import EXPORT_GPM_EVERY, export_unshown, open_live_source
 from gputop.cli.options import Options
+from gputop.cli.recording_input import open_recording
+from gputop.cli.replay import resolve_at
 from gputop.cli.validate import Parser, interval_seconds
 from gputop.errors import BadArguments
 from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.feed import Feed, LiveFeed, ReplayFeed
 from gputop.pipeline.gpu_select import GpuSelection
+from gputop.pipeline.in_view import InView
 from gputop.pipeline.interval import MAX_INTERVAL, MIN_INTERVAL
 from gputop.pipeline.loop import PollLoop
 from gputop.pipeline.tick import Tick
 from gputop.sinks.prometheus.labels import ProcessDetail
 from gputop.sinks.prometheus.latest import LatestSample
 from gputop.sinks.prometheus.tracker import ExportTracker
+from gputop.sources.nvml.gpm import GpmCadence
+from gputop.sources.nvml.source import DEFAULT_DEADLINE
+from gputop.sources.playback.replay import ReplayPlayer
 from gputop.sources.recordings.formats import format_names
 from gputop.web.config import Authenticator, WebConfig, load_web_config
 from gputop.web.listen import cannot_listen
@@ -147,9 +155,6 @@ def _bind(
 
 
 def _live_feed(selection: GpuSelection | None, detail: ProcessDetail) -> Feed:
-    from gputop.cli.live import EXPORT_GPM_EVERY, export_unshown, open_live_source
-    from gputop.pipeline.in_view import InView
-    from gputop.sources.nvml.gpm import GpmCadence
 
     # Per-process utilization costs 2 ms a GPU a tick on real hardware: read only when
     # process series are written; GPM (1-2 ms a GPU or MIG instance) is worked out once a
@@ -167,9 +172,6 @@ def _live_feed(selection: GpuSelection | None, detail: ProcessDetail) -> Feed:
 
 
 def _replay_feed(ns: argparse.Namespace, selection: GpuSelection | None) -> Feed:
-    from gputop.cli.recording_input import open_recording
-    from gputop.cli.replay import resolve_at
-    from gputop.sources.playback.replay import ReplayPlayer
 
     options = Options(replay=ns.replay, at=ns.at, format=ns.format, interval=ns.interval)
     recording = open_recording(options, _say)
@@ -192,7 +194,6 @@ def _say(message: str) -> None:
 def stale_after(interval: float) -> float:
     """Seconds without a new live sample before it is marked stale: a few intervals, and at
     least the NVML source's own wait for a slow GPU with a second to spare."""
-    from gputop.sources.nvml.source import DEFAULT_DEADLINE
 
     return max(3 * interval, interval + DEFAULT_DEADLINE + 1.0)
 
@@ -208,8 +209,6 @@ def export_main(argv: Sequence[str]) -> int:
     if ns.demo:
         if ns.replay is not None:
             raise BadArguments("--demo replays gputop's own capture: give it or --replay FILE")
-        from gputop.cli.demo import DEMO_CAPTURE
-
         ns.replay = DEMO_CAPTURE
     if ns.replay is None and (ns.at is not None or ns.format is not None):
         raise BadArguments("--at and --format describe a recording: use them with --replay FILE")

@@ -12,6 +12,7 @@ from gputop.pipeline.fleet_loop import (
     FleetPollLoop,
 )
 from gputop.sources.fleet import FleetSource
+from gputop.ui.fleet_app import FleetApp
 from gputop.ui.settings import UiSettings
 
 
@@ -45,8 +46,6 @@ def run_fleet_tui(
         source_label: what the header calls the source (the server's address).
         theme: ``dark``, ``light`` or a Textual theme name.
     """
-    from gputop.ui.fleet_app import FleetApp
-
     loop = FleetPollLoop(fleet_driver(source, refresh=refresh, history=history), interval=refresh)
     settings = UiSettings(theme=theme, readonly=True, source_label=source_label)
     app = FleetApp(loop, settings, refresh=refresh)

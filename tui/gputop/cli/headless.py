@@ -20,6 +20,8 @@ from gputop.pipeline.core import Pipeline
 from gputop.pipeline.loop import CountedLoop
 from gputop.pipeline.tick import SinkStatus, Tick
 from gputop.sinks.fanout import SnapshotSinks
+from gputop.sinks.json import snapshot_json
+from gputop.sinks.summary import format_summary
 
 SINK_FAILED = 1
 """The exit code of a run whose --record or --log stopped on a failed write."""
@@ -65,9 +67,6 @@ def print_snapshots(
         count: snapshots to print (None: until the feed ends).
         note: a note on a snapshot for stderr (said once, the first time there is one).
     """
-    from gputop.sinks.json import snapshot_json
-    from gputop.sinks.summary import format_summary
-
     indent = None if (options.count or 1) > 1 else 2
     sinks = _SinkFailures(err)
     noted = note is None

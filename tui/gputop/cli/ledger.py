@@ -13,20 +13,23 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
 from gputop.cli.cluster import _auth
+from gputop.cli.opening import open_recording
 from gputop.cli.validate import Parser, timeout_seconds
-from gputop.errors import BadArguments, GputopError
+from gputop.errors import BadArguments, BadCapture, GputopError
 from gputop.ledger import thresholds as th
 from gputop.ledger.account import Ledger, Prices
 from gputop.ledger.prometheus import ledger_from_prometheus, parse_when
 from gputop.ledger.promql import GroupBy
 from gputop.ledger.render import ledger_dict, render_chart, render_csv, render_table
+from gputop.ledger.snapshots import ledger_from_snapshots
 from gputop.ledger.thresholds import Thresholds
 from gputop.model.safe_text import terminal_safe
+from gputop.sources.prometheus.client import PrometheusClient
 
 
 def _positive(text: str) -> float:
@@ -172,8 +175,6 @@ def _span(ns: argparse.Namespace, now: float) -> tuple[float, float]:
 def ledger_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
     """Run `gputop report --prometheus`; return the exit code. Errors are one line."""
     out = sys.stdout if stdout is None else stdout
-    from gputop.sources.prometheus.client import PrometheusClient
-
     try:
         ns = build_parser().parse_args(list(argv))
         if ns.top < 0:
@@ -182,8 +183,6 @@ def ledger_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
         client = PrometheusClient(ns.prometheus, _auth(ns), timeout=ns.timeout)
         thresholds = Thresholds(ns.idle_at_most, ns.busy_from, ns.held_memory, ns.power_floor)
         tz = datetime.now().astimezone().tzinfo if not ns.utc else None
-        from datetime import timezone
-
         ledger = ledger_from_prometheus(
             client,
             GroupBy(ns.by),
@@ -230,12 +229,6 @@ def recording_parser() -> argparse.ArgumentParser:
 
 def recording_ledger_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
     """Run `gputop report FILE --by ...`; return the exit code. Errors are one line."""
-    from datetime import timezone
-
-    from gputop.cli.opening import open_recording
-    from gputop.errors import BadCapture
-    from gputop.ledger.snapshots import ledger_from_snapshots
-
     out = sys.stdout if stdout is None else stdout
     try:
         ns = recording_parser().parse_args(list(argv))

@@ -112,6 +112,7 @@ def gpm_cadence(options: Options) -> GpmCadence:
     """How often this run works GPM's metrics out: every tick for a run that prints or
     writes every tick's (``--json``, ``--log``), within a CPU budget for the TUI, seldom
     where nothing reads them."""
+    # Deferred: NVML's modules (10 ms); export and serve of a recording use this module.
     from gputop.sources.nvml.gpm import GpmCadence
 
     if options.json or options.log is not None:
@@ -132,6 +133,7 @@ def open_live_source(
     Raises:
         NoDriver, NoPermission: NVML cannot be used here (one line naming the case).
     """
+    # Deferred: opened on the driver's thread, beside Textual's import (issue 17).
     from gputop.sources.nvml.source import open_nvml_source
 
     env = os.environ
@@ -150,7 +152,7 @@ def open_live_source(
     )
     watcher = None
     if kubelet_socket(env) is not None:
-        # Only on a Kubernetes node: elsewhere the client is not even loaded.
+        # Deferred: the kubelet's client, only on a Kubernetes node (test_live_imports).
         from gputop.sources.k8s.podresources import open_watcher
 
         watcher = open_watcher(env)
@@ -198,8 +200,7 @@ def run_live(
     # Syntax errors before NVML starts: no driver work for a typo.
     selection = None
     if options.gpu is not None:
-        # Here, not at the top, as the headless modes below: what the TUI does not use
-        # is not loaded before its first frame.
+        # Deferred: --gpu's parser, only with --gpu (test_live_imports; issue 17).
         from gputop.pipeline.gpu_select import GpuSelection
 
         selection = GpuSelection.parse(options.gpu)
@@ -222,12 +223,14 @@ def run_live(
             selection.apply(first)  # strict: every item must name something now
         recorder = open_sinks(options, machine=first)
         if not options.headless:
+            # Deferred: the TUI's modules (17 ms), which --once, --json and --pick do not use.
             from gputop.cli.tui import run_tui
 
             # The TUI builds its pipeline over this feed, with --gpu and the sinks.
             feed = LiveFeed(source, first=first)
             code = run_tui(options, source=feed, recorder=recorder, in_view=in_view)
             return _after_the_tui(code, recorder, err)
+        # Deferred: the headless outputs and --pick, which the TUI does not use (test_live_imports).
         from gputop.cli.headless import collect, print_pick, print_snapshots, with_sinks
         from gputop.cli.pick import DEFAULT_SAMPLES
         from gputop.pipeline.gpu_select import describe_visible_devices
@@ -269,6 +272,7 @@ def _after_the_tui(code: int, recorder: SnapshotSinks | None, err: TextIO) -> in
     TUI ran, is said on stderr too (the alternate screen has gone with it)."""
     for failure in recorder.failures if recorder is not None else ():
         print(f"gputop: {terminal_safe(str(failure))}", file=err)
+    # Deferred: the headless outputs, which the TUI does not use (test_live_imports).
     from gputop.cli.headless import with_sinks
 
     return with_sinks(code, recorder)
@@ -290,6 +294,7 @@ def _open_while_the_ui_loads(starting: DriverStart) -> Source | None:
     """
     import_asyncio_without_tls()
     try:
+        # Deferred: after asyncio without OpenSSL (cli/no_tls.py), while the driver starts.
         import gputop.ui.app  # noqa: F401 -- only for its time: Textual loads meanwhile
     except Exception:
         # The UI cannot start: the source, once open, is closed. (On Ctrl-C nothing waits
@@ -314,6 +319,7 @@ def _run_tui_while_the_driver_starts(
         Fatal: the driver failed to start, ``--gpu`` names none of its GPUs, or ``--record``
             holds another machine's recording.
     """
+    # Deferred: the TUI's modules (17 ms), which --once, --json and --pick do not use.
     from gputop.cli.tui import run_tui
 
     def check(first: Snapshot) -> None:

@@ -7,11 +7,13 @@ stderr and the error's exit code, never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gputop import __version__
+from gputop.cli.demo import DEMO_CAPTURE
 from gputop.cli.options import Options
 from gputop.cli.startup import hold_collection, release_collection
 from gputop.cli.terminal import tui_or_batch
@@ -133,8 +135,6 @@ def parse_options(argv: Sequence[str]) -> Options:
     if ns.demo:
         if ns.replay is not None:
             raise BadArguments("--demo replays gputop's own capture: give it or --replay FILE")
-        from gputop.cli.demo import DEMO_CAPTURE
-
         ns.replay = DEMO_CAPTURE
     options = Options(
         replay=ns.replay,
@@ -178,39 +178,44 @@ def parse_options(argv: Sequence[str]) -> Options:
     return options
 
 
+COMMANDS: dict[str, tuple[str, str]] = {
+    "report": ("gputop.cli.report", "report_main"),
+    "export": ("gputop.cli.export", "export_main"),
+    "cluster": ("gputop.cli.cluster", "cluster_main"),
+    "alert-rules": ("gputop.cli.alert_rules", "alert_rules_main"),
+    "serve": ("gputop.cli.serve", "serve_main"),
+}
+"""``gputop NAME ...``: the module that runs each subcommand and its entry, ``f(argv) -> int``.
+A command's module is imported only when it runs (the one place start-up is made lazy: each
+module imports what it uses at its top; ``tests/unit/test_deferred_imports.py``)."""
+
+MODES: dict[str, tuple[str, str]] = {
+    "replay-headless": ("gputop.cli.replay", "replay_headless"),
+    "replay": ("gputop.cli.tui", "run_tui"),
+    "live": ("gputop.cli.live", "run_live"),
+}
+"""``gputop [options]``: the module that runs each mode and its entry, ``f(options) -> int``;
+imported as ``COMMANDS``' are, so the live TUI loads no replay reader or headless output
+(``tests/unit/test_live_imports.py``)."""
+
+
+def _entry(module: str, function: str) -> Callable[..., int]:
+    """The entry ``function`` of ``module``, imported now."""
+    entry: Callable[..., int] = getattr(importlib.import_module(module), function)
+    return entry
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run gputop; return the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        if args[:1] == ["report"]:
+        if args[:1] and args[0] in COMMANDS:
             release_collection()
-            from gputop.cli.report import report_main
-
-            return report_main(args[1:])
-        if args[:1] == ["export"]:
-            release_collection()
-            from gputop.cli.export import export_main
-
-            return export_main(args[1:])
-        if args[:1] == ["cluster"]:
-            release_collection()
-            from gputop.cli.cluster import cluster_main
-
-            return cluster_main(args[1:])
-        if args[:1] == ["alert-rules"]:
-            release_collection()
-            from gputop.cli.alert_rules import alert_rules_main
-
-            return alert_rules_main(args[1:])
-        if args[:1] == ["serve"]:
-            release_collection()
-            from gputop.cli.serve import serve_main
-
-            return serve_main(args[1:], parse_options)
+            return _entry(*COMMANDS[args[0]])(args[1:])
         options = tui_or_batch(parse_options(args))
         if options.headless:
             release_collection()
-        return _dispatch(options)
+        return _entry(*MODES[_mode(options)])(options)
     except GputopError as error:
         print(f"gputop: {terminal_safe(str(error))}", file=sys.stderr)
         return error.exit_code
@@ -222,18 +227,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _dispatch(options: Options) -> int:
-    if options.replay is not None:
-        if options.headless:
-            from gputop.cli.replay import replay_headless
-
-            return replay_headless(options)
-        from gputop.cli.tui import run_tui
-
-        return run_tui(options)
-    from gputop.cli.live import run_live
-
-    return run_live(options)
+def _mode(options: Options) -> str:
+    """Which of ``MODES`` runs ``options``."""
+    if options.replay is None:
+        return "live"
+    return "replay-headless" if options.headless else "replay"
 
 
 def run() -> None:

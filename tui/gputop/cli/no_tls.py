@@ -23,6 +23,7 @@ def import_asyncio_without_tls() -> None:
     # A None entry makes `import ssl` raise ImportError, which asyncio takes as "no TLS".
     sys.modules["ssl"] = None  # type: ignore[assignment]
     try:
+        # Deferred: this function's point: asyncio imported while ssl cannot be.
         import asyncio  # noqa: F401
     finally:
         if "ssl" in sys.modules and sys.modules["ssl"] is None:

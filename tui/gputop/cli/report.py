@@ -26,6 +26,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import TextIO
 
+from gputop.cli.opening import open_recording
 from gputop.cli.validate import Parser, gap_seconds, jobs_count
 from gputop.errors import BadArguments, BadCapture, GputopError
 from gputop.insight.health_log import health_json, health_text
@@ -40,8 +41,10 @@ from gputop.model import Snapshot
 from gputop.model.safe_text import terminal_safe
 from gputop.model.units import fmt_count
 from gputop.sources.csvlog import CsvRecording
+from gputop.sources.recordings.dmon_columns import NotPlain, plain_runs
 from gputop.sources.recordings.format_names import DMON
 from gputop.sources.recordings.formats import format_names
+from gputop.sources.smi.recording import Recording
 
 PARALLEL_MIN_DOCUMENTS = 1000
 """Below this many documents one process is quicker than starting workers."""
@@ -147,11 +150,13 @@ def report_main(argv: Sequence[str], stdout: TextIO | None = None) -> int:
     out = sys.stdout if stdout is None else stdout
     if any(arg == "--prometheus" or arg.startswith("--prometheus=") for arg in argv):
         # A fleet's history, not a recording: the GPU-hours ledger (`gputop.cli.ledger`).
+        # Deferred: the ledger's Prometheus client and HTTP (125 ms), only for --prometheus.
         from gputop.cli.ledger import ledger_main
 
         return ledger_main(argv, out)
     if any(arg == "--by" or arg.startswith("--by=") for arg in argv):
         # A recording's GPU-hours by owner, node or model: the same ledger.
+        # Deferred: the ledger and its Prometheus client (125 ms), only for --by.
         from gputop.cli.ledger import recording_ledger_main
 
         return recording_ledger_main(argv, out)
@@ -211,8 +216,6 @@ def _build_range(
     path: Path, start: int, stop: int, origin: datetime | None, max_gap: float | None
 ) -> tuple[ReportBuilder, list[str]]:
     """A worker's part: the report of documents ``start`` to ``stop`` (excluded)."""
-    from gputop.sources.smi.recording import Recording
-
     builder = ReportBuilder(max_gap_s=max_gap, origin=origin)
     skipped: list[str] = []
     with _collector_paused(), Recording.open(path) as recording:
@@ -315,8 +318,6 @@ def _indexed_csv(
 def _plain_dmon_report(path: Path, max_gap: float | None, charts: bool) -> ReportBuilder | None:
     """The report of a plain `dmon -o DT` log read column by column in one pass (the same
     figures as row by row: ``sources/dmon_columns``); None when it is no such log."""
-    from gputop.sources.recordings.dmon_columns import NotPlain, plain_runs
-
     # Adding up as it goes keeps no samples; with too many intervals held back for the gap
     # threshold, the samples are kept instead.
     for keep in (True,) if charts else (False, True):
@@ -359,9 +360,6 @@ def build_report(
     Raises:
         BadCapture: the recording cannot be read.
     """
-    from gputop.cli.opening import open_recording
-    from gputop.sources.smi.recording import Recording
-
     if columns and query_gpu is None and apps is None and format_name in (None, DMON):
         plain = _plain_dmon_report(path, max_gap, charts)
         if plain is not None:
@@ -480,6 +478,7 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
     if builder.backward_steps and (args.charts or interactive):
         out.write("\ncharts left out: time went backwards, so there is no one time axis\n")
     elif args.charts or (args.charts is None and interactive):
+        # Deferred: plotext (26-100 ms), only when charts are drawn.
         from gputop.insight.charts import render_gpu_charts
 
         width = shutil.get_terminal_size((100, 24)).columns

@@ -21,15 +21,25 @@ import signal
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from gputop.cli.cluster import build_parser as cluster_parser
+from gputop.cli.live import TUI_GPM_BUDGET, open_live_source
+from gputop.cli.main import parse_options
 from gputop.cli.options import Options
+from gputop.cli.recording_input import recording_input
 from gputop.cli.validate import Parser, viewer_count
 from gputop.errors import BadArguments
+from gputop.pipeline.gpu_select import GpuSelection
+from gputop.pipeline.redact import without_commands
+from gputop.sources.nvml.gpm import GpmCadence
+from gputop.sources.serve_socket import SnapshotPublisher, private_socket_dir
+from gputop.web.app_server import GputopServer, load_auth, tls_context
 from gputop.web.options import DEFAULT_VIEWERS, WebOptions
 
 if TYPE_CHECKING:
@@ -37,12 +47,11 @@ if TYPE_CHECKING:
 
     from gputop.model import Snapshot
     from gputop.sources.base import Source
-    from gputop.sources.serve_socket import SnapshotPublisher
 
 DEFAULT_LISTEN = "127.0.0.1:8000"
 
 ParseOptions = Callable[[list[str]], Options]
-"""``gputop``'s own option parser (``cli.main.parse_options``), handed in by main."""
+"""``gputop``'s own option parser (``cli.main.parse_options``; tests hand in their own)."""
 
 _SERVE_HELP = """\
 gputop serve [--listen HOST:PORT] [web options] [gputop options]    the box (live or --replay)
@@ -168,8 +177,6 @@ def _allowed_origin(text: str) -> str:
     Raises:
         BadArguments: anything else (a path, another scheme).
     """
-    import urllib.parse
-
     if text == "*":
         return text
     try:
@@ -206,9 +213,7 @@ def _check_app_args(args: Sequence[str], parse_options: ParseOptions) -> Options
 def _check_cluster_args(args: Sequence[str]) -> None:
     """`gputop cluster`'s options, parsed by its own parser, so a typo is one line now and not
     a dead session in every browser tab; its printing modes make no sense served."""
-    from gputop.cli.cluster import build_parser
-
-    ns = build_parser().parse_args(list(args))
+    ns = cluster_parser().parse_args(list(args))
     for flag in ("once", "json"):
         if getattr(ns, flag, False):
             raise BadArguments(f"--{flag} does not go with serve: a served view is the TUI")
@@ -246,8 +251,6 @@ class Sampler:
 
     def publish(self, snapshot: Snapshot) -> None:
         """Publish one snapshot (without commands when asked)."""
-        from gputop.pipeline.redact import without_commands
-
         self._publisher.publish(without_commands(snapshot) if self._hide else snapshot)
 
     def start(self) -> None:
@@ -282,7 +285,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise _Stop
 
 
-def serve_main(argv: Sequence[str], parse_options: ParseOptions) -> int:
+def serve_main(argv: Sequence[str]) -> int:
     """Run ``gputop serve``; returns the exit status: 0 once stopped by SIGTERM or Ctrl-C,
     as ``gputop export``, whenever it comes (while serving, aiohttp's own handler stops the
     server; before that, this one).
@@ -303,8 +306,6 @@ def serve_main(argv: Sequence[str], parse_options: ParseOptions) -> int:
 
 def _serve_main(argv: Sequence[str], parse_options: ParseOptions) -> int:
     request = parse_serve(argv, parse_options)
-    from gputop.web.app_server import load_auth, tls_context
-
     users = load_auth(request.web.auth_file) if request.web.auth_file is not None else None
     ssl_context = (
         tls_context(request.web.tls_cert, request.web.tls_key)
@@ -323,8 +324,6 @@ def _serve_main(argv: Sequence[str], parse_options: ParseOptions) -> int:
 
 def _check_recording(options: Options) -> None:
     """Open the recording once, so a bad file is one line now, not in every browser tab."""
-    from gputop.cli.recording_input import recording_input
-
     if str(options.replay) == "-":
         raise BadArguments("serve --replay needs a file: each viewer reads it on its own")
     source = recording_input(options)
@@ -339,11 +338,6 @@ def _serve_live(
     users: dict[str, str] | None,
     ssl: ssl.SSLContext | None,
 ) -> int:
-    from gputop.cli.live import TUI_GPM_BUDGET, open_live_source
-    from gputop.pipeline.gpu_select import GpuSelection
-    from gputop.sources.nvml.gpm import GpmCadence
-    from gputop.sources.serve_socket import SnapshotPublisher, private_socket_dir
-
     selection = GpuSelection.parse(options.gpu) if options.gpu is not None else None
     source = open_live_source(gpm_cadence=GpmCadence(budget=TUI_GPM_BUDGET))
     directory = private_socket_dir()
@@ -373,8 +367,6 @@ def _serve(
     users: dict[str, str] | None,
     ssl: ssl.SSLContext | None,
 ) -> int:
-    from gputop.web.app_server import GputopServer
-
     server = GputopServer(
         viewer_command(socket, request),
         web=request.web,

@@ -50,6 +50,7 @@ def _open_recording(options: Options) -> AnyRecording | None:
     """`--replay`'s recording; what keeps gputop waiting (a pipe with nothing written to it
     yet, a followed file still empty) gets a waiting screen (None when the user quits it)
     instead of a blank one."""
+    # Deferred: the recording readers, which a live start does not load (test_live_imports).
     from gputop.cli.opening import Opening, wait_for_opening
     from gputop.cli.recording_input import reads_stdin, recording_input
 
@@ -63,6 +64,7 @@ def _open_recording(options: Options) -> AnyRecording | None:
         return wait_for_opening(opening, _say, source.waiting_message())
     if not opening.wait(0.3):
         import_asyncio_without_tls()
+        # Deferred: after asyncio without OpenSSL (cli/no_tls.py); only while gputop waits.
         from gputop.ui.waiting import WaitingApp
 
         theme = options.theme or "dark"
@@ -95,10 +97,12 @@ def run_tui(
     """
     selection = None
     if options.gpu:
+        # Deferred: --gpu's parser, only with --gpu (test_live_imports; issue 17).
         from gputop.pipeline.gpu_select import GpuSelection
 
         selection = GpuSelection.parse(options.gpu)
     if options.replay is not None:
+        # Deferred: the replay's player and readers: not for a live start (test_live_imports).
         from gputop.cli.recording_input import reads_stdin
         from gputop.sources.playback.replay import ReplayPlayer, machines_warning
 
@@ -122,6 +126,7 @@ def run_tui(
                 recording.warnings.append(several)
         timeline: Timeline = recording
         if options.hide_commands:
+            # Deferred: only a served view hides commands (5 ms, 4 modules).
             from gputop.pipeline.redact import WithoutCommands
 
             timeline = WithoutCommands(recording)
@@ -147,6 +152,7 @@ def run_tui(
         served=options.served,
     )
     import_asyncio_without_tls()
+    # Deferred: after asyncio without OpenSSL (cli/no_tls.py: about 4 MiB of RSS).
     from gputop.ui.app import GputopApp
 
     # The first tick is taken here, before the app starts, so the first frame the

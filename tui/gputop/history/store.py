@@ -326,7 +326,7 @@ class HistoryStore:
         Every tick while the fine rings reach back that far; beyond them, the buckets that
         begin inside the span, then the ticks after the last of them.
         """
-        # Here: only the history screen reads windows (see the package's docstring).
+        # Deferred: only the history screen reads windows (test_live_imports; issue 17).
         from gputop.history.window import EMPTY_WINDOW
 
         with self._lock:
@@ -352,6 +352,7 @@ class HistoryStore:
     def _copy(
         self, rings: _Rings, times: array[float], first: int, buckets: range
     ) -> HistoryWindow:
+        # Deferred: only the history screen reads windows (test_live_imports; issue 17).
         from gputop.history.window import HistoryWindow
 
         fine = len(times) - first
@@ -389,6 +390,7 @@ def _timed(window: HistoryWindow) -> HistoryWindow:
         return {metric: pick(values) for metric, values in tier.items()}
 
     buckets = sum(1 for i in keep if i < window.buckets)
+    # Deferred: only the history screen reads windows (test_live_imports; issue 17).
     from gputop.history.window import HistoryWindow
 
     return HistoryWindow(

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timezone, tzinfo
+from datetime import datetime, timezone, tzinfo
 from typing import NamedTuple
 
 from gputop.ledger.account import NO_GROUP, Cost, Ledger, Prices, StepCounts, account
@@ -281,8 +281,6 @@ def parse_when(text: str, now: float | None = None) -> float:
     Raises:
         ValueError: none of those.
     """
-    from datetime import datetime
-
     now = time.time() if now is None else now
     text = text.strip()
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

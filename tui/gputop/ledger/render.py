@@ -244,6 +244,7 @@ def ledger_dict(ledger: Ledger) -> dict[str, Any]:
 
 def render_chart(ledger: Ledger, width: int, height: int = 14, color: bool = True) -> str:
     """A bar chart of idle-held GPU-hours per day."""
+    # Deferred: plotext (26-100 ms), only for the chart, not the ledger's text or JSON.
     import plotext as plt
     from plotext._figure import _figure_class as Figure  # one figure of its own
 

@@ -205,7 +205,7 @@ class Pipeline:
 
     def apply(self, command: Command) -> None:
         """Carry out a user command; call ``tick()`` afterwards for the new state."""
-        # Here: no command exists before the first key press (see ``pipeline.commands``).
+        # Deferred: no command exists before the first key press (issue 17: 21 M).
         from gputop.pipeline.commands import Acknowledge, Refresh, SetInterval, StepInterval
 
         if isinstance(command, Acknowledge):

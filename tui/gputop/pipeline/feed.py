@@ -164,6 +164,7 @@ class LiveFeed:
 
     def apply(self, command: Command) -> Arrival:
         """Pause or resume polling; nothing else concerns a live source."""
+        # Deferred: no command exists before the first key press (issue 17: 21 M).
         from gputop.pipeline.commands import TogglePause
 
         if isinstance(command, TogglePause):
@@ -230,6 +231,7 @@ class ReplayFeed:
 
     def apply(self, command: Command) -> Arrival:
         """Pause, step, seek or change speed."""
+        # Deferred: no command exists before the first key press (issue 17: 21 M).
         from gputop.pipeline.commands import ChangeSpeed, Seek, SeekTime, Step, TogglePause
 
         player = self._player

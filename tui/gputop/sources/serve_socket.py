@@ -204,6 +204,7 @@ class SnapshotSubscriber:
 
 def private_socket_dir() -> Path:
     """A new directory only this user can enter, for the publisher's socket."""
+    # Deferred: tempfile (14 ms, 13 modules), for the server, not each viewer.
     import tempfile
 
     directory = Path(tempfile.mkdtemp(prefix="gputop-serve-"))

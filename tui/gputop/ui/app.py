@@ -17,6 +17,8 @@ from gputop.errors import Fatal
 from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.loop import TickLoop
 from gputop.pipeline.tick import Tick
+from gputop.ui.compat import apply_patches, driver_class
+from gputop.ui.focus import focus_if_nothing_is
 from gputop.ui.messages import SourceFailed, TickArrived
 from gputop.ui.safe_view import SafeView
 from gputop.ui.screens.main import MAIN_SCREEN_CSS, MainScreen
@@ -90,8 +92,6 @@ class GputopApp(App[int]):
         """Textual's choice, except that a Linux terminal gets the driver that does not poll,
         and repaints write only the spans that changed (``compat``: each patch that
         applies)."""
-        from gputop.ui.compat import apply_patches, driver_class
-
         apply_patches()
         return driver_class(super().get_driver_class())
 
@@ -105,8 +105,6 @@ class GputopApp(App[int]):
 
     def on_app_focus(self) -> None:
         """A browser tab came back: make sure the keys reach a widget (``ui/focus.py``)."""
-        from gputop.ui.focus import focus_if_nothing_is
-
         self.call_after_refresh(focus_if_nothing_is, self)
 
     def on_mount(self) -> None:
@@ -169,6 +167,7 @@ class GputopApp(App[int]):
 
     def action_help(self) -> None:
         """Open the key help."""
+        # Deferred: the help screen, built on the first ? (a start does not draw it).
         from gputop.ui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):

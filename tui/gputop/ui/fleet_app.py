@@ -23,7 +23,9 @@ from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.commands import Command
 from gputop.pipeline.fleet_loop import DEFAULT_REFRESH, FleetLoop
 from gputop.pipeline.tick import Tick
+from gputop.ui.compat import driver_class
 from gputop.ui.fleet_messages import FleetArrived, FleetFailed, NodeTickArrived
+from gputop.ui.focus import focus_if_nothing_is
 from gputop.ui.safe_view import SafeView
 from gputop.ui.screens.fleet import FLEET_SCREEN_CSS, FleetScreen
 from gputop.ui.screens.main import MAIN_SCREEN_CSS
@@ -84,8 +86,6 @@ class FleetApp(App[int]):
 
     def get_driver_class(self) -> type[Driver]:
         """As the single-box app: a Linux terminal gets the driver that does not poll."""
-        from gputop.ui.compat import driver_class
-
         return driver_class(super().get_driver_class())
 
     @property
@@ -103,8 +103,6 @@ class FleetApp(App[int]):
 
     def on_app_focus(self) -> None:
         """A browser tab came back: make sure the keys reach a widget (``ui/focus.py``)."""
-        from gputop.ui.focus import focus_if_nothing_is
-
         self.call_after_refresh(focus_if_nothing_is, self)
 
     def on_mount(self) -> None:
@@ -188,6 +186,7 @@ class FleetApp(App[int]):
 
     def action_help(self) -> None:
         """Open the key help."""
+        # Deferred: the help screen, built on the first ? (a start does not draw it).
         from gputop.ui.screens.fleet_help import fleet_help_sections
         from gputop.ui.screens.help import HelpScreen
 

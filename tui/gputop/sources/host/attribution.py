@@ -56,6 +56,7 @@ class AttributedSource:
         """The inner source's snapshot, attributed."""
         snapshot = self._inner.poll()
         if self._first and self._watcher is not None:
+            # Deferred: the kubelet's client, only on a Kubernetes node (test_live_imports).
             from gputop.sources.k8s.podresources import TIMEOUT
 
             # The first snapshot (--once, --json) waits for the kubelet's first answer, at
@@ -96,6 +97,7 @@ def with_holders(gpu: GpuSample, given: Assignments | None) -> GpuSample:
     if nothing_given and not gpu.holders and not any(d.holders for d in gpu.mig_devices):
         return gpu
     if given is None:
+        # Deferred: the kubelet's client, only on a Kubernetes node (test_live_imports).
         from gputop.sources.k8s.podresources import NO_ASSIGNMENTS
 
         given = NO_ASSIGNMENTS

@@ -121,7 +121,7 @@ def _load_json(path: str) -> Any:
     data = read_bytes(path, MAX_CONFIG)
     if data is None:
         return None
-    # Here: only a containerised process leads here, and most boxes start without one.
+    # Deferred: a containerised process's runtime config only (test_live_imports).
     import json
 
     try:

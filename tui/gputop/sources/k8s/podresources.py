@@ -109,8 +109,10 @@ def grpc_lister(socket: Path) -> tuple[Lister, Callable[[], None]]:
     Raises:
         ImportError: grpcio (or protobuf) is not installed.
     """
+    # Deferred: grpcio is optional (the k8s extra): its ImportError is the caller's to say.
     import grpc
 
+    # Deferred: the generated stubs import grpc and protobuf (optional, as above).
     from gputop.sources.k8s import api_pb2, api_pb2_grpc
 
     channel = grpc.insecure_channel(f"unix://{os.fspath(socket)}")

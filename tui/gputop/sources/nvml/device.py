@@ -503,6 +503,7 @@ class GpuSampler:
         total: int | None,
         processes: tuple[ProcessSample, ...],
     ) -> tuple[MigDeviceSample, ...]:
+        # Deferred: MIG sampling, once a GPU is seen in MIG mode (test_live_imports).
         from gputop.sources.nvml.mig import MigState, sample_mig_devices
 
         if self._mig is None:

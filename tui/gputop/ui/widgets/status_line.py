@@ -278,7 +278,7 @@ class ReplayBar(Bar):
 
     def show(self, status: ReplayStatus) -> None:
         """Describe the replay position."""
-        # Here, not at the top: a live start does not load the replay module.
+        # Deferred: the replay's module, which a live start does not load (test_live_imports).
         from gputop.sources.playback.replay import speed_label
 
         self._status = status
