@@ -8,6 +8,8 @@ into view.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
+from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
@@ -90,13 +93,21 @@ def time_cell(table: DataTable[Any], row: int) -> str:
     return cell.plain.strip()
 
 
-async def test_a_tick_updates_only_the_rows_on_screen() -> None:
+@asynccontextmanager
+async def started(
+    height: int = 33,
+) -> AsyncIterator[tuple[BigApp, Pilot[None], ProcessTable, ProcessGrid]]:
+    """A ``BigApp`` 120 columns wide with its first table drawn: the app, its pilot, the
+    process table and its DataTable."""
     app = BigApp()
-    async with app.run_test(size=(120, 33)) as pilot:
+    async with app.run_test(size=(120, height)) as pilot:
         await pilot.pause()
         await pilot.pause()
-        widget = app.query_one(ProcessTable)
-        table = app.query_one(DataTable)
+        yield app, pilot, app.query_one(ProcessTable), app.query_one(ProcessGrid)
+
+
+async def test_a_tick_updates_only_the_rows_on_screen() -> None:
+    async with started() as (app, pilot, widget, table):
         assert table.row_count == PROCESSES
         visible = visible_rows(table)
         assert 25 <= visible <= 31
@@ -111,12 +122,7 @@ async def test_a_tick_updates_only_the_rows_on_screen() -> None:
 
 
 async def test_a_second_passing_redraws_no_row_past_its_first_minute() -> None:
-    app = BigApp()
-    async with app.run_test(size=(120, 33)) as pilot:
-        await pilot.pause()
-        await pilot.pause()
-        widget = app.query_one(ProcessTable)
-        table = app.query_one(ProcessGrid)
+    async with started() as (app, pilot, widget, table):
         assert time_cell(table, 0) == "1m"
         on_screen = range(visible_rows(table))
         before = [time_cell(table, row) for row in on_screen]
@@ -139,12 +145,7 @@ async def test_a_second_passing_redraws_no_row_past_its_first_minute() -> None:
 
 
 async def test_rows_scrolled_into_view_are_current() -> None:
-    app = BigApp()
-    async with app.run_test(size=(120, 33)) as pilot:
-        await pilot.pause()
-        await pilot.pause()
-        widget = app.query_one(ProcessTable)
-        table = app.query_one(DataTable)
+    async with started() as (app, pilot, widget, table):
         app.clock.now = NOW + 60
         widget.show(box())
         await pilot.pause()
@@ -162,12 +163,7 @@ async def test_rows_scrolled_into_view_are_current() -> None:
 
 
 async def test_a_taller_table_draws_the_rows_it_now_shows() -> None:
-    app = BigApp()
-    async with app.run_test(size=(120, 20)) as pilot:
-        await pilot.pause()
-        await pilot.pause()
-        widget = app.query_one(ProcessTable)
-        table = app.query_one(DataTable)
+    async with started(20) as (app, pilot, widget, table):
         app.clock.now = NOW + 60
         widget.show(box())
         await pilot.pause()
@@ -181,12 +177,7 @@ async def test_a_taller_table_draws_the_rows_it_now_shows() -> None:
 
 @pytest.mark.patch("cell_cache")
 async def test_a_tick_renders_only_the_cells_that_changed() -> None:
-    app = BigApp()
-    async with app.run_test(size=(120, 33)) as pilot:
-        await pilot.pause()
-        await pilot.pause()
-        widget = app.query_one(ProcessTable)
-        table = app.query_one(ProcessGrid)
+    async with started() as (app, pilot, widget, table):
         before = table.cell_renders
         app.clock.now = NOW + 60
         widget.show(box())
@@ -199,12 +190,7 @@ async def test_a_tick_renders_only_the_cells_that_changed() -> None:
 
 
 async def test_narrowing_while_scrolled_with_rows_behind() -> None:
-    app = BigApp()
-    async with app.run_test(size=(120, 33)) as pilot:
-        await pilot.pause()
-        await pilot.pause()
-        widget = app.query_one(ProcessTable)
-        table = app.query_one(DataTable)
+    async with started() as (app, pilot, widget, table):
         await pilot.press("ctrl+end")
         await pilot.pause()
         await pilot.pause()
@@ -228,11 +214,7 @@ async def test_a_tick_that_changes_no_row_measures_no_column(
 ) -> None:
     import gputop.ui.render.column_widths as column_widths
 
-    app = BigApp()
-    async with app.run_test(size=(120, 33)) as pilot:
-        await pilot.pause()
-        await pilot.pause()
-        widget = app.query_one(ProcessTable)
+    async with started() as (app, pilot, widget, _table):
         measured: list[int] = []
         original = column_widths.column_width
 
@@ -263,11 +245,7 @@ async def test_a_tick_with_every_row_unchanged_sorts_and_diffs_nothing(
 ) -> None:
     from gputop.ui.render.process_rows import sort_rows
 
-    app = BigApp()
-    async with app.run_test(size=(120, 33)) as pilot:
-        await pilot.pause()
-        await pilot.pause()
-        widget = app.query_one(ProcessTable)
+    async with started() as (app, pilot, widget, _table):
         shown = box()
         widget.show(shown)
         await pilot.pause()
@@ -294,12 +272,7 @@ async def test_what_the_table_keeps_drawn_is_about_two_screenfuls() -> None:
     """DataTable keys its rendered lines and rows by an update counter: what an update long
     past drew is never read again. ``TABLE_CACHES`` keeps about two screenfuls of each
     (stock Textual: up to 1,000 lines and rows and 10,000 cells)."""
-    app = BigApp()
-    async with app.run_test(size=(120, 33)) as pilot:
-        await pilot.pause()
-        await pilot.pause()
-        widget = app.query_one(ProcessTable)
-        table = app.query_one(ProcessGrid)
+    async with started() as (app, pilot, widget, table):
         for minute in range(1, 41):
             app.clock.now = NOW + 60 * minute
             widget.show(box())
