@@ -28,8 +28,6 @@ application is gputop's own (``web_app``), and ``serve`` runs it.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import hmac
 import ipaddress
 import json
@@ -50,6 +48,7 @@ from textual_serve.server import Server
 
 from gputop.errors import BadArguments
 from gputop.model.safe_text import terminal_safe
+from gputop.web.basic_auth import basic_credentials
 from gputop.web.listen import cannot_listen
 from gputop.web.options import WebOptions
 from gputop.web.serve_compat import Viewer, page_script
@@ -110,14 +109,10 @@ def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
 
 
 def _authorized(header: str | None, users: Mapping[str, str]) -> bool:
-    scheme, _, encoded = (header or "").strip().partition(" ")
-    if scheme.lower() != "basic":  # the scheme is case-insensitive (RFC 7235), as export's is
+    credentials = basic_credentials(header)
+    if credentials is None:
         return False
-    try:
-        decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return False
-    user, _, password = decoded.partition(":")
+    user, password = credentials
     expected = users.get(user)
     # Compared in constant time even for an unknown user, so timing tells no user names.
     return hmac.compare_digest(password.encode(), (expected or "\0").encode()) and (

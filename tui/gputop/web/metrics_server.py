@@ -16,8 +16,6 @@ text, as Go's servers (node_exporter, dcgm-exporter) answer it, not with a bare 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import heapq
 import itertools
@@ -29,6 +27,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from gputop.web.basic_auth import basic_credentials
 from gputop.web.config import Authenticator
 
 REQUEST_TIMEOUT = 10.0
@@ -256,16 +255,8 @@ class _Handler(BaseHTTPRequestHandler):
         auth = self.server.auth
         if not auth.required:
             return True
-        header = self.headers.get("Authorization", "")
-        scheme, _, encoded = header.partition(" ")
-        if scheme.lower() != "basic":
-            return False
-        try:
-            decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            return False
-        user, sep, password = decoded.partition(":")
-        return bool(sep) and auth.check(user, password)
+        credentials = basic_credentials(self.headers.get("Authorization"))
+        return credentials is not None and auth.check(*credentials)
 
     def _answer(
         self,
