@@ -4,6 +4,7 @@ and damaged logs (one line, exit 2, never a traceback)."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import subprocess
@@ -238,6 +239,43 @@ def test_a_text_pipe_with_no_room_for_its_copy_is_a_bad_capture(
     os.write(write, DATED.encode())
     os.close(write)
 
-    with pytest.raises(BadCapture, match=r"no room for the stream.*TMPDIR"):
+    with pytest.raises(BadCapture, match=r"no room to keep the stream.*TMPDIR"):
         open_recording(Path(f"/dev/fd/{read}"))
     os.close(read)
+
+
+def _with_a_tiny_file_size_limit() -> None:
+    """In the child: any file past 1 KiB cannot be written (EFBIG), as on a full disk."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+
+@pytest.mark.parametrize("kind", ["pipe", "gzip"])
+def test_a_text_log_whose_copy_cannot_be_written_gets_one_line(tmp_path: Path, kind: str) -> None:
+    text = (SNAPSHOTS / "h100-mig-590-q-l.txt").read_bytes()
+    assert len(text) > 2 * 1024  # the first write to the copy is past the limit
+    packed = tmp_path / "run.txt.gz"
+    packed.write_bytes(gzip.compress(text))
+    argument = "-" if kind == "pipe" else str(packed)
+
+    result = subprocess.run(
+        [sys.executable, "-m", "gputop", "report", argument, "--json"],
+        input=text if kind == "pipe" else None,
+        capture_output=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        preexec_fn=_with_a_tiny_file_size_limit,  # the child has no threads yet
+    )
+
+    stderr = result.stderr.decode()
+    assert result.returncode == 2, stderr
+    shown = "-" if kind == "pipe" else str(packed)
+    keeping = "keep the stream" if kind == "pipe" else "inflate it"
+    assert stderr.splitlines() == [
+        f"gputop: {shown}: cannot {keeping} in {tmp_path} (file too large); point TMPDIR elsewhere"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.txt.gz"]  # no copy left

@@ -58,40 +58,16 @@ def spool_stream(
     Raises:
         BadCapture: no room for the copy, or the stream cannot be read as that log.
     """
-    try:
-        spool, spool_path = tempfile.mkstemp(prefix="gputop-", suffix=".log")
-    except OSError as error:
-        os.close(source)
-        raise BadCapture(
-            f"{name}: no room for the stream in {tempfile.gettempdir()} "
-            f"({(error.strerror or str(error)).lower()}); point TMPDIR elsewhere"
-        ) from None
-    ended = threading.Event()
-    try:
-        os.write(spool, head)
-        threading.Thread(
-            target=_copy,
-            args=(lambda: os.read(source, _READ_BYTES), lambda: os.close(source), spool, ended),
-            name="gputop-spool",
-            daemon=True,
-        ).start()
-        try:
-            log = opener(Path(spool_path), follow=True, ended=ended)
-        except BadCapture as error:
-            raise BadCapture(str(error).replace(spool_path, name)) from None
-    except OSError as error:  # the first write to the copy failed (a full disk)
-        raise BadCapture(
-            f"{name}: cannot keep the stream in {tempfile.gettempdir()} "
-            f"({(error.strerror or str(error)).lower()}); point TMPDIR elsewhere"
-        ) from None
-    finally:
-        os.unlink(spool_path)  # the log holds it open; nothing is left behind
-    if not follow:
-        ended.wait()
-        len(log)  # reads to the end, which ends following
-    log.path = Path(name)
-    log.warnings[:] = [warning.replace(spool_path, name) for warning in log.warnings]
-    return log
+    return _spooled(
+        lambda: os.read(source, _READ_BYTES),
+        lambda: os.close(source),
+        head,
+        name,
+        opener,
+        follow=follow,
+        keeping="keep the stream",
+        problems=None,
+    )
 
 
 def spool_gzip(path: Path, opener: SpooledOpener, *, follow: bool) -> LineLog:
@@ -106,34 +82,72 @@ def spool_gzip(path: Path, opener: SpooledOpener, *, follow: bool) -> LineLog:
         head = handle.read1(_READ_BYTES)
     except (OSError, EOFError, zlib.error) as error:
         raise BadCapture(f"{path}: not a readable gzip ({error})") from None
+    problems: list[str] = []
+    log = _spooled(
+        lambda: handle.read1(_READ_BYTES),
+        handle.close,
+        head,
+        str(path),
+        opener,
+        follow=follow,
+        keeping="inflate it",
+        problems=problems,
+    )
+    log.path = path
+    log.warnings.extend(f"{path}: {problem}" for problem in problems)
+    return log
+
+
+def _spooled(
+    read: Callable[[], bytes],
+    close: Callable[[], None],
+    head: bytes,
+    name: str,
+    opener: SpooledOpener,
+    *,
+    follow: bool,
+    keeping: str,
+    problems: list[str] | None,
+) -> LineLog:
+    """The log ``opener`` reads from a temporary copy of ``head`` and then of what ``read``
+    gives, copied by a thread that calls ``close`` at the end; errors and warnings name
+    ``name``, not the copy. ``keeping`` says what the copy is for, in the line a full disk
+    gets."""
     try:
         spool, spool_path = tempfile.mkstemp(prefix="gputop-", suffix=".log")
     except OSError as error:
-        handle.close()
-        raise BadCapture(
-            f"{path}: no room to inflate it in {tempfile.gettempdir()} "
-            f"({(error.strerror or str(error)).lower()}); point TMPDIR elsewhere"
-        ) from None
-    ended = threading.Event()
-    problems: list[str] = []
+        close()
+        raise BadCapture(_no_room(name, f"no room to {keeping}", error)) from None
     try:
-        os.write(spool, head)
+        try:
+            write_all(spool, head)
+        except OSError as error:  # a full disk, or a file size limit
+            os.close(spool)
+            close()
+            raise BadCapture(_no_room(name, f"cannot {keeping}", error)) from None
+        ended = threading.Event()
         threading.Thread(
             target=_copy,
-            args=(lambda: handle.read1(_READ_BYTES), handle.close, spool, ended, problems),
-            name="gputop-gunzip",
+            args=(read, close, spool, ended, problems),
+            name="gputop-spool",
             daemon=True,
         ).start()
         try:
             log = opener(Path(spool_path), follow=True, ended=ended)
         except BadCapture as error:
-            raise BadCapture(str(error).replace(spool_path, str(path))) from None
+            raise BadCapture(str(error).replace(spool_path, name)) from None
     finally:
-        os.unlink(spool_path)
+        os.unlink(spool_path)  # the log holds it open; nothing is left behind
     if not follow:
         ended.wait()
         len(log)  # reads to the end, which ends following
-    log.path = path
-    log.warnings[:] = [warning.replace(spool_path, str(path)) for warning in log.warnings]
-    log.warnings.extend(f"{path}: {problem}" for problem in problems)
+    log.path = Path(name)
+    log.warnings[:] = [warning.replace(spool_path, name) for warning in log.warnings]
     return log
+
+
+def _no_room(name: str, failed: str, error: OSError) -> str:
+    return (
+        f"{name}: {failed} in {tempfile.gettempdir()} "
+        f"({(error.strerror or str(error)).lower()}); point TMPDIR elsewhere"
+    )
