@@ -27,6 +27,12 @@ from support.apps import FIXED_SETTINGS, CyclingSource, load
 CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
 
 
+def _live_app() -> GputopApp:
+    """The app on a live box of the four RTX 3090s of the capture."""
+    pipeline = tui_pipeline(LiveFeed(CyclingSource([load(CAPTURE)])))
+    return GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
+
+
 def _keys_alive() -> int:
     gc.collect()
     return sum(1 for thing in gc.get_objects() if isinstance(thing, FooterKey))
@@ -34,9 +40,7 @@ def _keys_alive() -> int:
 
 @pytest.mark.patch("quiet_footer")
 async def test_moving_the_focus_keeps_only_the_keys_on_screen() -> None:
-    snapshot = load(CAPTURE)
-    pipeline = tui_pipeline(LiveFeed(CyclingSource([snapshot])))
-    app = GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
+    app = _live_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         footer = app.screen.query_one(Footer)
@@ -59,9 +63,7 @@ async def test_moving_the_focus_keeps_only_the_keys_on_screen() -> None:
 async def test_keys_are_drawn_once_a_change_and_styled_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    snapshot = load(CAPTURE)
-    pipeline = tui_pipeline(LiveFeed(CyclingSource([snapshot])))
-    app = GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
+    app = _live_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         footer = app.screen.query_one(Footer)
