@@ -244,13 +244,9 @@ def test_a_text_pipe_with_no_room_for_its_copy_is_a_bad_capture(
     os.close(read)
 
 
-def _with_a_tiny_file_size_limit() -> None:
-    """In the child: any file past 1 KiB cannot be written (EFBIG), as on a full disk."""
-    import resource
-    import signal
-
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing
-    resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+TINY_FILE_SIZE_LIMIT = ["sh", "-c", 'trap "" XFSZ; ulimit -f 1; exec "$@"', "sh"]
+"""Runs a command in which no file can grow past 1 KiB (a write past it fails with EFBIG, as
+on a full disk, instead of the signal that would kill the command)."""
 
 
 @pytest.mark.parametrize("kind", ["pipe", "gzip"])
@@ -262,13 +258,12 @@ def test_a_text_log_whose_copy_cannot_be_written_gets_one_line(tmp_path: Path, k
     argument = "-" if kind == "pipe" else str(packed)
 
     result = subprocess.run(
-        [sys.executable, "-m", "gputop", "report", argument, "--json"],
+        [*TINY_FILE_SIZE_LIMIT, sys.executable, "-m", "gputop", "report", argument, "--json"],
         input=text if kind == "pipe" else None,
         capture_output=True,
         timeout=60,
         check=False,
         env={**os.environ, "TMPDIR": str(tmp_path)},
-        preexec_fn=_with_a_tiny_file_size_limit,  # the child has no threads yet
     )
 
     stderr = result.stderr.decode()

@@ -22,6 +22,7 @@ from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.ui.app import GputopApp
 from gputop.ui.compat import PALETTE_KEY
+from gputop.ui.widgets.gpu_panel import GpuPanel
 from support.apps import FIXED_SETTINGS, CyclingSource, load
 
 CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
@@ -101,3 +102,21 @@ async def test_keys_are_drawn_once_a_change_and_styled_once(
             shown = now
         assert changes >= 2
         assert stills >= 2
+
+
+@pytest.mark.patch("still_footer")
+async def test_a_change_of_the_palette_key_alone_is_drawn() -> None:
+    app = _live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        footer = app.screen.query_one(Footer)
+        first, second = list(app.screen.query(GpuPanel))[:2]
+        first.focus()
+        await pilot.pause()
+        assert any(key.has_class(PALETTE_KEY) for key in footer.query(FooterKey))
+        footer.show_command_palette = False
+        second.focus()  # the same bindings as the first panel's
+        await pilot.pause()
+        assert app.focused is second
+        assert footer.query(FooterKey)
+        assert not any(key.has_class(PALETTE_KEY) for key in footer.query(FooterKey))

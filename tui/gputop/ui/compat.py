@@ -503,29 +503,31 @@ class Footer(TextualFooter):
     message queue: 14 keys, about 100 KiB, at each change of focus, for the life of the app.
     """
 
-    _drawn: tuple[tuple[object, ...], ...] | None = None
-    """The bindings the keys were last drawn for (``still_footer``)."""
+    _drawn: tuple[object, ...] | None = None
+    """What the keys on screen were drawn from (``_showing``), once drawn (``still_footer``)."""
+
+    def _showing(self, screen: Screen[Any]) -> tuple[object, ...]:
+        """Everything Textual's ``compose`` draws the keys from."""
+        bindings = screen.active_bindings.values()
+        return (self.show_command_palette, *((b, on, tip) for _, b, on, tip in bindings))
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
-        if enabled(STILL_FOOTER) and self._draws_for(screen):
-            shown = tuple(
-                (binding, on, tip) for _, binding, on, tip in screen.active_bindings.values()
-            )
-            if shown == self._drawn:
-                return
-            self._drawn = shown
+        if enabled(STILL_FOOTER) and self._drawn == self._showing(screen):
+            return  # the keys on screen were drawn from these very bindings
         super().bindings_changed(screen)
-
-    def _draws_for(self, screen: Screen[Any]) -> bool:
-        """Whether Textual's footer draws its keys again at this signal."""
-        return screen.app.app_focus and self.is_attached and screen is self.screen
 
     def compose(self) -> ComposeResult:
         still = enabled(STILL_FOOTER)
+        if still:
+            # Read as the keys are drawn, not as the signal came: the bindings may have
+            # moved on in between.
+            self._drawn = self._showing(self.screen) if self._bindings_ready else None
         for widget in super().compose():
             if still and isinstance(widget, FooterKey) and not widget.has_class(PALETTE_KEY):
-                # Set before it mounts, so its watcher never runs: Textual's data binding sets
-                # the same value a moment later, which is then no change. (The command
+                # Set before it mounts: the key's watcher would run first with its own
+                # default (compact: the class added) and then with the footer's value bound a
+                # moment later (not compact: the class taken away), each time restyling the
+                # key. Now only the second runs, and it changes nothing. (The command
                 # palette's key is not bound: it stays compact, as in stock Textual.)
                 widget.set_reactive(FooterKey.compact, self.compact)
             yield widget

@@ -79,8 +79,12 @@ def spool_gzip(path: Path, opener: SpooledOpener, *, follow: bool) -> LineLog:
     """
     try:
         handle = gzip.open(path, "rb")  # noqa: SIM115 - closed by the copying thread
+    except OSError as error:
+        raise BadCapture(f"{path}: not a readable gzip ({error})") from None
+    try:
         head = handle.read1(_READ_BYTES)
     except (OSError, EOFError, zlib.error) as error:
+        handle.close()
         raise BadCapture(f"{path}: not a readable gzip ({error})") from None
     problems: list[str] = []
     log = _spooled(
@@ -117,14 +121,14 @@ def _spooled(
         spool, spool_path = tempfile.mkstemp(prefix="gputop-", suffix=".log")
     except OSError as error:
         close()
-        raise BadCapture(_no_room(name, f"no room to {keeping}", error)) from None
+        raise BadCapture(_copy_failed(name, f"no room to {keeping}", error)) from None
     try:
         try:
             write_all(spool, head)
         except OSError as error:  # a full disk, or a file size limit
             os.close(spool)
             close()
-            raise BadCapture(_no_room(name, f"cannot {keeping}", error)) from None
+            raise BadCapture(_copy_failed(name, f"cannot {keeping}", error)) from None
         ended = threading.Event()
         threading.Thread(
             target=_copy,
@@ -146,7 +150,8 @@ def _spooled(
     return log
 
 
-def _no_room(name: str, failed: str, error: OSError) -> str:
+def _copy_failed(name: str, failed: str, error: OSError) -> str:
+    """The line for a copy that could not be made or written (``failed`` says which)."""
     return (
         f"{name}: {failed} in {tempfile.gettempdir()} "
         f"({(error.strerror or str(error)).lower()}); point TMPDIR elsewhere"
