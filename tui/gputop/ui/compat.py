@@ -166,8 +166,8 @@ STILL_FOOTER = Patch(
     "draws is styled three times as it mounts (compact, its own default, then not compact, "
     "the footer's value bound a moment later). Here the keys are drawn again only when "
     "what they show changed, each starting as the footer is",
-    gain="a move of the focus (Tab) costs the app 171 ms of CPU where it took 324 ms on 4 "
-    "GPUs, 221 where it took 333 ms on 8 GPUs with 200 processes; nothing a tick",
+    gain="a move of the focus (Tab) costs the app 157 ms of CPU where it took 319 ms on 4 "
+    "GPUs, 161 where it took 328 ms on 8 GPUs with 200 processes; nothing a tick",
     package="textual",
     written_for=TEXTUAL,
 )
