@@ -8,12 +8,15 @@ for one move of the focus, and styled each key three times."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import weakref
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -28,10 +31,15 @@ from support.apps import FIXED_SETTINGS, CyclingSource, load
 CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
 
 
-def _live_app() -> GputopApp:
-    """The app on a live box of the four RTX 3090s of the capture."""
+@contextlib.asynccontextmanager
+async def _started() -> AsyncIterator[tuple[GputopApp, Pilot[int], Footer]]:
+    """The app on a live box of the four RTX 3090s of the capture, drawn at 120x40: the app,
+    its pilot and its footer."""
     pipeline = tui_pipeline(LiveFeed(CyclingSource([load(CAPTURE)])))
-    return GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
+    app = GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        yield app, pilot, app.screen.query_one(Footer)
 
 
 def _keys_alive() -> int:
@@ -41,10 +49,7 @@ def _keys_alive() -> int:
 
 @pytest.mark.patch("quiet_footer")
 async def test_moving_the_focus_keeps_only_the_keys_on_screen() -> None:
-    app = _live_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        footer = app.screen.query_one(Footer)
+    async with _started() as (_, pilot, footer):
         seen: weakref.WeakSet[FooterKey] = weakref.WeakSet()
         drawn = 0
         for _ in range(8):
@@ -64,10 +69,7 @@ async def test_moving_the_focus_keeps_only_the_keys_on_screen() -> None:
 async def test_keys_are_drawn_once_a_change_and_styled_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    app = _live_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        footer = app.screen.query_one(Footer)
+    async with _started() as (app, pilot, footer):
         styled: list[FooterKey] = []
         apply = app.stylesheet.apply
 
@@ -106,10 +108,7 @@ async def test_keys_are_drawn_once_a_change_and_styled_once(
 
 @pytest.mark.patch("still_footer")
 async def test_a_change_of_the_palette_key_alone_is_drawn() -> None:
-    app = _live_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        footer = app.screen.query_one(Footer)
+    async with _started() as (app, pilot, footer):
         first, second = list(app.screen.query(GpuPanel))[:2]
         first.focus()
         await pilot.pause()
