@@ -162,7 +162,8 @@ QUIET_FOOTER = Patch(
 STILL_FOOTER = Patch(
     "still_footer",
     fixes="the footer draws all its keys again at every signal that the bindings changed, "
-    "two to five times for one change of focus, most with the same keys; and each key it "
+    "two for each change of focus and five as the app starts, most with the same keys; and "
+    "each key it "
     "draws is styled three times as it mounts (compact, its own default, then not compact, "
     "the footer's value bound a moment later). Here the keys are drawn again only when "
     "what they show changed, each starting as the footer is",

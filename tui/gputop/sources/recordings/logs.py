@@ -97,7 +97,6 @@ def spool_gzip(path: Path, opener: SpooledOpener, *, follow: bool) -> LineLog:
         keeping="inflate it",
         problems=problems,
     )
-    log.path = path
     log.warnings.extend(f"{path}: {problem}" for problem in problems)
     return log
 
