@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support.command import ROOT, gputop_command
+from support.command import ROOT, gputop_command, start_gputop
 from support.exporter import FOUR, running_exporter, stop
 from support.metrics import Series, document, find, series, web_config
 from support.net import free_port, http_get
@@ -145,13 +145,8 @@ def test_mig_instances_of_a_capture_carry_gpu_i_labels() -> None:
 
 def test_gr_engine_active_where_gpm_measures_instances() -> None:
     with running_exporter("--interval", "0.25", fake="h100-mig-8x7") as exporter:
-        deadline = time.monotonic() + 10
-        while True:
-            values = series(exporter.metrics())
-            active = find(values, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", gpu="3")
-            if active or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        values = exporter.scrape_until("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 10, gpu="3")
+    active = find(values, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", gpu="3")
     assert len(active) == 7
     assert all(0.0 <= value <= 1.0 for value in active)
     assert len(find(values, "DCGM_FI_DEV_FB_USED", GPU_I_PROFILE="1g.10gb")) == 56
@@ -381,15 +376,7 @@ def test_replay_plays_at_the_recorded_pace_then_holds_the_last(tmp_path: Path) -
 
 def test_listens_on_ipv6_in_brackets() -> None:
     port = free_port()
-    command, environ = gputop_command(str(FOUR))
-    process = subprocess.Popen(
-        [*command, "export", "--listen", f"[::1]:{port}"],
-        cwd=ROOT,
-        env=environ,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start_gputop("export", "--listen", f"[::1]:{port}")
     try:
         deadline = time.monotonic() + 30
         while True:

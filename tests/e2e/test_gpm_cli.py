@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from gputop.model.fields import ACTIVITY_FIELDS
 from gputop.sources.nvml.gpm import METRICS_PRICE_S
 from support.command import ROOT, gputop_command
 from support.exporter import FOUR, running_exporter
-from support.metrics import find, series
+from support.metrics import find
 
 MIB = 1024 * 1024
 JSON_KEYS = tuple(f.json for f in ACTIVITY_FIELDS)
@@ -78,13 +77,8 @@ def test_a_gpu_without_gpm_is_null_with_its_reason() -> None:
 def test_export_serves_dcgm_profiling_metrics_of_the_live_gpu() -> None:
     windows = loaded_windows()
     with running_exporter("--hostname", "h200", fake="h200-train") as exporter:
-        deadline = time.monotonic() + 20
-        while True:
-            values = series(exporter.metrics())
-            sm = find(values, "DCGM_FI_PROF_SM_ACTIVE", Hostname="h200")
-            if sm or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        values = exporter.scrape_until("DCGM_FI_PROF_SM_ACTIVE", 20, Hostname="h200")
+    sm = find(values, "DCGM_FI_PROF_SM_ACTIVE", Hostname="h200")
     assert sm, "no DCGM_FI_PROF_SM_ACTIVE after 20 s"
     # Which window the sampler had reached is a matter of timing; its values are one of them.
     ratios = {round(w.activity.sm / 100, 6) for w in windows if w.activity.sm is not None}

@@ -35,7 +35,7 @@ from gputop.web.app_server import load_auth
 from gputop.web.options import DEFAULT_VIEWERS
 from gputop.web.serve_compat import patched_script
 from support.browser import serving
-from support.command import ROOT, gputop_command
+from support.command import ROOT, gputop_command, start_gputop
 from support.net import free_port
 
 FOUR = ROOT / "snapshots" / "rtx3090x4-procs-v12.xml"
@@ -154,8 +154,6 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
 
 
 def _gputop() -> list[str]:
-    from support.command import gputop_command
-
     return gputop_command()[0]
 
 
@@ -434,14 +432,11 @@ def _catches_sigterm(pid: int) -> bool:
 def test_sigterm_while_the_driver_starts_exits_0_as_export_does() -> None:
     """Issue 25: `gputop serve` exited 143 on SIGTERM where `export` exits 0. NVML can take
     seconds to start; a service manager's stop then must still be a clean one."""
-    command, environ = gputop_command(str(FOUR), GPUTOP_FAKE_NVML_LATENCY="0, nvmlInitWithFlags=30")
-    server = subprocess.Popen(
-        [*command, "serve", "--listen", f"127.0.0.1:{free_port()}"],
-        cwd=ROOT,
-        env=environ,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+    server = start_gputop(
+        "serve",
+        "--listen",
+        f"127.0.0.1:{free_port()}",
+        GPUTOP_FAKE_NVML_LATENCY="0, nvmlInitWithFlags=30",
     )
     try:
         deadline = time.monotonic() + 30

@@ -41,6 +41,20 @@ def run_gputop(
     )
 
 
+def start_gputop(*args: str, fake: str = str(FOUR), **env: str) -> subprocess.Popen[str]:
+    """Start the real command in the background on the fake NVML ``fake``, as a service
+    manager does (a server: ``export``, ``serve``): its output dropped, stderr kept."""
+    command, environ = gputop_command(fake, **env)
+    return subprocess.Popen(
+        [*command, *args],
+        cwd=ROOT,
+        env=environ,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def gputop(*args: str | Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m gputop ARGS`` in this process's environment (no fake NVML: for recordings,
     reports and bad input), ``stdin`` piped in, its output kept; bounded so that a hang fails

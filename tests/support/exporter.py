@@ -6,12 +6,14 @@ import os
 import signal
 import ssl
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from support.command import ROOT, gputop_command
+from support.metrics import Series, find, series
 from support.net import free_port, http_get, wait_until
 
 FOUR = ROOT / "snapshots" / "rtx3090x4-procs-v12.xml"
@@ -39,6 +41,16 @@ class Exporter:
         status, body = http_get(f"{self.url}/metrics", context=self.context)
         assert status == 200, (status, body[:200])
         return body.decode()
+
+    def scrape_until(self, name: str, seconds: float, **labels: str) -> Series:
+        """Scrapes until one has a series ``name`` with ``labels``, or ``seconds`` have
+        passed: the last scrape's series (the caller asserts what it needs of them)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            values = series(self.metrics())
+            if find(values, name, **labels) or time.monotonic() > deadline:
+                return values
+            time.sleep(0.2)
 
 
 @contextmanager
