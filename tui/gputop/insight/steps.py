@@ -5,7 +5,8 @@ sample, or towards gaps when longer than the gap threshold, or towards nothing w
 back in time; energy integrates power over the counted intervals whose both ends report it.
 Sums are taken with ``math.fsum`` (the correctly rounded sum, whatever the order), so a
 recording added in runs of any length gives the very figures of one pass over it: each run
-leaves its rounded sum and the rounding's remainder, and the two are summed again at the end.
+leaves its rounded sum and the rounding's remainder (exactly), and these are summed again at
+the end.
 
 The work on a run is done by C loops over whole lists (``map``, ``compress``), not a Python
 statement per interval: a two-week log has ten million of them.
@@ -70,10 +71,20 @@ def parts_of(values: Iterable[float]) -> tuple[float, ...]:
     return _parts(listed, math.fsum(listed))
 
 
-def _parts(listed: list[float], total: float) -> tuple[float, float]:
-    """``parts_of`` the values ``listed`` (appended to) whose ``math.fsum`` is ``total``."""
-    listed.append(-total)
-    return (total, math.fsum(listed))
+def _parts(listed: list[float], total: float) -> tuple[float, ...]:
+    """``parts_of`` the values ``listed`` (appended to) whose ``math.fsum`` is ``total``:
+    the sum, then what each rounding left out until nothing is, so that the parts add up to
+    the values exactly. One remainder alone is rounded too where the values span more than
+    two floats' bits (1 + 2**-53 + 2**-200), and the bit it drops can break a tie of the
+    final rounding."""
+    parts = [total]
+    left = total
+    while left and math.isfinite(left):
+        listed.append(-left)
+        left = math.fsum(listed)
+        if left:
+            parts.append(left)
+    return tuple(parts)
 
 
 class Intervals:
