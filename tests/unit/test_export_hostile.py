@@ -144,6 +144,36 @@ def test_a_burst_beyond_pythons_default_backlog_is_held() -> None:
     assert all(answer.startswith(b"HTTP/1.0 200") and answer.endswith(BODY) for answer in answers)
 
 
+def test_a_stop_while_a_connections_thread_starts_stops_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # SIGTERM's handler (or Ctrl-C's) can run while `Thread.start` waits for a thread that is
+    # already running, and that thread frees its slot itself. Released a second time, the
+    # semaphore raised a ValueError in place of the stop, the server swallowed it, and
+    # `gputop export` went on serving after SIGTERM (1 stop in 8 with the CPUs busy).
+    start = threading.Thread.start
+
+    def interrupted(thread: threading.Thread) -> None:
+        start(thread)
+        thread.join(5)  # the connection answered and its slot freed: then the signal comes
+        raise KeyboardInterrupt
+
+    server = MetricsServer(("127.0.0.1", 0), lambda: (BODY, "text/plain"), max_connections=2)
+    try:
+        with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as sock:
+            sock.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            monkeypatch.setattr(threading.Thread, "start", interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                server.handle_request()
+            monkeypatch.undo()
+            assert sock.makefile("rb").read().endswith(BODY)
+        # Both slots free, and no third: the connection's slot went back once.
+        slots = [server._slots.acquire(blocking=False) for _ in range(3)]
+        assert slots == [True, True, False]
+    finally:
+        server.server_close()
+
+
 def test_plain_http_on_the_https_port_is_told_so(tmp_path: Path) -> None:
     config = load_web_config(web_config(tmp_path))
     with serving(tls=config.tls, request_timeout=2.0) as server:

@@ -148,9 +148,13 @@ class MetricsServer(ThreadingHTTPServer):
         """Start the connection's thread once one of ``max_connections`` is free (until
         then the next connections wait in the listen backlog)."""
         self._slots.acquire()
+        # The slot goes back here only when no thread could be started. Not on Ctrl-C or
+        # SIGTERM: their handler can run while `start` waits for a thread already running,
+        # which frees the slot itself (freed twice, the semaphore raised a ValueError in
+        # place of the stop, the server swallowed it and went on serving).
         try:
             super().process_request(request, client_address)
-        except BaseException:
+        except Exception:
             self._slots.release()
             raise
 
