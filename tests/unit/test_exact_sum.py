@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gputop.insight.steps import ExactSum
@@ -41,5 +41,7 @@ def test_a_tie_broken_by_a_tiny_value_rounds_as_fsum_does() -> None:
     ),
     cuts=st.lists(st.integers(1, 40), max_size=6),
 )
+@example(values=TIE, cuts=[])
+@example(values=[0.0, 5.8715942823573254e-39, 12.5125, 31.249999999999993], cuts=[3])
 def test_values_in_runs_add_up_to_their_fsum(values: list[float], cuts: list[int]) -> None:
     assert _fed(values, cuts).value == math.fsum(values)

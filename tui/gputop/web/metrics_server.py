@@ -148,10 +148,11 @@ class MetricsServer(ThreadingHTTPServer):
         """Start the connection's thread once one of ``max_connections`` is free (until
         then the next connections wait in the listen backlog)."""
         self._slots.acquire()
-        # The slot goes back here only when no thread could be started. Not on Ctrl-C or
-        # SIGTERM: their handler can run while `start` waits for a thread already running,
-        # which frees the slot itself (freed twice, the semaphore raised a ValueError in
-        # place of the stop, the server swallowed it and went on serving).
+        # The slot goes back here when no thread could be started. Not on Ctrl-C or SIGTERM:
+        # their handler can run while `start` waits for a thread already running, which
+        # frees the slot itself (freed twice, the semaphore raised a ValueError in place of
+        # the stop, the server swallowed it and went on serving). A stop that comes before
+        # the thread starts leaves its slot taken, in a server that is stopping.
         try:
             super().process_request(request, client_address)
         except Exception:
