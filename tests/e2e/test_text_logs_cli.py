@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gputop.errors import BadCapture
@@ -143,6 +143,8 @@ def mutated(draw: st.DrawFn) -> bytes:
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=mutated())
+# A pmon header with no command column, and a row without its pid (CI's Hypothesis found it).
+@example(data=b"# gpu pid\n==============NVSMI LOG==============\n\nTimestamp : Tue Jul 14\n4")
 def test_mutated_logs_raise_only_bad_capture(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "log.txt"
     path.write_bytes(data)

@@ -145,10 +145,11 @@ class DmonLayout:
 
 def _fields(layout: DmonLayout, line: bytes) -> list[bytes] | None:
     """A row's cells, or None when it does not fit the header: pmon's last column (the
-    command) keeps its spaces and may be missing; dmon's rows have every column."""
+    command) keeps its spaces and may be missing; every other column is there."""
     if layout.pmon:
         fields = line.split(None, len(layout.columns) - 1)
-        return fields if len(fields) >= len(layout.columns) - 1 else None
+        least = len(layout.columns) - (layout.columns[-1] == "command")
+        return fields if len(fields) >= least else None
     fields = line.split()
     return fields if len(fields) == len(layout.columns) else None
 
