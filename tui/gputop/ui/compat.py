@@ -163,10 +163,9 @@ STILL_FOOTER = Patch(
     "still_footer",
     fixes="the footer draws all its keys again at every signal that the bindings changed, "
     "two for each change of focus and five as the app starts, most with the same keys; and "
-    "each key it "
-    "draws is styled three times as it mounts (compact, its own default, then not compact, "
-    "the footer's value bound a moment later). Here the keys are drawn again only when "
-    "what they show changed, each starting as the footer is",
+    "each key it draws is styled three times as it mounts (compact, its own default, then "
+    "not compact, the footer's value bound a moment later). Here the keys are drawn again "
+    "only when what they show changed, each starting as the footer is",
     gain="a move of the focus (Tab) costs the app 157 ms of CPU where it took 319 ms on 4 "
     "GPUs, 161 where it took 328 ms on 8 GPUs with 200 processes; nothing a tick",
     package="textual",
