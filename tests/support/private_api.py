@@ -194,6 +194,18 @@ def reaches(
     """Every reach into Textual's or textual-serve's private API in ``package`` (the
     ``gputop`` folder), but in the ``exempt`` files (paths relative to it) and the
     ``allowed`` (file, name) pairs."""
+    try:
+        yield from _walk(package, exempt, allowed)
+    finally:
+        # Each file is parsed once for the walk and not kept after it: the trees of some 500
+        # files are 840,000 objects, which the pytest worker would carry to its end, every
+        # full collection walking them again (benchmarks/README, the suite's time).
+        _tree.cache_clear()
+
+
+def _walk(
+    package: Path, exempt: frozenset[str], allowed: frozenset[tuple[str, str]]
+) -> Iterator[Reach]:
     theirs = third_party_private_names()
     ours = own_private_names(package)
     for path in sorted(package.rglob("*.py")):
