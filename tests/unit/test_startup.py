@@ -15,14 +15,23 @@ from gputop.cli import startup
 CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
 
 
+PYTHONS_THRESHOLD = (700, 10, 10)
+"""Python's own collection thresholds."""
+
+
 @pytest.fixture(autouse=True)
-def _restore_gc() -> Iterator[None]:
-    threshold = gc.get_threshold()
+def _pythons_collection() -> Iterator[None]:
+    """Each test starts from Python's settings, nothing frozen (the suite's process runs as
+    gputop does after its start: tests/conftest.py), and the suite's come back after it."""
+    threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
+    gc.unfreeze()
+    gc.set_threshold(*PYTHONS_THRESHOLD)
     yield
     startup.release_collection()
-    gc.unfreeze()
-    gc.set_threshold(*threshold)
     gc.enable()
+    gc.set_threshold(*threshold)
+    if frozen:
+        gc.freeze()
 
 
 def test_hold_then_release_freezes_what_exists_and_collects_again() -> None:
