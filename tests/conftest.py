@@ -45,7 +45,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     test items) is frozen, so that full collections skip it, and the young generation is
     larger. With Python's defaults, the apps of the UI tests set off a full collection of
     the whole process every few tests: ``tests/ui`` took 0.79-0.85x the time this way, and
-    0.72-0.91x the CPU (benchmarks/README, the suite's time)."""
+    0.72-0.90x the CPU (benchmarks/README, the suite's time)."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(startup.YOUNG_GENERATION, *gc.get_threshold()[1:])

@@ -15,8 +15,9 @@ from gputop.cli import startup
 CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
 
 
-PYTHONS_THRESHOLD = (700, 10, 10)
-"""Python's own collection thresholds."""
+PYTHONS_THRESHOLD = gc.get_threshold()
+"""Python's own collection thresholds, read as the tests are collected: the suite sets its
+own once they are (tests/conftest.py)."""
 
 
 @pytest.fixture(autouse=True)
@@ -28,6 +29,10 @@ def _pythons_collection() -> Iterator[None]:
     gc.set_threshold(*PYTHONS_THRESHOLD)
     yield
     startup.release_collection()
+    # What a test froze (an app it ran among it) is let go and its garbage freed before the
+    # suite's own freeze is made again: frozen, garbage would stay for the worker's life.
+    gc.unfreeze()
+    gc.collect()
     gc.enable()
     gc.set_threshold(*threshold)
     if frozen:
