@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -46,9 +45,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     larger. With Python's defaults, the apps of the UI tests set off a full collection of
     the whole process every few tests: ``tests/ui`` took 0.79-0.85x the time this way, and
     0.72-0.90x the CPU (benchmarks/README, the suite's time)."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(startup.YOUNG_GENERATION, *gc.get_threshold()[1:])
+    startup.hold_collection()
+    startup.release_collection()
 
 
 def _mark_and_select(config: pytest.Config, items: list[pytest.Item]) -> None:
