@@ -5,11 +5,12 @@ Each run is a child process: gputop's app, headless (120x40), on the 4x RTX 3090
 replayed (its 15-16 footer keys), or on eight GPUs of it with 200 processes (``--box 8``).
 It presses Tab ``--presses`` times, waiting for each frame, and prints the median CPU seconds
 of the process a press (``time.process_time``: the footer's keys, styles, layout, the
-frame). Runs alternate between ``GPUTOP_STOCK_TEXTUAL`` values (``--stock``, default: ``-``,
-every patch on, and ``still_footer``, that patch off) over ``--rounds`` rounds, so drift in
-the machine's load falls on each; medians, and ratios against the first.
+frame). Runs alternate between checkouts (``--code``, default: this one; another's ``tui``,
+``tests`` and ``snapshots``, e.g. a ``git archive`` of main) and ``GPUTOP_STOCK_TEXTUAL``
+values (``--stock``, default: ``-``, every patch on, and ``1``, none) over ``--rounds``
+rounds, so drift in the machine's load falls on each; medians, and ratios against the first.
 
-Usage: ``python benchmarks/bench_focus.py [--stock - still_footer] [--rounds 5]``.
+Usage: ``python benchmarks/bench_focus.py [--code DIR ...] [--stock - 1] [--rounds 5]``.
 """
 
 from __future__ import annotations
@@ -55,9 +56,9 @@ asyncio.run(main())
 """
 
 
-def run(stock: str, presses: int, gpus: int) -> float:
+def run(code: Path, stock: str, presses: int, gpus: int) -> float:
     """CPU seconds a press, the median of one child's presses."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO / "tui")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code / "tests"), str(code / "tui")])}
     env.pop("GPUTOP_STOCK_TEXTUAL", None)
     if stock != "-":
         env["GPUTOP_STOCK_TEXTUAL"] = stock
@@ -65,7 +66,7 @@ def run(stock: str, presses: int, gpus: int) -> float:
         [sys.executable, "-c", CHILD, str(presses), str(gpus)],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=code,
         env=env,
         check=True,
         timeout=600,
@@ -75,20 +76,23 @@ def run(stock: str, presses: int, gpus: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stock", nargs="+", default=["-", "still_footer"])
+    parser.add_argument("--code", type=lambda path: Path(path).resolve(), nargs="+", default=[REPO])
+    parser.add_argument("--stock", nargs="+", default=["-", "1"])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--presses", type=int, default=30)
     parser.add_argument("--box", type=int, choices=(4, 8), default=4)
     options = parser.parse_args()
-    results: dict[str, list[float]] = {stock: [] for stock in options.stock}
+    variants = [(code, stock) for code in options.code for stock in options.stock]
+    results: dict[tuple[Path, str], list[float]] = {variant: [] for variant in variants}
     for round_ in range(options.rounds):
-        order = options.stock if round_ % 2 == 0 else list(reversed(options.stock))
-        for stock in order:
-            results[stock].append(run(stock, options.presses, options.box))
-    first = median(results[options.stock[0]])
+        for code, stock in variants if round_ % 2 == 0 else list(reversed(variants)):
+            results[code, stock].append(run(code, stock, options.presses, options.box))
+    first = median(results[variants[0]])
     print(f"Tab on the {options.box}-GPU box, CPU ms a press (median of {options.rounds} runs)")
-    for stock, runs in results.items():
+    for (code, stock), runs in results.items():
         label = "every patch" if stock == "-" else f"GPUTOP_STOCK_TEXTUAL={stock}"
+        if len(options.code) > 1:
+            label = f"{code}: {label}"
         each = " ".join(f"{1000 * value:.0f}" for value in runs)
         print(f"  {label:40} {1000 * median(runs):6.1f}  ({each})  {median(runs) / first:.2f}x")
 

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 from textual.css.stylesheet import Stylesheet
 from textual.dom import DOMNode
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from gputop.cli.tui import tui_pipeline
 from gputop.pipeline.feed import Feed, LiveFeed, ReplayFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.sources.playback.replay import ReplayPlayer
 from gputop.ui.app import GputopApp
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.gpu_grid import GpuGrid
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.status_line import ReplayBar

@@ -17,10 +17,9 @@ about two screenfuls of what it drew (``CellCachedDataTable``), a screen that is
 a second time as it is first shown (``StyledOnceScreen``), partial repaints that write only
 the changed cells with colour changes only (``write_changed_spans_only``) and render only the
 lines a change covers (``render_dirty_lines_only``), handed to the screen by the widget's
-owner at once (``repaint_regions``), and a footer that lets go of the keys it drew before
-and draws them again only when they change (``Footer``). A patch whose gain is under 2 % of a
-tick's CPU or 1 MiB of RSS goes (issue 30), unless it pays at the first frame or at a key
-press: key names looked up without ``unicodedata`` (0.7 MiB) went so.
+owner at once (``repaint_regions``). A patch whose gain is under 2 % of a tick's CPU or 1 MiB
+of RSS goes (issue 30), unless it pays at the first frame or at a key press: key names
+looked up without ``unicodedata`` (0.7 MiB) went so.
 
 Textual's ``LinuxDriver`` waits for keys with a 0.1 s timeout, so its input thread wakes ten
 times a second for the whole life of the app, keys or not: about a sixth of gputop's CPU on
@@ -53,7 +52,7 @@ from textual import constants, events
 from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
-from textual.app import App, ComposeResult
+from textual.app import App
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 from textual.geometry import Region
@@ -62,8 +61,6 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import DataTable
-from textual.widgets import Footer as TextualFooter
-from textual.widgets._footer import FooterKey
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from gputop.patches import Patch, enabled
@@ -151,26 +148,6 @@ DIRECT_REPAINT = Patch(
     package="textual",
     written_for=TEXTUAL,
 )
-QUIET_FOOTER = Patch(
-    "quiet_footer",
-    fixes="Textual's Footer keeps every key it ever drew alive (a watcher on compact)",
-    gain="a leak, not a speed patch: 14-18 keys (about 100 KiB) at each change of focus, "
-    "pause or MIG toggle, for the life of the app",
-    package="textual",
-    written_for=TEXTUAL,
-)
-STILL_FOOTER = Patch(
-    "still_footer",
-    fixes="the footer draws all its keys again at every signal that the bindings changed, "
-    "two for each change of focus and five as the app starts, most with the same keys; and "
-    "each key it draws is styled three times as it mounts (compact, its own default, then "
-    "not compact, the footer's value bound a moment later). Here the keys are drawn again "
-    "only when what they show changed, each starting as the footer is",
-    gain="a move of the focus (Tab) costs the app 157 ms of CPU where it took 319 ms on 4 "
-    "GPUs, 161 where it took 328 ms on 8 GPUs with 200 processes; nothing a tick",
-    package="textual",
-    written_for=TEXTUAL,
-)
 PATCHES: tuple[Patch, ...] = (
     QUIET_DRIVER,
     WITHDRAW_TOAST,
@@ -181,8 +158,6 @@ PATCHES: tuple[Patch, ...] = (
     CHANGED_SPANS,
     DIRTY_LINES,
     DIRECT_REPAINT,
-    QUIET_FOOTER,
-    STILL_FOOTER,
 )
 """Every patch of Textual, for ``GPUTOP_STOCK_TEXTUAL``'s names and the tests."""
 
@@ -487,59 +462,6 @@ class CellCachedDataTable(RemeasuredDataTable[CellType]):
             return lines
         finally:
             self._update_count = saved
-
-
-PALETTE_KEY = "-command-palette"
-
-
-class Footer(TextualFooter):
-    """Textual's ``Footer``, without keeping every key it ever drew.
-
-    The footer draws its keys again whenever the bindings change (focus moves to another
-    area, pause and resume, the MIG tree opens...), and each new key binds itself to the
-    footer's ``compact`` (``data_bind``): a watcher on the footer that holds the key. Textual
-    drops a closed widget's watchers only when the watched value changes, which ``compact``
-    never does here, so every key of every earlier drawing stayed alive with its styles and
-    message queue: 14 keys, about 100 KiB, at each change of focus, for the life of the app.
-    """
-
-    _drawn: tuple[object, ...] | None = None
-    """What the keys on screen were drawn from (``_showing``), once drawn (``still_footer``)."""
-
-    def _showing(self, screen: Screen[Any]) -> tuple[object, ...]:
-        """Everything Textual's ``compose`` draws the keys from."""
-        bindings = screen.active_bindings.values()
-        return (self.show_command_palette, *((b, on, tip) for _, b, on, tip in bindings))
-
-    def bindings_changed(self, screen: Screen[Any]) -> None:
-        if enabled(STILL_FOOTER) and self._drawn == self._showing(screen):
-            return  # the keys on screen were drawn from these very bindings
-        super().bindings_changed(screen)
-
-    def compose(self) -> ComposeResult:
-        still = enabled(STILL_FOOTER)
-        if still:
-            # Read as the keys are drawn, not as the signal came: the bindings may have
-            # moved on in between.
-            self._drawn = self._showing(self.screen) if self._bindings_ready else None
-        for widget in super().compose():
-            if still and isinstance(widget, FooterKey) and not widget.has_class(PALETTE_KEY):
-                # Set before it mounts: the key's watcher would run first with its own
-                # default (compact: the class added) and then with the footer's value bound a
-                # moment later (not compact: the class taken away), each time restyling the
-                # key. Now only the second runs, and it changes nothing. (The command
-                # palette's key is not bound: it stays compact, as in stock Textual.)
-                widget.set_reactive(FooterKey.compact, self.compact)
-            yield widget
-
-    async def recompose(self) -> None:
-        await super().recompose()
-        if not enabled(QUIET_FOOTER):
-            return
-        # Textual's own rule for a watcher that is done with (``Reactive._check_watchers``).
-        watchers: dict[str, list[tuple[Any, object]]] = getattr(self, "__watchers", {})
-        for watching in watchers.values():
-            watching[:] = [(node, callback) for node, callback in watching if not node._closing]
 
 
 class StyledOnceScreen(Screen[None]):

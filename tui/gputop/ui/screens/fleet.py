@@ -15,9 +15,9 @@ from textual.screen import Screen
 
 from gputop.model.fleet import FleetSnapshot
 from gputop.model.safe_text import terminal_safe
-from gputop.ui.compat import Footer
 from gputop.ui.render.fleet_summary import freshness, summary
 from gputop.ui.widgets.fleet_table import FleetTable
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.status_line import Bar, Segment
 
 FLEET_SCREEN_CSS = Path(__file__).parent / "fleet.tcss"

@@ -43,7 +43,7 @@ from gputop.insight.textfmt import fmt_duration, seconds_between
 from gputop.model import Snapshot
 from gputop.model.health import HealthEvent
 from gputop.model.health import Severity as HealthSeverity
-from gputop.ui.compat import Footer
+from gputop.ui.widgets.footer import Footer
 
 WINDOWS: dict[str, tuple[float | None, str]] = {
     "1": (60.0, "1 min"),

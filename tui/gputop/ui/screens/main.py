@@ -21,12 +21,13 @@ from textual.widget import Widget
 
 from gputop.model import Snapshot
 from gputop.pipeline.tick import Tick
-from gputop.ui.compat import Footer, StyledOnceScreen
+from gputop.ui.compat import StyledOnceScreen
 from gputop.ui.render.panel_lines import mig_rows
 from gputop.ui.screens.main_keys import MainKeys
 from gputop.ui.screens.main_layout import Arrangement, TableRoom, plan_layout, table_estimate
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.gpu_grid import Entry, GpuGrid, panel_entries, panel_keys
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_table import ProcessTable
@@ -118,8 +119,8 @@ class MainScreen(MainKeys, StyledOnceScreen):
         first = self._first_tick
         if first is not None:
             # Classes and binding state settled before the children exist: each class
-            # change later restyles the whole screen, and a binding change recomposes the
-            # footer, which would cost the first frame two more passes.
+            # change later restyles the whole screen, and a binding change draws the footer
+            # again, which would cost the first frame more passes.
             self.set_class(first.replay is not None, "-replay")
             self._apply_layout(self.app.size.width, self.app.size.height, len(panel_keys(first)))
             self._binding_state = self._bindings_for(first)
