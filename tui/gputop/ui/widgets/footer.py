@@ -31,6 +31,7 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gputop.ui.widget_css import css_beside
 from gputop.ui.widgets.line_strip import cell_width
 
 _KEY, _DESCRIPTION, _ITEM, _HOVER, _PALETTE_BORDER = (
@@ -110,34 +111,7 @@ class Footer(Widget, can_focus=False):
         _HOVER,
         _PALETTE_BORDER,
     }
-    DEFAULT_CSS = """
-    Footer {
-        color: $footer-foreground;
-        background: $footer-background;
-        dock: bottom;
-        height: 1;
-        width: 1fr;
-        .footer--key {
-            color: $footer-key-foreground;
-            background: $footer-key-background;
-            text-style: bold;
-        }
-        .footer--description {
-            color: $footer-description-foreground;
-            background: $footer-description-background;
-        }
-        .footer--item {
-            background: $footer-item-background;
-        }
-        .footer--hover {
-            color: $footer-key-foreground;
-            background: $block-hover-background;
-        }
-        .footer--palette-border {
-            color: $foreground 20%;
-        }
-    }
-    """
+    DEFAULT_CSS = css_beside(__file__)
 
     _scroll_x: reactive[float] = reactive(0.0)
     """How far the keys are scrolled to the left, in cells (a float while the wheel's
