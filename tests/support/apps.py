@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gputop.cli.tui import tui_pipeline
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
-from gputop.pipeline.feed import LiveFeed, ReplayFeed
+from gputop.pipeline.feed import Feed, LiveFeed, ReplayFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.sources.playback.replay import ReplayPlayer, Timeline
 from gputop.ui.app import GputopApp
@@ -183,6 +183,12 @@ def timeline_app(
         dataclasses.replace(settings, source_label=source_label),
         after_first_frame=after_first_frame,
     )
+
+
+def started_app(feed: Feed) -> GputopApp:
+    """The app as ``gputop`` starts it: the first tick is taken before the app."""
+    pipeline = tui_pipeline(feed)
+    return GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
 
 
 def live_app(

@@ -23,12 +23,11 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 
 import gputop.ui.screens.main
-from gputop.cli.tui import tui_pipeline
 from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.ui.app import GputopApp
 from gputop.ui.widgets.footer import Footer
-from support.apps import FIXED_SETTINGS, CyclingSource, eight_gpus, load, replay_app, varied_stream
+from support.apps import CyclingSource, eight_gpus, load, replay_app, started_app, varied_stream
 from support.sizes import resize, settle
 
 CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
@@ -51,8 +50,7 @@ def replay_box() -> GputopApp:
 
 
 def live_box() -> GputopApp:
-    pipeline = tui_pipeline(LiveFeed(CyclingSource([load(CAPTURE)])))
-    return GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
+    return started_app(LiveFeed(CyclingSource([load(CAPTURE)])))
 
 
 class KeysApp(App[None]):

@@ -12,30 +12,21 @@ from textual.css.stylesheet import Stylesheet
 from textual.dom import DOMNode
 from textual.widgets import Static
 
-from gputop.cli.tui import tui_pipeline
-from gputop.pipeline.feed import Feed, LiveFeed, ReplayFeed
-from gputop.pipeline.loop import ManualLoop
+from gputop.pipeline.feed import LiveFeed, ReplayFeed
 from gputop.sources.playback.replay import ReplayPlayer
-from gputop.ui.app import GputopApp
 from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.gpu_grid import GpuGrid
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.status_line import ReplayBar
-from support.apps import FIXED_SETTINGS, CyclingSource, SnapshotTimeline, load
+from support.apps import CyclingSource, SnapshotTimeline, load, started_app
 
 CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
-
-
-def _started(feed: Feed) -> GputopApp:
-    """The app as ``gputop`` starts it: the first tick is taken before the app."""
-    pipeline = tui_pipeline(feed)
-    return GputopApp(ManualLoop(pipeline), FIXED_SETTINGS, first_tick=pipeline.start())
 
 
 async def test_a_live_start_composes_no_replay_bar() -> None:
     """As ``gputop`` starts live: the first tick is taken before the app, and it is live."""
     snapshot = load(CAPTURE)
-    app = _started(LiveFeed(CyclingSource([snapshot])))
+    app = started_app(LiveFeed(CyclingSource([snapshot])))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = app.main_screen
@@ -51,7 +42,7 @@ async def test_lines_a_start_does_not_show_are_composed_only_when_first_shown() 
     gputop runs in, are not composed (hidden) for a tall terminal on a host; they appear
     when the terminal gets short."""
     snapshot = load(CAPTURE)
-    app = _started(LiveFeed(CyclingSource([snapshot])))
+    app = started_app(LiveFeed(CyclingSource([snapshot])))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = app.main_screen
@@ -69,7 +60,7 @@ async def test_lines_a_start_does_not_show_are_composed_only_when_first_shown() 
 async def test_a_replay_start_composes_its_replay_bar() -> None:
     snapshot = load(CAPTURE)
     player = ReplayPlayer(SnapshotTimeline([snapshot, snapshot]), paused=True)
-    app = _started(ReplayFeed(player))
+    app = started_app(ReplayFeed(player))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         bar = app.main_screen.query_one(ReplayBar)
@@ -90,7 +81,7 @@ async def test_the_first_frame_styles_each_node_once(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(Stylesheet, "apply", counting)
     snapshot = load(CAPTURE)
-    app = _started(LiveFeed(CyclingSource([snapshot])))
+    app = started_app(LiveFeed(CyclingSource([snapshot])))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = app.main_screen
