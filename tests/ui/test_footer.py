@@ -89,8 +89,20 @@ async def started(
             patched.setattr(KeysApp, "footer_class", textual.widgets.Footer)
         app = make()
         async with app.run_test(size=(150, 40)) as pilot:
-            await pilot.pause()
+            await keys_drawn(pilot)
             yield pilot
+
+
+async def keys_drawn(pilot: Pilot[Any]) -> None:
+    """Wait until the footer shows its keys and they stay: Textual's draws them after the
+    first frame, and on a loaded machine a few cycles later."""
+    line: Cells = []
+    for _ in range(100):
+        await pilot.pause()
+        drawn, line = line, bottom_line(pilot.app)
+        if line == drawn and "^p palette" in text(line):
+            return
+    raise AssertionError(f"the footer's keys never settled: {text(line)!r}")
 
 
 async def lines_at(pilot: Pilot[Any], widths: Sequence[int]) -> dict[int, Cells]:
