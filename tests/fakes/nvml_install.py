@@ -83,15 +83,30 @@ def restored() -> Iterator[None]:
             pynvml._nvmlGetFunctionPointer_cache.clear()
 
 
+LEFTOVER_WAIT_S = 5.0
+"""How long the end of ``installed`` waits for the threads its block started."""
+
+
 @contextmanager
 def installed(fake: FakeNvml) -> Iterator[FakeNvml]:
-    """Install ``fake`` for the duration of the block; release hung calls on the way out."""
+    """Install ``fake`` for the duration of the block; release hung calls on the way out,
+    and let the threads the block started end before pynvml is handed back.
+
+    A source's sampling workers are not joined when it closes (one may be inside a hung
+    driver call), and pynvml sends every call to the library installed *now*: a worker let
+    out of a hung call finishes its sample, and without the wait its calls could land in
+    the fake of the test that runs next (a clean-clone CI saw one more MIG mode read, at a
+    tick where the next test counts none)."""
+    started = set(threading.enumerate())
     with restored():
         install(fake)
         try:
             yield fake
         finally:
             fake.release_hangs()
+            deadline = time.monotonic() + LEFTOVER_WAIT_S
+            for thread in set(threading.enumerate()) - started:
+                thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def fake_from_spec(spec: str) -> FakeNvml:
