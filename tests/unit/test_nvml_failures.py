@@ -10,6 +10,7 @@ import pytest
 
 from fakes.nvml_fake import FakeNvml, Faults
 from fakes.nvml_harness import nvml_source
+from fakes.nvml_install import installed
 from fakes.nvml_scenarios import GIB, MIB, gpu_sample, snapshot
 from gputop.model import GpuSample, Memory, ProcessSample, Reason, Temperature
 from gputop.sources.nvml.gpm import ACTIVITY_PATHS
@@ -331,6 +332,21 @@ def test_a_hung_call_makes_its_gpu_stale_within_the_deadline() -> None:
     assert third_took < 0.9
     # Once the call returns, the GPU comes back.
     assert not fourth.gpus[1].stale and fourth.gpus[1].power.draw == 251.5
+
+
+def test_a_worker_let_out_of_a_hung_call_calls_nothing_once_its_test_is_over() -> None:
+    """A hung call is let go as its test ends (``installed``); the worker that made it then
+    finishes its sample. That happens before pynvml is handed back: not in the fake of
+    whatever runs next, which would count the calls as its own."""
+    fake = FakeNvml(snapshot(gpu_sample(0), gpu_sample(1)))
+    with nvml_source(fake, deadline=0.3) as source:
+        source.poll()
+        fake.hang(1, "nvmlDeviceGetPowerUsage")
+        assert source.poll().gpus[1].stale  # its worker is inside the hung call
+    after = FakeNvml(snapshot(gpu_sample(0), gpu_sample(1)))
+    with installed(after):
+        time.sleep(0.3)
+        assert after.calls == []
 
 
 def test_a_gpu_hung_from_the_start_is_stale_with_only_its_index() -> None:
