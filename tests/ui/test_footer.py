@@ -106,11 +106,18 @@ async def keys_drawn(pilot: Pilot[Any]) -> None:
 
 
 async def lines_at(pilot: Pilot[Any], widths: Sequence[int]) -> dict[int, Cells]:
+    """The bottom line at each width, once it is laid out at that width and stays: on a
+    loaded machine a frame drawn before the resize is laid out can still be the last."""
     drawn = {}
     for width in widths:
         await resize(pilot, width, 40)
-        await pilot.pause()
-        drawn[width] = bottom_line(pilot.app)
+        line: Cells = []
+        for _ in range(100):
+            await pilot.pause()
+            before, line = line, bottom_line(pilot.app)
+            if len(line) == width and line == before:
+                break
+        drawn[width] = line
     return drawn
 
 

@@ -9,6 +9,7 @@ import math
 import random
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -302,23 +303,74 @@ EVERY_REAL_LOG = sorted(
 )
 
 
-@pytest.fixture(params=[None, 8192, 1500], ids=["1MiB", "8KiB", "1500B"])
+_DEFAULT_RUN_BYTES = runs_module._RUN_BYTES
+_DEFAULT_CHUNK = scan_module._CHUNK
+
+RowReports = dict[tuple[Path, "str | None"], dict[str, object]]
+
+
+@pytest.fixture(scope="module")
+def row_reports() -> RowReports:
+    """The row-by-row report of each log, made once for the module: each log is read with
+    three stretch sizes, and the row-by-row read (the reference, 0.3-0.7 s a log) is the
+    same for all three."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def hostile_log(tmp_path_factory: pytest.TempPathFactory) -> Callable[[dict[str, object]], Path]:
+    """``hostile_log(options)``: the log ``_log`` writes for them, written once for the
+    module (a report names its file: the three stretch sizes share the file as they share
+    its row-by-row report)."""
+    folder = tmp_path_factory.mktemp("logs")
+    written: dict[str, Path] = {}
+
+    def log(options: dict[str, object]) -> Path:
+        key = json.dumps(options, sort_keys=True)
+        if key not in written:
+            path = folder / f"gpu-log-{len(written)}.csv"
+            written[key] = _log(path, **options)  # type: ignore[arg-type]
+        return written[key]
+
+    return log
+
+
+@pytest.fixture
 def stretch_bytes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
     """The stream taken in stretches of this many bytes, and the scan in chunks of 8 KiB
     (the default 1 MiB holds most test logs whole): stretches cut anywhere, some shorter
-    than a snapshot (those are left to the scan)."""
+    than a snapshot (those are left to the scan). Each test takes the three sizes one after
+    another (``_STRETCHES``, outermost), so that a worker reads a log row by row once."""
     if request.param is not None:
         monkeypatch.setattr(runs_module, "_RUN_BYTES", request.param)
         monkeypatch.setattr(scan_module, "_CHUNK", 8192)
     return int(request.param or runs_module._RUN_BYTES)
 
 
+_STRETCHES = pytest.mark.parametrize(
+    "stretch_bytes", [None, 8192, 1500], ids=["1MiB", "8KiB", "1500B"], indirect=True
+)
+
+
+def _row_report(path: Path, row_reports: RowReports, query: str | None) -> dict[str, object]:
+    """The report row by row, read at the default sizes whatever the test's stretches."""
+    if (path, query) not in row_reports:
+        with pytest.MonkeyPatch.context() as defaults:
+            defaults.setattr(runs_module, "_RUN_BYTES", _DEFAULT_RUN_BYTES)
+            defaults.setattr(scan_module, "_CHUNK", _DEFAULT_CHUNK)
+            row_reports[path, query] = _report(path, columns=False, query_gpu=query)
+    return row_reports[path, query]
+
+
 def _streamed_and_indexed(
-    path: Path, monkeypatch: pytest.MonkeyPatch, query: str | None = None
+    path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    row_reports: RowReports,
+    query: str | None = None,
 ) -> tuple[dict[str, object], list[dict[str, object]]]:
     """The report row by row; and read in one pass (with and without charts), and indexed
     first (one process, and two)."""
-    rows = _report(path, columns=False, query_gpu=query)
+    rows = _row_report(path, row_reports, query)
     streams = Counter[str]()
     real = CsvRecording.stream
 
@@ -340,17 +392,19 @@ def _streamed_and_indexed(
     return rows, reports
 
 
+@_STRETCHES
 @pytest.mark.parametrize("path", EVERY_REAL_LOG, ids=lambda p: p.name)
 def test_a_real_log_reports_the_same_read_in_one_pass(
-    path: Path, stretch_bytes: int, monkeypatch: pytest.MonkeyPatch
+    path: Path, stretch_bytes: int, monkeypatch: pytest.MonkeyPatch, row_reports: RowReports
 ) -> None:
-    rows, reports = _streamed_and_indexed(path, monkeypatch, QUERIES.get(path.name))
+    rows, reports = _streamed_and_indexed(path, monkeypatch, row_reports, QUERIES.get(path.name))
     # (Some hold no time: no figures over time, but as many snapshots read either way.)
     assert json.loads(json.dumps(rows["json"]))["snapshots"]
     for report in reports:
         assert report == rows
 
 
+@_STRETCHES
 @pytest.mark.parametrize(
     "options",
     [
@@ -368,16 +422,16 @@ def test_a_real_log_reports_the_same_read_in_one_pass(
     ],
 )
 def test_a_hostile_log_reports_the_same_read_in_one_pass(
-    tmp_path: Path,
     options: dict[str, object],
     stretch_bytes: int,
     monkeypatch: pytest.MonkeyPatch,
+    row_reports: RowReports,
+    hostile_log: Callable[[dict[str, object]], Path],
 ) -> None:
     """Pauses, N/A, a GPU missing once and one gone for good, the clock going back, headers
     repeated (once, and before every query), a row cut short, CR LF, a query without a
     time: the same figures as row by row, however the file is cut into stretches."""
-    path = _log(tmp_path / "gpu-log.csv", **options)  # type: ignore[arg-type]
-    rows, reports = _streamed_and_indexed(path, monkeypatch)
+    rows, reports = _streamed_and_indexed(hostile_log(options), monkeypatch, row_reports)
     for report in reports:
         assert report == rows
 
