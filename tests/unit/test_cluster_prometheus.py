@@ -320,13 +320,18 @@ def test_a_refresh_asks_only_for_targets_scraped_since_the_last() -> None:
             first = source.fleet()
             servers[0].text = servers[0].text.replace("} 44", "} 71")  # utilization 44% -> 71%
             trips, seen = [], []
-            deadline = time.monotonic() + 12
+            # Until the change is seen and a refresh came between two scrapes, for at least
+            # two scrape intervals (a fixed 12 s before).
+            least, deadline = time.monotonic() + 6, time.monotonic() + 30
             while time.monotonic() < deadline:
                 before = source.client.round_trips
                 fleet = source.fleet()
                 assert fleet.error is None
                 trips.append(source.client.round_trips - before)
                 seen.append({n.host: n for n in fleet.nodes})
+                changed = seen[-1]["127.0.0.1"].snapshot.gpus[0].utilization.gpu == 71.0
+                if changed and 1 in trips and time.monotonic() > least:
+                    break
                 time.sleep(0.4)
         finally:
             source.close()
