@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import pytest
 import textual.widgets
+from rich.cells import cell_len
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -115,8 +116,10 @@ async def lines_at(pilot: Pilot[Any], widths: Sequence[int]) -> dict[int, Cells]
         for _ in range(100):
             await pilot.pause()
             before, line = line, bottom_line(pilot.app)
-            if len(line) == width and line == before:
+            if cell_len(text(line)) == width and line == before:
                 break
+        else:
+            raise AssertionError(f"the bottom line never settled at {width}: {text(line)!r}")
         drawn[width] = line
     return drawn
 

@@ -329,7 +329,8 @@ def test_a_refresh_asks_only_for_targets_scraped_since_the_last() -> None:
                 assert fleet.error is None
                 trips.append(source.client.round_trips - before)
                 seen.append({n.host: n for n in fleet.nodes})
-                changed = seen[-1]["127.0.0.1"].snapshot.gpus[0].utilization.gpu == 71.0
+                node = seen[-1].get("127.0.0.1")
+                changed = node is not None and node.snapshot.gpus[0].utilization.gpu == 71.0
                 if changed and 1 in trips and time.monotonic() > least:
                     break
                 time.sleep(0.4)

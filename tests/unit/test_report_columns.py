@@ -340,7 +340,8 @@ def stretch_bytes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     """The stream taken in stretches of this many bytes, and the scan in chunks of 8 KiB
     (the default 1 MiB holds most test logs whole): stretches cut anywhere, some shorter
     than a snapshot (those are left to the scan). Each test takes the three sizes one after
-    another (``_STRETCHES``, outermost), so that a worker reads a log row by row once."""
+    another (``_STRETCHES``, the innermost parameter), so that a worker reads a log row by
+    row once (the 1MiB id: the default sizes, a 256 KiB stretch and a 1 MiB scan chunk)."""
     if request.param is not None:
         monkeypatch.setattr(runs_module, "_RUN_BYTES", request.param)
         monkeypatch.setattr(scan_module, "_CHUNK", 8192)
