@@ -94,16 +94,22 @@ async def started(
             yield pilot
 
 
-async def keys_drawn(pilot: Pilot[Any]) -> None:
-    """Wait until the footer shows its keys and they stay: Textual's draws them after the
-    first frame, and on a loaded machine a few cycles later."""
+async def settled_line(pilot: Pilot[Any], ready: Callable[[Cells], bool], what: str) -> Cells:
+    """The bottom line once ``ready`` accepts it and it stays the same from one cycle to the
+    next; fails saying ``what`` never settled."""
     line: Cells = []
     for _ in range(100):
         await pilot.pause()
-        drawn, line = line, bottom_line(pilot.app)
-        if line == drawn and "^p palette" in text(line):
-            return
-    raise AssertionError(f"the footer's keys never settled: {text(line)!r}")
+        before, line = line, bottom_line(pilot.app)
+        if line == before and ready(line):
+            return line
+    raise AssertionError(f"{what} never settled: {text(line)!r}")
+
+
+async def keys_drawn(pilot: Pilot[Any]) -> None:
+    """Wait until the footer shows its keys and they stay: Textual's draws them after the
+    first frame, and on a loaded machine a few cycles later."""
+    await settled_line(pilot, lambda line: "^p palette" in text(line), "the footer's keys")
 
 
 async def lines_at(pilot: Pilot[Any], widths: Sequence[int]) -> dict[int, Cells]:
@@ -112,16 +118,13 @@ async def lines_at(pilot: Pilot[Any], widths: Sequence[int]) -> dict[int, Cells]
     drawn = {}
     for width in widths:
         await resize(pilot, width, 40)
-        line: Cells = []
-        for _ in range(100):
-            await pilot.pause()
-            before, line = line, bottom_line(pilot.app)
-            if cell_len(text(line)) == width and line == before:
-                break
-        else:
-            raise AssertionError(f"the bottom line never settled at {width}: {text(line)!r}")
-        drawn[width] = line
+        drawn[width] = await settled_line(pilot, as_wide_as(width), f"the bottom line at {width}")
     return drawn
+
+
+def as_wide_as(width: int) -> Callable[[Cells], bool]:
+    """Whether a line takes ``width`` cells of the terminal."""
+    return lambda line: cell_len(text(line)) == width
 
 
 async def both(
