@@ -17,8 +17,10 @@ import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
+from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
 from gputop.patches import enabled
@@ -284,3 +286,50 @@ async def test_what_the_table_keeps_drawn_is_about_two_screenfuls() -> None:
             assert table.cached_renders <= bound
         else:  # every minute's lines and rows are kept (the stock run checks the test)
             assert table.cached_renders > 40 * visible_rows(table)
+
+
+def rows_holding_cells(table: DataTable[Any]) -> int:
+    return sum(any(cell is not None for cell in table.get_row_at(row)) for row in range(PROCESSES))
+
+
+async def test_rows_added_off_screen_hold_no_cells_until_drawn() -> None:
+    """A row's cells are a dozen Texts: the 1,000 rows hold only those a person has seen."""
+    async with started() as (_app, pilot, widget, table):
+        # The first fill's rows, at least a screenful; not the thousand.
+        assert visible_rows(table) <= rows_holding_cells(table) <= 2 * 33
+        assert set(table.get_row_at(PROCESSES - 1)) == {None}
+        # A process that comes later and sorts last (the least memory) is off screen, yet
+        # its columns are as wide as its cells, as DataTable would have measured them.
+        shown = box()
+        gpu = shown.gpus[0]
+        command = "python a_much_longer_job_name.py"
+        late = replace(gpu.processes[-1], pid=1, memory_used=0, command=command)
+        widget.show(replace(shown, gpus=(replace(gpu, processes=(*gpu.processes, late)),)))
+        await pilot.pause()
+        assert widget.rows[-1].cell("command") == command
+        assert set(table.get_row_at(PROCESSES)) == {None}
+        assert table.columns[ColumnKey("command")].content_width == len(f" {command}")
+
+
+async def test_a_render_makes_the_cells_of_the_rows_it_draws_first() -> None:
+    """Whatever brings rows into view (a scroll, a taller terminal) before the table hears of
+    it, the render itself fills them in: an empty row is never drawn."""
+    async with started() as (_app, _pilot, widget, table):
+        hook = table.before_render
+        assert hook is not None
+        asked: list[tuple[int, int]] = []
+
+        def recording(start: int, end: int) -> None:
+            asked.append((start, end))
+            hook(start, end)
+
+        table.before_render = recording
+        table.render_lines(Region(0, 0, table.size.width, table.size.height))
+        assert asked == [(0, visible_rows(table))]
+        # Rows 500-520 were never on screen: a render of them (as a scroll would ask for)
+        # makes their cells first.
+        assert set(table.get_row_at(510)) == {None}
+        table.before_render(500, 520)
+        for row in range(500, 520):
+            assert time_cell(table, row) == widget.rows[row].cell("time")
+        assert set(table.get_row_at(520)) == {None}

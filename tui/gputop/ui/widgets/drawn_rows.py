@@ -182,6 +182,9 @@ class DrawnRows:
         widths = self.widths
         shown = self.shown
         columns = {index: table.columns[ColumnKey(COLUMNS[index].key)] for index in widths.counts}
+        # Where the rows will stand once sorted: only new rows there get their cells now.
+        likely_on_screen = set(self.keys_on_screen([row.key_text for row in ordered]))
+        unmade: list[TableRow] = []
         for key in [key for key in shown if key not in wanted]:
             table.remove_row(key)
             widths.count(shown.pop(key)[0], -1)
@@ -197,9 +200,17 @@ class DrawnRows:
             state = (row.cells, row.foreign)
             before = shown.get(key)
             if before is None:
-                table.add_row(*self._cells(row), key=key)
+                if key in likely_on_screen:
+                    table.add_row(*self._cells(row), key=key)
+                    self.drawn[key] = state
+                else:
+                    # Off screen: a row of empty cells, made when it comes into view
+                    # (``draw_visible``). A row's cells are a dozen Texts: on a box with
+                    # hundreds of processes most of what the table would hold.
+                    unmade.append(row)
+                    table.add_row(key=key)
+                    self.stale.add(key)
                 widths.count(row.cells, 1)
-                self.drawn[key] = state
                 touched.whole = True
             elif before != state:
                 # Only the width counts follow every row; the cells themselves are made
@@ -207,16 +218,30 @@ class DrawnRows:
                 widths.change(before[0], row.cells, columns)
                 self.stale.add(key)
             shown[key] = state
+        # The columns are as wide as those rows' cells will be, as DataTable would have
+        # measured them.
+        self.widen_columns_for(unmade)
 
     # Drawing what is on screen.
 
-    def keys_on_screen(self) -> list[str]:
-        """The keys of the lines the table's height shows from its scroll position."""
+    def keys_on_screen(self, order: list[str] | None = None) -> list[str]:
+        """The keys of the lines the table's height shows from its scroll position, in its
+        order (or in ``order``)."""
         table = self.table
         header = table.header_height if table.show_header else 0
         height = table.size.height - header if table.size.height else self._owner.app.size.height
         top = table.scroll_offset.y
-        return self.order[top : top + max(height, 0)]
+        return (self.order if order is None else order)[top : top + max(height, 0)]
+
+    def draw_rows(self, start: int, end: int) -> None:
+        """Make the cells of rows ``start`` to ``end`` (positions) that lag behind: the
+        DataTable is about to draw them (``ProcessGrid.before_render``)."""
+        if not self.stale or self.stale.isdisjoint(self.order[start:end]):
+            return
+        with self.table.repaint_batch() as touched:
+            for key in self.order[start:end]:
+                if key in self.stale:
+                    self._draw(key, touched)
 
     def draw_visible(self, touched: RepaintBatch | None = None) -> None:
         """Bring the DataTable cells of the rows on screen up to date."""

@@ -12,7 +12,7 @@ API only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Self
@@ -20,6 +20,7 @@ from typing import Self
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets.data_table import CellDoesNotExist, RowKey
 
 from gputop.ui.compat import CellCachedDataTable
@@ -56,6 +57,17 @@ class ProcessGrid(CellCachedDataTable[Text]):
     _held = False
     whole_repaints = 0
     """Whole-table repaints that went through (tests read it)."""
+    before_render: Callable[[int, int], None] | None = None
+    """Called with the first row a render draws and the row after its last, before it draws
+    them: the owner makes cells it left empty (rows added off screen) in time."""
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Render, first letting ``before_render`` fill in the rows the crop shows."""
+        if self.before_render is not None:
+            header = self.header_height if self.show_header else 0
+            top = self.scroll_offset.y + max(crop.y - header, 0)
+            self.before_render(top, self.scroll_offset.y + max(crop.bottom - header, 0))
+        return super().render_lines(crop)
 
     def cursor_row_key(self) -> str | None:
         """The key of the row under the cursor, if any."""

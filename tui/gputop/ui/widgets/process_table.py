@@ -265,6 +265,7 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         yield Static(id="process-status")
         grid = ProcessGrid(id="process-data", cursor_type="row", zebra_stripes=True, cell_padding=0)
         self._grid_rows.grid = grid
+        grid.before_render = self._grid_rows.draw_rows
         yield grid
 
     def watch_readonly(self) -> None:
