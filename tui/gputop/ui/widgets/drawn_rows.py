@@ -2,9 +2,11 @@
 
 A tick is diffed against what the DataTable holds (rows added, removed, reordered; cells
 changed), and all of it goes through one repaint batch, so the terminal gets the rows that
-changed rather than the whole table. A changed row's cells are made only while it is on
-screen: rows off screen are marked stale and drawn when they scroll (or grow) into view, so
-a tick costs what is on screen, not what exists (every TIME cell changes each second).
+changed rather than the whole table. A row's cells are made only while it is on screen:
+rows off screen are marked stale and drawn when they scroll (or grow) into view, so a tick
+costs what is on screen, not what exists (every TIME cell changes each second), and a row
+added off screen holds no cells at all until then (a dozen Texts a row: on a box with
+hundreds of processes most of what the table would hold).
 """
 
 from __future__ import annotations
@@ -144,11 +146,11 @@ class DrawnRows:
         with table.repaint_batch() as touched:
             touched.whole = restyle
             self.by_key = wanted
-            self._update_rows(ordered, wanted, restyle, touched)
+            order = [row.key_text for row in ordered]
+            self._update_rows(ordered, order, wanted, restyle, touched)
             rows_changed = touched.whole
             if self._fit_columns(touched):
                 touched.whole = True
-            order = [row.key_text for row in ordered]
             # Sorting makes the table drop every cached row render, so only sort when the
             # order on screen is wrong (changed values, added rows) or the header needs
             # repainting.
@@ -173,17 +175,19 @@ class DrawnRows:
     def _update_rows(
         self,
         ordered: list[TableRow],
+        order: list[str],
         wanted: dict[str, TableRow],
         restyle: bool,
         touched: RepaintBatch,
     ) -> None:
-        """Remove, add and update rows; note in ``touched`` what a repaint must cover."""
+        """Remove, add and update rows (``ordered``, whose keys are ``order``); note in
+        ``touched`` what a repaint must cover."""
         table = self.table
         widths = self.widths
         shown = self.shown
         columns = {index: table.columns[ColumnKey(COLUMNS[index].key)] for index in widths.counts}
         # Where the rows will stand once sorted: only new rows there get their cells now.
-        likely_on_screen = set(self.keys_on_screen([row.key_text for row in ordered]))
+        likely_on_screen = set(self.keys_on_screen(order))
         unmade: list[TableRow] = []
         for key in [key for key in shown if key not in wanted]:
             table.remove_row(key)
@@ -204,9 +208,7 @@ class DrawnRows:
                     table.add_row(*self._cells(row), key=key)
                     self.drawn[key] = state
                 else:
-                    # Off screen: a row of empty cells, made when it comes into view
-                    # (``draw_visible``). A row's cells are a dozen Texts: on a box with
-                    # hundreds of processes most of what the table would hold.
+                    # Off screen: empty cells, made when it comes into view.
                     unmade.append(row)
                     table.add_row(key=key)
                     self.stale.add(key)
@@ -218,9 +220,10 @@ class DrawnRows:
                 widths.change(before[0], row.cells, columns)
                 self.stale.add(key)
             shown[key] = state
-        # The columns are as wide as those rows' cells will be, as DataTable would have
-        # measured them.
-        self.widen_columns_for(unmade)
+        if unmade:
+            # The columns are as wide as those rows' cells will be, as DataTable would
+            # have measured them.
+            self.widen_columns_for(unmade)
 
     # Drawing what is on screen.
 
