@@ -19,6 +19,7 @@ from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
@@ -312,9 +313,9 @@ async def test_rows_added_off_screen_hold_no_cells_until_drawn() -> None:
 
 
 async def test_a_render_makes_the_cells_of_the_rows_it_draws_first() -> None:
-    """Whatever brings rows into view (a scroll, a taller terminal) before the table hears of
-    it, the render itself fills them in: an empty row is never drawn."""
-    async with started() as (_app, _pilot, widget, table):
+    """Whatever brings rows into view, the render itself first hands them to the table's
+    owner, which makes the cells they lack."""
+    async with started() as (_app, pilot, widget, table):
         hook = table.before_render
         assert hook is not None
         asked: list[tuple[int, int]] = []
@@ -326,10 +327,84 @@ async def test_a_render_makes_the_cells_of_the_rows_it_draws_first() -> None:
         table.before_render = recording
         table.render_lines(Region(0, 0, table.size.width, table.size.height))
         assert asked == [(0, visible_rows(table))]
-        # Rows 500-520 were never on screen: a render of them (as a scroll would ask for)
-        # makes their cells first.
-        assert set(table.get_row_at(510)) == {None}
-        table.before_render(500, 520)
-        for row in range(500, 520):
+        # Scrolled, a crop that starts below the header line: the rows those lines show.
+        table.scroll_to(y=500, animate=False)
+        await pilot.pause()
+        top = table.scroll_offset.y
+        assert top == 500
+        asked.clear()
+        table.render_lines(Region(0, 10, table.size.width, 5))
+        assert asked == [(top + 9, top + 14)]
+        # Rows 800-820 were never on screen: handed over, their cells are made.
+        assert set(table.get_row_at(810)) == {None}
+        hook(800, 820)
+        for row in range(800, 820):
             assert time_cell(table, row) == widget.rows[row].cell("time")
-        assert set(table.get_row_at(520)) == {None}
+        assert set(table.get_row_at(820)) == {None}
+
+
+def drawn_text(strips: list[Strip]) -> list[str]:
+    return [strip.text for strip in strips]
+
+
+async def test_a_taller_terminal_never_shows_an_empty_row() -> None:
+    """The first frame after a resize is drawn before the table hears of its new height:
+    the rows it newly shows were never drawn, yet come with their cells."""
+    async with started(20) as (_app, pilot, widget, table):
+        frames: list[tuple[Region, list[str]]] = []
+        render_lines = table.render_lines
+
+        def recording(crop: Region) -> list[Strip]:
+            strips = render_lines(crop)
+            frames.append((crop, drawn_text(strips)))
+            return strips
+
+        table.render_lines = recording  # type: ignore[method-assign]
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        await pilot.pause()
+        rows = visible_rows(table)
+        assert rows > 30
+        # Every line a row stands on, in every frame drawn since the resize, shows its row.
+        seen = set()
+        for crop, texts in frames:
+            for y, text in zip(range(crop.y, crop.bottom), texts, strict=True):
+                if 1 <= y <= rows:
+                    seen.add(y)
+                    assert text.strip(), f"line {y} drawn empty"
+        assert seen == set(range(1, rows + 1))
+        assert (
+            str(widget.rows[rows - 1].process.pid)
+            in drawn_text(render_lines(Region(0, rows, 120, 1)))[0]
+        )
+
+
+def with_user(row: int, user: str) -> Snapshot:
+    shown = box()
+    gpu = shown.gpus[0]
+    processes = list(gpu.processes)
+    processes[row] = replace(processes[row], user=user)
+    return replace(shown, gpus=(replace(gpu, processes=tuple(processes)),))
+
+
+async def test_a_column_shrinks_after_a_theme_change_too() -> None:
+    """A theme change leaves every row's cells to be made again as it comes into view; a
+    row off screen still holding a wide cell made before it must not keep its column wide
+    once that cell's text is narrower."""
+    async with started() as (app, pilot, widget, table):
+        user = table.columns[ColumnKey("user")]
+        widget.show(with_user(900, "averyveryverylongusername"))
+        await pilot.pause()
+        wide = user.content_width
+        assert wide == len(" averyveryverylongusername")
+        # Row 900 drawn (its cells made), then off screen again.
+        await pilot.press("ctrl+end")
+        await pilot.pause()
+        await pilot.press("ctrl+home")
+        await pilot.pause()
+        app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+        await pilot.pause()
+        widget.show(with_user(900, "u"))
+        await pilot.pause()
+        await pilot.pause()
+        assert user.content_width < wide

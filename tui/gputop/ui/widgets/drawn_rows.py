@@ -175,19 +175,19 @@ class DrawnRows:
     def _update_rows(
         self,
         ordered: list[TableRow],
-        order: list[str],
+        keys: list[str],
         wanted: dict[str, TableRow],
         restyle: bool,
         touched: RepaintBatch,
     ) -> None:
-        """Remove, add and update rows (``ordered``, whose keys are ``order``); note in
-        ``touched`` what a repaint must cover."""
+        """Remove, add and update rows (``ordered``, with their ``keys``); note in ``touched``
+        what a repaint must cover."""
         table = self.table
         widths = self.widths
         shown = self.shown
         columns = {index: table.columns[ColumnKey(COLUMNS[index].key)] for index in widths.counts}
         # Where the rows will stand once sorted: only new rows there get their cells now.
-        likely_on_screen = set(self.keys_on_screen(order))
+        likely_on_screen = set(self.keys_on_screen(keys))
         unmade: list[TableRow] = []
         for key in [key for key in shown if key not in wanted]:
             table.remove_row(key)
@@ -237,24 +237,26 @@ class DrawnRows:
         return (self.order if order is None else order)[top : top + max(height, 0)]
 
     def draw_rows(self, start: int, end: int) -> None:
-        """Make the cells of rows ``start`` to ``end`` (positions) that lag behind: the
-        DataTable is about to draw them (``ProcessGrid.before_render``)."""
-        if not self.stale or self.stale.isdisjoint(self.order[start:end]):
-            return
-        with self.table.repaint_batch() as touched:
-            for key in self.order[start:end]:
-                if key in self.stale:
-                    self._draw(key, touched)
+        """Bring up to date the cells of the rows at positions ``start`` to ``end`` that lag
+        behind (changed or restyled while off screen, or added empty): the DataTable is about
+        to draw them (``ProcessGrid.before_render``). Scrolls and resizes are drawn before
+        the table hears of them; this way no frame shows such a row as it was."""
+        keys = self.order[start:end]
+        if self.stale and not self.stale.isdisjoint(keys):
+            with self.table.repaint_batch() as touched:
+                self._draw_lagging(keys, touched)
 
-    def draw_visible(self, touched: RepaintBatch | None = None) -> None:
+    def draw_visible(self, touched: RepaintBatch) -> None:
         """Bring the DataTable cells of the rows on screen up to date."""
-        if not self.stale:
-            return
-        for key in self.keys_on_screen():
+        if self.stale:
+            self._draw_lagging(self.keys_on_screen(), touched)
+
+    def _draw_lagging(self, keys: list[str], touched: RepaintBatch) -> None:
+        for key in keys:
             if key in self.stale:
                 self._draw(key, touched)
 
-    def _draw(self, key: str, touched: RepaintBatch | None, only: int | None = None) -> None:
+    def _draw(self, key: str, touched: RepaintBatch, only: int | None = None) -> None:
         """Update the DataTable cells of row ``key`` that differ from its latest text (only
         column ``only``'s, if given)."""
         cells, foreign = self.shown[key]
@@ -268,8 +270,7 @@ class DrawnRows:
                 cell = self._cell(index, cells[index], foreign)
                 table.update_cell(key, COLUMNS[index].key, cell, update_width=False)
                 done[index] = cells[index]
-                if touched is not None:
-                    touched.changed(key, position)
+                touched.changed(key, position)
         if only is None or (drawn is not None and drawn[1] == foreign and tuple(done) == cells):
             self.drawn[key] = (cells, foreign)
             self.stale.discard(key)
@@ -301,8 +302,8 @@ class DrawnRows:
                 continue
             # DataTable measures the cells it holds: those of this column are made current
             # first, in rows off screen too (a column is refitted only when its widest
-            # cell changes width).
-            for key in [key for key in self.stale if key in self.drawn]:
+            # cell changes width). Rows added off screen hold none to measure.
+            for key in [key for key in self.stale if table.get_cell(key, column.key) is not None]:
                 self._draw(key, touched, only=index)
             row_key = next(
                 key for key, (cells, _) in self.shown.items() if cell_width(cells[index]) == widest

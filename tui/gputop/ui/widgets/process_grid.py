@@ -59,11 +59,13 @@ class ProcessGrid(CellCachedDataTable[Text]):
     """Whole-table repaints that went through (tests read it)."""
     before_render: Callable[[int, int], None] | None = None
     """Called with the first row a render draws and the row after its last, before it draws
-    them: the owner makes cells it left empty (rows added off screen) in time."""
+    them: the owner brings up to date the cells it let lag behind (rows off screen when they
+    changed or were added), whatever brought them into view."""
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        """Render, first letting ``before_render`` fill in the rows the crop shows."""
+        """Render, first handing the rows the crop shows to ``before_render``."""
         if self.before_render is not None:
+            # Every row is one line high and none is fixed (as in ``_refresh_row_span``).
             header = self.header_height if self.show_header else 0
             top = self.scroll_offset.y + max(crop.y - header, 0)
             self.before_render(top, self.scroll_offset.y + max(crop.bottom - header, 0))
