@@ -111,7 +111,8 @@ TABLE_CACHES = Patch(
     "of updates long past (their keys hold an update counter never seen again); here about "
     "two screenfuls of each",
     gain="RSS 2.9 MiB on the 8x7 box with 200 processes a minute in (54.8 -> 51.9 MiB), 0.6 "
-    "MiB at 20 s; nothing on boxes with a few processes, whose table seldom changes",
+    "MiB at 20 s, and 0.1-0.6 MiB more since rows' renderables are bounded to the lines; "
+    "nothing on boxes with a few processes, whose table seldom changes",
     package="textual",
     written_for=TEXTUAL,
 )
@@ -430,7 +431,9 @@ class CellCachedDataTable(RemeasuredDataTable[CellType]):
         cells = lines * max(len(self.columns), 16)
         self._line_cache.maxsize = lines
         self._row_render_cache.maxsize = lines
-        self._row_renderable_cache.maxsize = cells
+        # A row's renderables are keyed by a cell's stamp (``CellCachedDataTable``): read
+        # again only for that cell's next render, a miss rebuilds a list of the row's cells.
+        self._row_renderable_cache.maxsize = lines
         self._cell_render_cache.maxsize = cells
 
     def _render_cell(
