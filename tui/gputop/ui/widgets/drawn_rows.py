@@ -227,14 +227,19 @@ class DrawnRows:
 
     # Drawing what is on screen.
 
-    def keys_on_screen(self, order: list[str] | None = None) -> list[str]:
-        """The keys of the lines the table's height shows from its scroll position, in its
-        order (or in ``order``)."""
+    def rows_on_screen(self) -> tuple[int, int]:
+        """The position of the first row the table's height shows from its scroll position,
+        and of the row after its last."""
         table = self.table
         header = table.header_height if table.show_header else 0
         height = table.size.height - header if table.size.height else self._owner.app.size.height
         top = table.scroll_offset.y
-        return (self.order if order is None else order)[top : top + max(height, 0)]
+        return top, top + max(height, 0)
+
+    def keys_on_screen(self, order: list[str] | None = None) -> list[str]:
+        """The keys of the rows on screen, in the table's order (or in ``order``)."""
+        start, end = self.rows_on_screen()
+        return (self.order if order is None else order)[start:end]
 
     def draw_rows(self, start: int, end: int) -> None:
         """Bring up to date the cells of the rows at positions ``start`` to ``end`` that lag

@@ -428,10 +428,7 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         if self._applying or not self.is_mounted:
             return
         self._say_on_screen()
-        if not self._grid_rows.stale:
-            return
-        with self._table.repaint_batch() as touched:
-            self._grid_rows.draw_visible(touched)
+        self._grid_rows.draw_rows(*self._grid_rows.rows_on_screen())
 
     # Sorting, filtering, pods.
 
