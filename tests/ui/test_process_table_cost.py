@@ -34,8 +34,9 @@ MIB = 1024**2
 PROCESSES = 1000
 
 
-def box() -> Snapshot:
-    processes = tuple(
+def processes() -> tuple[ProcessSample, ...]:
+    """The box's processes, the most GPU memory first."""
+    return tuple(
         ProcessSample(
             pid=10_000 + i,
             type="C",
@@ -46,7 +47,12 @@ def box() -> Snapshot:
         )
         for i in range(PROCESSES)
     )
-    return Snapshot(timestamp=None, gpus=(GpuSample(index=0, name="GPU", processes=processes),))
+
+
+def box(running: tuple[ProcessSample, ...] | None = None) -> Snapshot:
+    """One GPU running ``running`` (by default ``processes()``)."""
+    on_gpu = processes() if running is None else running
+    return Snapshot(timestamp=None, gpus=(GpuSample(index=0, name="GPU", processes=on_gpu),))
 
 
 class Clock:
@@ -233,12 +239,9 @@ async def test_a_tick_that_changes_no_row_measures_no_column(
         await pilot.pause()
         assert measured == []
         # A changed process is measured again.
-        changed = box()
-        gpu = changed.gpus[0]
-        first = gpu.processes[0]
+        first, *rest = processes()
         bigger = replace(first, memory_used=(first.memory_used or 0) * 1000)
-        processes = (bigger, *gpu.processes[1:])
-        widget.show(replace(changed, gpus=(replace(gpu, processes=processes),)))
+        widget.show(box((bigger, *rest)))
         await pilot.pause()
         assert measured
 
@@ -265,9 +268,8 @@ async def test_a_tick_with_every_row_unchanged_sorts_and_diffs_nothing(
         widget.show(shown)
         assert sorts == []
         # A process that changed: the table sorts and diffs again.
-        gpu = shown.gpus[0]
-        moved = (replace(gpu.processes[0], memory_used=1), *gpu.processes[1:])
-        widget.show(replace(shown, gpus=(replace(gpu, processes=moved),)))
+        first, *rest = processes()
+        widget.show(box((replace(first, memory_used=1), *rest)))
         assert sorts == [PROCESSES]
 
 
@@ -302,11 +304,10 @@ async def test_rows_added_off_screen_hold_no_cells_until_drawn() -> None:
         assert set(table.get_row_at(PROCESSES - 1)) == {None}
         # A process that comes later and sorts last (the least memory) is off screen, yet
         # its columns are as wide as its cells, as DataTable would have measured them.
-        shown = box()
-        gpu = shown.gpus[0]
+        running = processes()
         command = "python a_much_longer_job_name.py"
-        late = replace(gpu.processes[-1], pid=1, memory_used=0, command=command)
-        widget.show(replace(shown, gpus=(replace(gpu, processes=(*gpu.processes, late)),)))
+        late = replace(running[-1], pid=1, memory_used=0, command=command)
+        widget.show(box((*running, late)))
         await pilot.pause()
         assert widget.rows[-1].cell("command") == command
         assert set(table.get_row_at(PROCESSES)) == {None}
@@ -381,11 +382,9 @@ async def test_a_taller_terminal_never_shows_an_empty_row() -> None:
 
 
 def with_user(row: int, user: str) -> Snapshot:
-    shown = box()
-    gpu = shown.gpus[0]
-    processes = list(gpu.processes)
-    processes[row] = replace(processes[row], user=user)
-    return replace(shown, gpus=(replace(gpu, processes=tuple(processes)),))
+    running = list(processes())
+    running[row] = replace(running[row], user=user)
+    return box(tuple(running))
 
 
 async def test_a_column_shrinks_after_a_theme_change_too() -> None:
