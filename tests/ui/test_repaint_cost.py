@@ -20,6 +20,7 @@ from gputop.ui.widgets import gpu_grid
 from gputop.ui.widgets.gpu_grid import GpuGrid
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from support.apps import live_app, load
+from support.garbage import cyclic_garbage
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 
@@ -64,6 +65,33 @@ async def test_a_changed_value_renders_its_panel_and_nothing_behind_it(
     assert rendered and all(widget is panel for widget, _ in rendered)
     assert {(crop.y, crop.height) for _, crop in rendered} == {(2, 1)}
     assert after != before and f"{warmer.gpu:.0f}C" in "".join(after)
+
+
+@pytest.mark.patch("dirty_lines")
+async def test_ticks_leave_no_line_for_the_collector() -> None:
+    # A line drawn in one piece was its own division (Strip.divide) and a panel line that
+    # fit was its own crop (Strip.crop_extend), each kept in the strip's cache: a cycle per
+    # line repainted, piling up between collections of a 20,000 young generation.
+    snapshot = load(CAPTURES / "rtx3090x4-procs-v12.xml")
+    app = live_app([snapshot])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.main_screen
+        screen.show_tick(Tick(seq=99, snapshot=snapshot, history=EMPTY_VIEW, window=(snapshot,)))
+        await pilot.pause()
+        panel = screen.query_one(GpuGrid).panels[2]
+        with cyclic_garbage() as garbage:
+            for seq in range(100, 106):
+                warmer = tuple(
+                    dataclasses.replace(gpu, temperature=Temperature(gpu=seq - 50, slowdown=None))
+                    for gpu in snapshot.gpus
+                )
+                changed = dataclasses.replace(snapshot, gpus=warmer)
+                screen.show_tick(Tick(seq=seq, snapshot=changed, window=(changed,)))
+                await pilot.pause()
+        drawn = "".join(strip.text for strip in panel.render_lines(Region(0, 0, *panel.size)))
+    assert "55C" in drawn
+    assert garbage.of_type(Strip) == []
 
 
 async def test_the_gpus_shown_are_worked_out_once_a_tick(monkeypatch: pytest.MonkeyPatch) -> None:

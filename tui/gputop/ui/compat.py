@@ -642,7 +642,10 @@ def _render_partial_update(self: Compositor) -> ChopsUpdate | None:
                 continue
             chops_line = chops[y]
             final_cuts = [cut for cut in cuts[y] if last_cut >= cut >= first_cut]
-            pieces = strip.divide([cut - render_x for cut in final_cuts[1:]])
+            offsets = [cut - render_x for cut in final_cuts[1:]]
+            # A strip in one piece is its own division, and Strip.divide keeps its answer in
+            # the strip: a reference cycle per line drawn, left for the collector.
+            pieces = [strip] if offsets == [strip.cell_length] else strip.divide(offsets)
             # Front to back, as Textual paints: the first piece for a cut wins.
             for cut, piece in zip(final_cuts, pieces, strict=False):
                 if chops_line.get(cut) is None:

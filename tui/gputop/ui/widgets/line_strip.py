@@ -43,7 +43,12 @@ def line_strip(
     (callers fit their lines first: ``panel_lines.fit_line`` cuts with an ellipsis)."""
     segments = [Segment(text, styles[role]) for text, role in parts if text]
     used = sum(cell_width(segment.text) for segment in segments)
-    return Strip(segments, used).crop_extend(0, width, fill)
+    # What Strip.crop_extend(0, width, fill) gives, without its cache: a line that already
+    # fits is its own answer there, a reference cycle per line that only the collector frees.
+    if used < width:
+        return Strip([*segments, Segment(" " * (width - used), fill)], width)
+    strip = Strip(segments, used)
+    return strip.crop(0, width) if used > width else strip
 
 
 def _cells(parts: Iterable[tuple[str, str]], width: int) -> list[tuple[str, str]]:
