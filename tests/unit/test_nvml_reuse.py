@@ -7,12 +7,13 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+import pynvml  # noqa: TID251 -- the NVML return code of the injected failure
 import pytest
 
 from fakes.nvml_fake import FakeNvml, Faults
 from fakes.nvml_harness import nvml_source
 from fakes.nvml_scenarios import GIB, MIB, gpu_sample, mig_gpu, snapshot
-from gputop.model import GpuSample, Memory, ProcessSample, Snapshot
+from gputop.model import GpuSample, Memory, ProcessSample, Reason, Snapshot
 from gputop.sources.host.procinfo import ProcessEnricher
 from gputop.sources.nvml.processes import ProcessRows, RunningProcess
 from gputop.sources.nvml.source import _rebuilder
@@ -68,6 +69,34 @@ def test_unchanged_processes_and_memory_are_last_ticks_objects(deadline: float |
     for old, new in zip(second.gpus[1].mig_devices, third.gpus[1].mig_devices, strict=True):
         assert new.processes is old.processes and len(new.processes) == 2
         assert new.memory is old.memory
+
+
+@pytest.mark.parametrize("deadline", [None, 5.0], ids=["inline", "threaded"])
+def test_the_same_missing_values_are_last_ticks_tuple(deadline: float | None) -> None:
+    # The recent snapshots each tick carries then hold one tuple of notes per device.
+    _, second, third = _polls(_box(), 3, deadline=deadline)
+    for before, after in zip(second.gpus, third.gpus, strict=True):
+        assert after.unavailable is before.unavailable
+    # Under MIG the GPU's own utilization and every instance's engines are not read.
+    assert ("utilization.gpu", Reason.UNDER_MIG) in third.gpus[1].unavailable
+    for old, new in zip(second.gpus[1].mig_devices, third.gpus[1].mig_devices, strict=True):
+        assert new.unavailable is old.unavailable
+        assert ("utilization.encoder", Reason.UNDER_MIG) in new.unavailable
+
+
+def test_a_value_that_goes_missing_is_noted_in_a_new_tuple() -> None:
+    fake = FakeNvml(_box())
+    with nvml_source(fake) as source:
+        first, second = source.poll(), source.poll()
+        fake.faults.errors[(0, "nvmlDeviceGetFanSpeed")] = pynvml.NVML_ERROR_NOT_SUPPORTED
+        third = source.poll()
+    assert second.gpus[0].unavailable is first.gpus[0].unavailable
+    assert third.gpus[0].unavailable is not second.gpus[0].unavailable
+    assert third.gpus[0].fan_speed is None and second.gpus[0].fan_speed is not None
+    added = set(third.gpus[0].unavailable) - set(second.gpus[0].unavailable)
+    assert added == {("fan_speed", Reason.NOT_SUPPORTED)}
+    assert set(second.gpus[0].unavailable) <= set(third.gpus[0].unavailable)
+    assert third.gpus[1].unavailable is second.gpus[1].unavailable
 
 
 def test_a_process_whose_memory_moved_gets_a_new_row_the_others_stay() -> None:

@@ -283,7 +283,7 @@ def sample_mig_devices(
                 uuid=slow.uuid,
                 utilization=utilization,
                 processes=mine,
-                unavailable=slow.notes + tuple(calls.missing),
+                unavailable=calls.unavailable(slow.notes),
             )
         )
     if reread:
