@@ -9,6 +9,7 @@ import pynvml  # noqa: TID251 -- the source under test is handed the real pynvml
 
 from fakes.nvml_fake import FakeNvml
 from fakes.nvml_install import installed
+from gputop.sources.nvml.device import SLOW_REFRESH
 from gputop.sources.nvml.source import Enrich, HostLookup, NvmlSource
 
 
@@ -18,12 +19,18 @@ def nvml_source(
     *,
     deadline: float | None = None,
     enrich: Enrich | HostLookup | None = None,
+    slow_refresh: float = SLOW_REFRESH,
 ) -> Iterator[NvmlSource]:
     """Install ``fake``, initialise NVML through pynvml and yield a source over it."""
     with installed(fake):
         pynvml.nvmlInit()
         source = NvmlSource(
-            pynvml, deadline=deadline, enrich=enrich, host="testhost", shutdown_on_close=True
+            pynvml,
+            deadline=deadline,
+            enrich=enrich,
+            host="testhost",
+            shutdown_on_close=True,
+            slow_refresh=slow_refresh,
         )
         try:
             yield source

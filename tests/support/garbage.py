@@ -29,17 +29,17 @@ def cyclic_garbage() -> Iterator[CyclicGarbage]:
     left in cycles into the object yielded (instead of freeing it)."""
     found = CyclicGarbage()
     gc.collect()
-    was_enabled = gc.isenabled()
+    was_enabled, flags, kept = gc.isenabled(), gc.get_debug(), len(gc.garbage)
     gc.disable()
     try:
         yield found
     finally:
-        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.set_debug(flags | gc.DEBUG_SAVEALL)
         try:
             gc.collect()
-            found.objects = list(gc.garbage)
+            found.objects = gc.garbage[kept:]
         finally:
-            gc.garbage.clear()
-            gc.set_debug(0)
+            del gc.garbage[kept:]
+            gc.set_debug(flags)
             if was_enabled:
                 gc.enable()

@@ -26,9 +26,10 @@ def _polls(
     deadline: float | None = None,
     enrich: ProcessEnricher | None = None,
     faults: Faults | None = None,
+    slow_refresh: float = 3600.0,
 ) -> list[Snapshot]:
     fake = FakeNvml(snapshots, faults)
-    with nvml_source(fake, deadline=deadline, enrich=enrich) as source:
+    with nvml_source(fake, deadline=deadline, enrich=enrich, slow_refresh=slow_refresh) as source:
         return [source.poll() for _ in range(count)]
 
 
@@ -71,10 +72,14 @@ def test_unchanged_processes_and_memory_are_last_ticks_objects(deadline: float |
         assert new.memory is old.memory
 
 
+@pytest.mark.parametrize("slow_refresh", [3600.0, 0.0], ids=["tick", "refresh-tick"])
 @pytest.mark.parametrize("deadline", [None, 5.0], ids=["inline", "threaded"])
-def test_the_same_missing_values_are_last_ticks_tuple(deadline: float | None) -> None:
-    # The recent snapshots each tick carries then hold one tuple of notes per device.
-    _, second, third = _polls(_box(), 3, deadline=deadline)
+def test_the_same_missing_values_are_last_ticks_tuple(
+    deadline: float | None, slow_refresh: float
+) -> None:
+    # The recent snapshots each tick carries then hold one tuple of notes per device, also
+    # across the ticks that read the slow values again (and note what of them is missing).
+    _, second, third = _polls(_box(), 3, deadline=deadline, slow_refresh=slow_refresh)
     for before, after in zip(second.gpus, third.gpus, strict=True):
         assert after.unavailable is before.unavailable
     # Under MIG the GPU's own utilization and every instance's engines are not read.
@@ -86,7 +91,7 @@ def test_the_same_missing_values_are_last_ticks_tuple(deadline: float | None) ->
 
 def test_a_value_that_goes_missing_is_noted_in_a_new_tuple() -> None:
     fake = FakeNvml(_box())
-    with nvml_source(fake) as source:
+    with nvml_source(fake, slow_refresh=3600.0) as source:
         first, second = source.poll(), source.poll()
         fake.faults.errors[(0, "nvmlDeviceGetFanSpeed")] = pynvml.NVML_ERROR_NOT_SUPPORTED
         third = source.poll()

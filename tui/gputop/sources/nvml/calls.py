@@ -60,7 +60,7 @@ class CallMemo:
         static: call key -> value, for values read once.
         slow: call key -> value, for values re-read only on refresh ticks.
         decoded: call key -> (the struct's bytes, what they were decoded into) last time.
-        notes: the missing values last stored (``DeviceCalls.unavailable``).
+        notes: the missing values the last sample stored (``DeviceCalls.tick_notes``).
     """
 
     __slots__ = ("decoded", "notes", "refused", "slow", "static")
@@ -80,6 +80,7 @@ class CallMemo:
         self.static.clear()
         self.slow.clear()
         self.decoded.clear()
+        self.notes = ()
         if keep is not None and kept is not None:
             self.slow[keep] = kept
 
@@ -286,13 +287,19 @@ class DeviceCalls:
         wanted = set(paths)
         self.missing = [(p, reason if p in wanted else r) for p, r in self.missing]
 
-    def unavailable(self, before: Unavailable = ()) -> Unavailable:
-        """The missing values as the model stores them, after ``before`` (notes read on an
-        earlier tick). A device misses the same values tick after tick: then this is the
-        tuple stored last time, and the recent snapshots each tick carries share it instead
-        of holding one each (about 9 KB a snapshot on 8 GPUs with 7 MIG devices each)."""
+    def unavailable(self) -> Unavailable:
+        """The missing values as the model stores them."""
+        return tuple(self.missing)
+
+    def tick_notes(self, before: Unavailable = ()) -> Unavailable:
+        """What a tick's sample of the device stores as missing: ``before`` (notes of the
+        slow values, read on an earlier tick), then this tick's. A device misses the same
+        values tick after tick: then this is the tuple its last sample stored, and the recent
+        snapshots each tick carries share it instead of holding one each (about 9 KB a
+        snapshot on 8 GPUs with 7 MIG devices each)."""
         notes = before + tuple(self.missing)
-        if notes == self._memo.notes:
-            return self._memo.notes
+        last = self._memo.notes
+        if notes == last:
+            return last
         self._memo.notes = notes
         return notes

@@ -390,7 +390,7 @@ class GpuSampler:
             mig_mode=mig_mode,
             mig_devices=mig_devices,
             processes=processes,
-            unavailable=c.unavailable(),
+            unavailable=c.tick_notes(),
         )
         self._last = sample
         return sample

@@ -283,7 +283,7 @@ def sample_mig_devices(
                 uuid=slow.uuid,
                 utilization=utilization,
                 processes=mine,
-                unavailable=calls.unavailable(slow.notes),
+                unavailable=calls.tick_notes(slow.notes),
             )
         )
     if reread:
