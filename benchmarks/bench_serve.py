@@ -130,49 +130,45 @@ def main() -> None:
         "tick, so an active viewer has something to draw)",
     )
     args = parser.parse_args()
-    driver = browser()
-    try:
-        with serving(env={"GPUTOP_FAKE_NVML": args.fake}) as served:
-            leader = served.process.pid
+    with browser() as driver, serving(env={"GPUTOP_FAKE_NVML": args.fake}) as served:
+        leader = served.process.pid
+        time.sleep(2)
+        cpu, pss, procs = _measure(leader, args.seconds)
+        print(f"no viewer: server CPU {cpu:.1f}% of a core, PSS {pss:.0f} MB ({procs} proc)")
+
+        loads = []
+        for _ in range(args.loads):
+            loads.append(_open_viewer(driver, served.url))
+            _close_tabs(driver)
+            time.sleep(1)
+        print(
+            f"page load to first GPU: median {statistics.median(loads) * 1000:.0f} ms, "
+            f"worst {max(loads) * 1000:.0f} ms ({args.loads} loads, a new viewer each)"
+        )
+
+        for count in (1, args.viewers):
+            for _ in range(count):
+                _open_viewer(driver, served.url)
+            time.sleep(3)  # past the first frames
+            start_bytes = [_bytes(driver, handle) for handle in driver.window_handles[1:]]
+            cpu, pss, procs = _measure(leader, args.seconds)
+            sent = [
+                _bytes(driver, handle) - first
+                for handle, first in zip(driver.window_handles[1:], start_bytes, strict=True)
+            ]
+            rate = statistics.mean(sent) / args.seconds
+            print(
+                f"{count} active viewer(s) at 1 s: CPU {cpu:.1f}%, PSS {pss:.0f} MB "
+                f"({procs} proc); {rate / 1024:.1f} KiB/s to each viewer"
+            )
+            for handle in driver.window_handles[1:]:
+                driver.switch_to.window(handle)
+                press(driver, " ")
             time.sleep(2)
             cpu, pss, procs = _measure(leader, args.seconds)
-            print(f"no viewer: server CPU {cpu:.1f}% of a core, PSS {pss:.0f} MB ({procs} proc)")
-
-            loads = []
-            for _ in range(args.loads):
-                loads.append(_open_viewer(driver, served.url))
-                _close_tabs(driver)
-                time.sleep(1)
-            print(
-                f"page load to first GPU: median {statistics.median(loads) * 1000:.0f} ms, "
-                f"worst {max(loads) * 1000:.0f} ms ({args.loads} loads, a new viewer each)"
-            )
-
-            for count in (1, args.viewers):
-                for _ in range(count):
-                    _open_viewer(driver, served.url)
-                time.sleep(3)  # past the first frames
-                start_bytes = [_bytes(driver, handle) for handle in driver.window_handles[1:]]
-                cpu, pss, procs = _measure(leader, args.seconds)
-                sent = [
-                    _bytes(driver, handle) - first
-                    for handle, first in zip(driver.window_handles[1:], start_bytes, strict=True)
-                ]
-                rate = statistics.mean(sent) / args.seconds
-                print(
-                    f"{count} active viewer(s) at 1 s: CPU {cpu:.1f}%, PSS {pss:.0f} MB "
-                    f"({procs} proc); {rate / 1024:.1f} KiB/s to each viewer"
-                )
-                for handle in driver.window_handles[1:]:
-                    driver.switch_to.window(handle)
-                    press(driver, " ")
-                time.sleep(2)
-                cpu, pss, procs = _measure(leader, args.seconds)
-                print(f"{count} idle (paused) viewer(s): CPU {cpu:.1f}%, PSS {pss:.0f} MB")
-                _close_tabs(driver)
-                time.sleep(2)
-    finally:
-        driver.quit()
+            print(f"{count} idle (paused) viewer(s): CPU {cpu:.1f}%, PSS {pss:.0f} MB")
+            _close_tabs(driver)
+            time.sleep(2)
 
 
 def _bytes(driver: Any, handle: str) -> int:

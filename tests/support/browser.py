@@ -8,6 +8,7 @@ the DOM. Screenshots go to ``.artifacts/serve/`` at the repository root (git-ign
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -46,8 +47,10 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def browser() -> Any:
-    """Headless Chromium under chromedriver, with a fresh profile and no network of its own."""
+@contextmanager
+def browser() -> Iterator[Any]:
+    """Headless Chromium under chromedriver, with a fresh profile and no network of its own;
+    quit afterwards and its profile (about 11 MB) removed, whatever happens."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -67,7 +70,14 @@ def browser() -> Any:
         "--window-size=1400,1000",
     ):
         options.add_argument(argument)
-    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+        try:
+            yield driver
+        finally:
+            driver.quit()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 class Served:
