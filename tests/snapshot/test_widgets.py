@@ -29,7 +29,7 @@ from gputop.model import (
 from gputop.ui.widgets.mig_tree import MigTree
 from gputop.ui.widgets.process_table import ProcessTable
 from support import pods
-from support.shortcuts import snapshot_from_path
+from support.shortcuts import mig_node, snapshot_from_path
 
 SnapCompare = Callable[..., bool]
 
@@ -261,7 +261,7 @@ def test_mig_tree_a100_capture(snap_compare: SnapCompare) -> None:
 def test_mig_tree_h100_7x1g(snap_compare: SnapCompare) -> None:
     async def collapse_gi_8(pilot: Pilot[None]) -> None:
         tree = pilot.app.query_one(MigTree)
-        node = tree.node_for(("gi", 0, 8))
+        node = mig_node(tree, ("gi", 0, 8))
         assert node is not None
         node.collapse()
         await pilot.pause()

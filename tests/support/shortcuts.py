@@ -3,8 +3,9 @@ classes gputop runs on, kept here so that the package holds no code only tests c
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputop.insight.diagnosis import (
     DEFAULT_THRESHOLDS,
@@ -13,10 +14,20 @@ from gputop.insight.diagnosis import (
     gpu_state,
 )
 from gputop.insight.report import RecordingSummary, ReportBuilder
-from gputop.model import Snapshot
+from gputop.model import Snapshot, ThrottleKind
+from gputop.model.throttle import reasons_of_kind
 from gputop.pipeline.gpu_select import GpuSelection
 from gputop.sources.recordings.dmon import _is_pmon, first_header
 from gputop.sources.smi.recording import Recording
+
+if TYPE_CHECKING:
+    from textual.widgets.tree import TreeNode
+
+    from gputop.history.store import HistoryStore
+    from gputop.sources.nvml.source import NvmlSource
+    from gputop.ui.render.process_rows import ProcessRow
+    from gputop.ui.widgets.mig_tree import MigTree, NodeKey
+    from gputop.ui.widgets.process_table import ProcessTable
 
 
 def summarize(
@@ -61,3 +72,50 @@ def snapshot_from_path(path: Path | str) -> Snapshot:
     """The first document of a recording."""
     with Recording.open(Path(path)) as recording:
         return recording.snapshot(0)
+
+
+def limiting_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
+    """The active reasons that hold clocks below what the work asks for: power, heat and
+    hardware slowdowns (not idle, application or display clocks, sync boost, nor unknown)."""
+    return reasons_of_kind(reasons, ThrottleKind.POWER, ThrottleKind.THERMAL, ThrottleKind.HARDWARE)
+
+
+def history_keys(store: HistoryStore) -> list[str]:
+    """The GPU keys the store has history for, in first-seen order."""
+    return list(dict.fromkeys(key for key, _ in store.view(width=1).series_by_key))
+
+
+def events_status(source: NvmlSource) -> str | None:
+    """Why the source does not watch health events (None while it does, or when not asked)."""
+    watcher = source._events
+    return None if watcher is None else watcher.status
+
+
+def changed_span(
+    old: Sequence[tuple[str, str]], new: Sequence[tuple[str, str]], width: int
+) -> tuple[int, int] | None:
+    """The cells, (first, end), from the first change of line ``new`` drawn ``width`` wide
+    against ``old`` to the last; None when they draw the same."""
+    from gputop.ui.widgets.line_strip import changed_spans
+
+    spans = changed_spans(old, new, width)
+    return (spans[0][0], spans[-1][1]) if spans else None
+
+
+def mig_node(tree: MigTree, key: NodeKey) -> TreeNode[NodeKey] | None:
+    """The MIG tree's node for ``key``, if shown."""
+    stack = list(tree.root.children)
+    while stack:
+        node = stack.pop()
+        if node.data == key:
+            return node
+        stack.extend(node.children)
+    return None
+
+
+def highlighted_process(table: ProcessTable) -> ProcessRow | None:
+    """The process under the table's cursor, if any (None on a group's line)."""
+    from gputop.ui.render.process_rows import ProcessRow
+
+    line = table.highlighted_line
+    return line if isinstance(line, ProcessRow) else None

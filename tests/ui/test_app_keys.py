@@ -20,6 +20,7 @@ from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.mig_tree import MigTree
 from gputop.ui.widgets.process_table import ProcessTable
 from support.apps import FIXED_SETTINGS, live_app, load, replay_app, varied_stream
+from support.shortcuts import mig_node
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 SIZE = (120, 40)
@@ -87,7 +88,7 @@ async def test_m_toggles_the_mig_tree() -> None:
         await pilot.pause()
         tree = app.screen.query_one(MigTree)
         assert tree.display and main(app).has_class("-mig")
-        assert tree.node_for(("gi", 0, 3)) is not None
+        assert mig_node(tree, ("gi", 0, 3)) is not None
         await pilot.press("m")
         assert not tree.display
 

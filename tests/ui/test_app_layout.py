@@ -49,6 +49,7 @@ from gputop.ui.screens.main_layout import choose_layout
 from gputop.ui.widgets.gpu_grid import GpuGrid, panel_entries
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from support.apps import FIXED_SETTINGS, eight_gpus, live_app, load, varied_stream
+from support.shortcuts import changed_span
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 GIB = 1024**3
@@ -530,7 +531,7 @@ def test_a_compact_gpu_row_is_measured_without_rich(monkeypatch: pytest.MonkeyPa
         parts, {"name": Style(), "dim": Style(), "bar": Style()}, 60, Style()
     )
     assert strip.cell_length == 60
-    assert line_strip.changed_span(parts, parts[:2], 60) == (25, 44)
+    assert changed_span(parts, parts[:2], 60) == (25, 44)
     assert measured == []
 
 

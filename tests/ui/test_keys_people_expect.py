@@ -30,6 +30,7 @@ from support.apps import (
     replay_app,
     varied_stream,
 )
+from support.shortcuts import highlighted_process
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 SIZE = (120, 40)
@@ -61,10 +62,10 @@ async def test_the_arrows_select_a_process_at_once_and_the_footer_says_tab_for_g
         await pilot.pause()
         table = app.main_screen.query_one(ProcessTable)
         assert isinstance(app.focused, DataTable)
-        first = table.highlighted_row
+        first = highlighted_process(table)
         await pilot.press("down")
-        assert table.highlighted_row is not None and table.highlighted_row != first
-        assert table.highlighted_row == table.rows[1]
+        assert highlighted_process(table) is not None and highlighted_process(table) != first
+        assert highlighted_process(table) == table.rows[1]
         # Said first, where even an 80-column footer has room.
         assert footer_text(app).startswith(" Tab GPUs ")
 

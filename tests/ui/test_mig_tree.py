@@ -19,7 +19,7 @@ from gputop.model import (
     Utilization,
 )
 from gputop.ui.widgets.mig_tree import MigNode, MigStyles, MigTree, NodeKey, mig_outline
-from support.shortcuts import snapshot_from_path
+from support.shortcuts import mig_node, snapshot_from_path
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
 MIB = 1024**2
@@ -198,7 +198,7 @@ class TreeApp(App[None]):
 
 
 def node(app: App[None], key: NodeKey) -> object:
-    found = app.query_one(MigTree).node_for(key)
+    found = mig_node(app.query_one(MigTree), key)
     assert found is not None, key
     return found
 
@@ -208,10 +208,10 @@ async def test_tree_opens_everything_at_first() -> None:
     async with app.run_test() as pilot:
         await pilot.pause()
         tree = app.query_one(MigTree)
-        gi7 = tree.node_for(("gi", 0, 7))
+        gi7 = mig_node(tree, ("gi", 0, 7))
         assert gi7 is not None
         assert gi7.is_expanded
-        ci9 = tree.node_for(("ci", 0, 9, 0))
+        ci9 = mig_node(tree, ("ci", 0, 9, 0))
         assert ci9 is not None
         assert ci9.is_expanded
         assert [child.data for child in ci9.children] == [
@@ -226,7 +226,7 @@ async def test_collapsed_nodes_stay_collapsed_across_refreshes() -> None:
     app = TreeApp(h100_7x1g())
     async with app.run_test() as pilot:
         tree = app.query_one(MigTree)
-        gi7 = tree.node_for(("gi", 0, 7))
+        gi7 = mig_node(tree, ("gi", 0, 7))
         assert gi7 is not None
         await pilot.press("down", "down")  # no cursor → GPU 0 → GI 7
         assert tree.cursor_node is gi7
@@ -235,14 +235,14 @@ async def test_collapsed_nodes_stay_collapsed_across_refreshes() -> None:
         newcomer = ProcessSample(3010, "C", "python", 1 * GIB, 7, 0, user="dave", command="x")
         tree.show(h100_7x1g(extra=(newcomer,), gi7_used=9 * GIB))
         await pilot.pause()
-        same = tree.node_for(("gi", 0, 7))
+        same = mig_node(tree, ("gi", 0, 7))
         assert same is gi7
         assert not gi7.is_expanded
         assert "memory 9.00/9.75GiB" in str(gi7.label)
-        ci7 = tree.node_for(("ci", 0, 7, 0))
+        ci7 = mig_node(tree, ("ci", 0, 7, 0))
         assert ci7 is not None
         assert [child.data for child in ci7.children][-1] == ("ci", 0, 7, 0, "proc", 3010)
-        gi8 = tree.node_for(("gi", 0, 8))
+        gi8 = mig_node(tree, ("gi", 0, 8))
         assert gi8 is not None
         assert gi8.is_expanded
 
@@ -251,7 +251,7 @@ async def test_cursor_follows_its_node_when_lines_are_added_above() -> None:
     app = TreeApp(h100_7x1g())
     async with app.run_test(size=(100, 40)) as pilot:
         tree = app.query_one(MigTree)
-        target = tree.node_for(("gi", 0, 11))
+        target = mig_node(tree, ("gi", 0, 11))
         assert target is not None
         tree.move_cursor(target)
         await pilot.pause()
@@ -282,8 +282,8 @@ async def test_vanished_process_is_removed_and_an_emptied_instance_becomes_a_lea
             )
         )
         await pilot.pause()
-        assert tree.node_for(("ci", 0, 13, 0, "proc", 3004)) is None
-        ci13 = tree.node_for(("ci", 0, 13, 0))
+        assert mig_node(tree, ("ci", 0, 13, 0, "proc", 3004)) is None
+        ci13 = mig_node(tree, ("ci", 0, 13, 0))
         assert ci13 is not None
         assert not ci13.allow_expand
         assert "0 proc" in str(ci13.label)  # "0 processes", or "0 procs" where narrow
@@ -299,7 +299,7 @@ async def test_switching_between_mig_and_plain_gpus() -> None:
     app = TreeApp(plain)
     async with app.run_test() as pilot:
         tree = app.query_one(MigTree)
-        gpu = tree.node_for(("gpu", 0))
+        gpu = mig_node(tree, ("gpu", 0))
         assert gpu is not None
         assert not gpu.allow_expand
         assert "MIG off" in str(gpu.label)
@@ -320,7 +320,7 @@ async def test_show_before_mount() -> None:
     app = Early()
     async with app.run_test() as pilot:
         await pilot.pause()
-        assert app.query_one(MigTree).node_for(("ci", 0, 13, 0, "proc", 3004)) is not None
+        assert mig_node(app.query_one(MigTree), ("ci", 0, 13, 0, "proc", 3004)) is not None
 
 
 def tree_nodes(tree: MigTree) -> list[tuple[NodeKey, str]]:

@@ -20,6 +20,7 @@ from gputop.ui.render.process_rows import COLUMN_INDEX, COLUMNS, OWNER_COLUMNS
 from gputop.ui.widgets.process_details import ProcessDetails
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.signal_dialog import SignalDialog
+from support.shortcuts import highlighted_process
 
 NOW = 1_700_000_000.0
 MIB = 1024**2
@@ -329,7 +330,7 @@ async def test_signal_cancelled() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert kill.calls == []
-        assert app.query_one(ProcessTable).highlighted_row is not None
+        assert highlighted_process(app.query_one(ProcessTable)) is not None
 
 
 async def signal_error(error: OSError) -> tuple[FakeKill, list[ProcessTable.SignalResult]]:
@@ -441,7 +442,7 @@ async def test_refresh_keeps_the_cursor_on_the_same_process() -> None:
         widget = app.query_one(ProcessTable)
         table = app.query_one(DataTable)
         await pilot.press("down", "down")
-        highlighted = widget.highlighted_row
+        highlighted = highlighted_process(widget)
         assert highlighted is not None
         assert highlighted.process.pid == 4410
         # BOB grows to the top, ALICE leaves, a new process arrives.
@@ -451,7 +452,7 @@ async def test_refresh_keeps_the_cursor_on_the_same_process() -> None:
         await pilot.pause()
         assert pids(app) == [4410, 51234, 9999, 1893]
         assert displayed_pids(app) == ["4410", "51234", "9999", "1893"]
-        highlighted = widget.highlighted_row
+        highlighted = highlighted_process(widget)
         assert highlighted is not None
         assert highlighted.process.pid == 4410
         assert table.cursor_coordinate == Coordinate(0, 0)
@@ -490,7 +491,7 @@ async def test_refresh_keeps_the_scroll_position() -> None:
         widget.show(snap(grown))
         await pilot.pause()
         assert table.scroll_y == scrolled
-        highlighted = widget.highlighted_row
+        highlighted = highlighted_process(widget)
         assert highlighted is not None
         assert highlighted.process.pid == 1030
 
@@ -510,7 +511,7 @@ async def test_show_before_mount_and_empty_snapshot() -> None:
         await pilot.pause()
         assert pids(app) == []
         assert app.query_one(DataTable).row_count == 0
-        assert app.query_one(ProcessTable).highlighted_row is None
+        assert highlighted_process(app.query_one(ProcessTable)) is None
 
 
 async def test_signal_with_no_rows_says_so() -> None:
@@ -547,15 +548,15 @@ async def test_narrow_terminal_drops_host_columns_and_sort_keys_skip_them() -> N
         await pilot.press(">", ">")
         assert widget.sort_column == COLUMN_INDEX["time"]
         await pilot.press("down")
-        highlighted = widget.highlighted_row
+        highlighted = highlighted_process(widget)
         assert highlighted is not None
         await pilot.resize_terminal(140, 24)
         await pilot.pause()
         # No process has a pod, container or job: their columns stay away.
         assert widget.columns == [c.key for c in COLUMNS if c.key not in OWNER_COLUMNS]
         assert not widget.has_class("-narrow")
-        assert widget.highlighted_row is not None
-        assert widget.highlighted_row.key == highlighted.key
+        still = highlighted_process(widget)
+        assert still is not None and still.key == highlighted.key
         assert labels(app)["time"] == "TIME▼"
         assert table.get_cell("0:2314", "cpu").plain.strip() == "101%"
         await pilot.press("<")

@@ -23,7 +23,7 @@ from textual._compositor import ChopsUpdate
 from textual.strip import Strip
 
 from gputop.ui.compat import write_changed_spans_only
-from gputop.ui.widgets.line_strip import changed_span
+from support.shortcuts import changed_span
 
 RED, GREEN = Style(color="red"), Style(color="green")
 TRUECOLOR = ColorSystem.TRUECOLOR

@@ -17,7 +17,6 @@ from gputop.insight.diagnosis import (
     diagnose,
     gpu_state,
     holds_work,
-    limiting_reasons,
 )
 from gputop.model import (
     Activity,
@@ -31,7 +30,7 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
-from support.shortcuts import gpu_states
+from support.shortcuts import gpu_states, limiting_reasons
 
 GIB = 1024**3
 T0 = datetime(2024, 9, 18, 14, 0, 0)

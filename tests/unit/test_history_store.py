@@ -19,6 +19,7 @@ from gputop.model import (
     Temperature,
     Utilization,
 )
+from support.shortcuts import history_keys
 
 T0 = datetime(2024, 9, 18, 21, 34, 12)
 
@@ -53,7 +54,7 @@ def test_appends_one_sample_per_gpu_and_metric() -> None:
     assert values(view.series("GPU-1", Metric.GPU_UTIL)) == [20.0, 40.0]
     assert values(view.series("GPU-0", Metric.MEM_USED)) == [float(1 << 30)] * 2
     assert view.length == 2
-    assert store.gpu_keys() == ["GPU-0", "GPU-1"]
+    assert history_keys(store) == ["GPU-0", "GPU-1"]
 
 
 def test_missing_values_lost_and_absent_gpus_are_gaps() -> None:
@@ -109,8 +110,8 @@ def test_the_number_of_gpus_remembered_is_bounded() -> None:
     store = HistoryStore(capacity=4, max_keys=3)
     for index in range(5):
         store.append(snap(index, gpu(index, 1.0)))
-    assert len(store.gpu_keys()) == 3
-    assert "GPU-4" in store.gpu_keys() and "GPU-0" not in store.gpu_keys()
+    assert len(history_keys(store)) == 3
+    assert "GPU-4" in history_keys(store) and "GPU-0" not in history_keys(store)
 
 
 def test_keys_fall_back_to_the_index() -> None:
@@ -255,7 +256,7 @@ def test_memory_is_bounded_by_the_capacities_however_long_the_run() -> None:
     store = HistoryStore(capacity=120, coarse_capacity=5, max_keys=3)
     bound = memory_bound(120, 5, len(store.metrics), keys=3)
     minutes(store, 60 * 60, gpus=4)  # more ticks, minutes and GPUs than it keeps
-    assert len(store.gpu_keys()) == 3
+    assert len(history_keys(store)) == 3
     assert store.nbytes() == bound
     minutes(store, 60, start=60 * 60, gpus=3)
     tracemalloc.start()

@@ -20,6 +20,7 @@ from gputop.model import Reason, Snapshot
 from gputop.model.health import Action, Kind, RemappedRows, RetiredPages, Severity
 from gputop.sources.nvml.events import EventWatcher, WatchedGpu, start_watcher
 from gputop.sources.nvml.source import NvmlSource
+from support.shortcuts import events_status
 
 BOUND = 3.0
 """Seconds an injected event may take to reach a poll (the watcher waits 0.1 s at a time)."""
@@ -53,7 +54,7 @@ def test_an_injected_xid_reaches_the_next_poll_with_gpu_code_severity_action() -
         source = _source(fake)
         try:
             assert source.poll().events == ()
-            assert source.events_status is None
+            assert events_status(source) is None
             before = datetime.now()
             fake.inject_xid(1, 79)
             carried = _events_until(source, 1)
@@ -151,8 +152,8 @@ def test_no_event_api_says_why_and_polls_go_on() -> None:
         source = _source(fake)
         try:
             assert source.poll().gpus[0].name == gpu_sample(0).name
-            assert source.events_status is not None
-            assert "unavailable" in source.events_status
+            status = events_status(source)
+            assert status is not None and "unavailable" in status
             assert source.poll().events == ()
         finally:
             source.close()

@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 
 from gputop.insight.diagnosis import (
-    limiting_reasons,
     power_reasons,
     slowdown_reasons,
     thermal_reasons,
@@ -16,6 +15,7 @@ from gputop.model import GpuSample, Power, ThrottleKind, ThrottleReason, Utiliza
 from gputop.sinks.smi_xml import CLOCK_EVENT_REASONS
 from gputop.sources.nvml.codes import throttle_names
 from gputop.ui.render.gauges import Level, power_level, throttle_level
+from support.shortcuts import limiting_reasons
 
 KINDS = {
     "gpu_idle": ThrottleKind.BENIGN,

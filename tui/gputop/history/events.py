@@ -2,7 +2,7 @@
 
 Each snapshot carries the events that arrived since the one before (``Snapshot.events``);
 :class:`EventHistory` keeps the newest :data:`EVENT_CAPACITY` of them, oldest first, and how
-many of each XID code each GPU had over the whole run (a burst is not lost when the oldest
+many came over the whole run (the alarms count them, so a burst is not lost when the oldest
 events make room). Views get the kept events as one immutable tuple in each tick
 (``Tick.events``), rebuilt only when an event arrives, so a screen that shows them can be
 closed and opened again and still list them.
@@ -21,11 +21,10 @@ EVENT_CAPACITY = 1000
 
 
 class EventHistory:
-    """The newest health events and the run's XID counts per GPU; thread-safe."""
+    """The newest health events and how many came over the run; thread-safe."""
 
     def __init__(self, capacity: int = EVENT_CAPACITY) -> None:
         self._events: deque[HealthEvent] = deque(maxlen=capacity)
-        self._counts: dict[tuple[int, int], int] = {}
         self._kept: tuple[HealthEvent, ...] = ()
         self._total = 0
         self._lock = threading.Lock()
@@ -37,9 +36,6 @@ class EventHistory:
             for event in events:
                 self._events.append(event)
                 self._total += 1
-                if event.xid is not None:
-                    key = (event.gpu, event.xid)
-                    self._counts[key] = self._counts.get(key, 0) + 1
                 added = True
             if added:
                 self._kept = tuple(self._events)
@@ -48,7 +44,6 @@ class EventHistory:
         """Forget everything (a replay seek rebuilds the history from its documents)."""
         with self._lock:
             self._events.clear()
-            self._counts.clear()
             self._kept = ()
             self._total = 0
 
@@ -61,8 +56,3 @@ class EventHistory:
     def total(self) -> int:
         """Events seen over the run, those no longer kept included."""
         return self._total
-
-    def xid_counts(self) -> dict[tuple[int, int], int]:
-        """(GPU index, XID code) -> how many times it came over the run."""
-        with self._lock:
-            return dict(self._counts)

@@ -180,10 +180,6 @@ class HistoryStore:
     def __len__(self) -> int:
         return len(self._times)
 
-    def gpu_keys(self) -> list[str]:
-        """GPU keys with history, in first-seen order."""
-        return list(self._rings)
-
     def nbytes(self) -> int:
         """Bytes held by the rings' buffers now (at most :func:`memory_bound`)."""
         with self._lock:

@@ -123,15 +123,6 @@ def slowdown_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
     return reasons_of_kind(reasons, ThrottleKind.HARDWARE)
 
 
-def limiting_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
-    """Active reasons that hold clocks below what the work asks for: every kind but benign
-    (idle, application or display clocks, sync boost: a choice or an idle GPU, not a limit)
-    and the unnamed ``unknown``."""
-    if not reasons:
-        return ()  # the common case, on every sample of a long history
-    return reasons_of_kind(reasons, ThrottleKind.POWER, ThrottleKind.THERMAL, ThrottleKind.HARDWARE)
-
-
 # -- the input: how busy a GPU is --------------------------------------------------------
 # Activity: GPM's engine activity if the source measured it, else utilization
 # (``gputop.model.activity``). The rules below read a GPU's load through these two alone.

@@ -96,11 +96,6 @@ class GpuSummary:
     none."""
 
     @property
-    def throttle_known(self) -> bool:
-        """Whether the recording says when clocks were held back (reasons reported)."""
-        return self.throttled_s is not None
-
-    @property
     def busy_at_cap_share(self) -> float | None:
         """The share of busy time at the power cap (0 to 1); None when not known or there
         was no busy time."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputop.model.health import HealthEvent, Severity
+from gputop.model.health import Severity
 from gputop.model.sample import GpuSample
 from gputop.model.throttle import ThrottleKind, reasons_of_kind
 
@@ -85,8 +85,3 @@ def gpu_problems(gpu: GpuSample) -> tuple[Problem, ...]:
             Problem(Severity.WARNING, f"hardware slowdown ({', '.join(hardware)})", "hardware")
         )
     return tuple(found)
-
-
-def critical_events(events: tuple[HealthEvent, ...], gpu: int) -> tuple[HealthEvent, ...]:
-    """The critical events of GPU ``gpu`` among ``events``, oldest first."""
-    return tuple(event for event in events if event.gpu == gpu and event.critical)

@@ -63,11 +63,6 @@ class ThrottleReason(enum.Enum):
         """Overheating or a failing power supply, not just a limit being reached."""
         return self.kind is ThrottleKind.THERMAL or self.hardware
 
-    @property
-    def limiting(self) -> bool:
-        """Holds the clocks below what the work asks for."""
-        return self.kind in (ThrottleKind.POWER, ThrottleKind.THERMAL, ThrottleKind.HARDWARE)
-
     @classmethod
     def parse(cls, name: str) -> ThrottleReason | None:
         """The reason a name stands for, however a source spelled it (``"HW Slowdown"``,

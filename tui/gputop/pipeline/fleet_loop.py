@@ -131,10 +131,6 @@ class FleetLoop(Protocol):
         """A command for the followed node's pipeline."""
         ...
 
-    def refresh_now(self) -> None:
-        """Refresh at once (and go on at the interval from then)."""
-        ...
-
     def stop(self, timeout: float = 1.0) -> bool:
         """End; True when nothing runs any more."""
         ...
@@ -150,12 +146,7 @@ class _Close:
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class _Refresh:
-    pass
-
-
-_Request = _Open | _Close | _Refresh | Command
+_Request = _Open | _Close | Command
 
 
 def _ignore_fleet(fleet: FleetSnapshot) -> None:
@@ -181,12 +172,9 @@ class _Hands:
         if tick is not None and host is not None:
             self.on_node(host, tick)
 
-    def handle(self, request: _Request) -> bool:
-        """Carry out ``request``; True when it was a refresh."""
+    def handle(self, request: _Request) -> None:
+        """Carry out ``request``."""
         driver = self.driver
-        if isinstance(request, _Refresh):
-            self.refresh()
-            return True
         if isinstance(request, _Open):
             self.on_node(request.host, driver.open_node(request.host))
         elif isinstance(request, _Close):
@@ -196,7 +184,6 @@ class _Hands:
             host = driver.host
             if tick is not None and host is not None:
                 self.on_node(host, tick)
-        return False
 
 
 class ManualFleetLoop:
@@ -245,10 +232,6 @@ class ManualFleetLoop:
         """Apply ``command`` now."""
         self._hands.handle(command)
 
-    def refresh_now(self) -> None:
-        """Refresh now."""
-        self.advance()
-
     def stop(self, timeout: float = 1.0) -> bool:
         """Nothing runs."""
         self.stopped = True
@@ -258,7 +241,7 @@ class ManualFleetLoop:
 class FleetPollLoop(LoopThread):
     """The fleet refresh on its own daemon thread, every ``interval`` seconds.
 
-    Requests from the UI (open a node, close it, pause it, refresh now) queue up and wake the
+    Requests from the UI (open a node, close it, pause it) queue up and wake the
     thread at once; a refresh that takes longer than the interval delays the next one, it
     never stacks them.
     """
@@ -318,10 +301,6 @@ class FleetPollLoop(LoopThread):
         """A command for the followed node."""
         self._put(command)
 
-    def refresh_now(self) -> None:
-        """Refresh at once."""
-        self._put(_Refresh())
-
     def _loop(self) -> None:
         hands = self._hands
         hands.refresh()
@@ -331,16 +310,12 @@ class FleetPollLoop(LoopThread):
             if self._stopping.is_set():
                 break
             self._wake.clear()
-            refreshed = False
             while True:
                 try:
                     request = self._requests.get_nowait()
                 except queue.Empty:
                     break
-                refreshed = hands.handle(request) or refreshed
-            now = self._clock.monotonic()
-            if not refreshed and now >= due:
+                hands.handle(request)
+            if self._clock.monotonic() >= due:
                 hands.refresh()
-                refreshed = True
-            if refreshed:
                 due = self._clock.monotonic() + self.interval

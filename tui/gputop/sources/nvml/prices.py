@@ -155,8 +155,3 @@ PRICES: dict[str, Price] = {
     "nvmlDeviceGetGpuInstanceProfileInfoV": Price(None, _ONCE, note="per MIG layout"),
 }
 """Per NVML C function (the name a driver exports, as the fakes see it): its price."""
-
-
-def price_of(function: str) -> Price | None:
-    """The row of ``function``, or None when it has none."""
-    return PRICES.get(function)

@@ -303,11 +303,6 @@ class NvmlSource:
                 )
         return watched
 
-    @property
-    def events_status(self) -> str | None:
-        """Why health events are not watched (None while they are, or when not asked)."""
-        return None if self._events is None else self._events.status
-
     def _identified(self, gpu: GpuSample) -> GpuSample:
         """A stale GPU with no sample yet, under its UUID when its sampler has read it.
 

@@ -68,18 +68,6 @@ def _cells(parts: Iterable[tuple[str, str]], width: int) -> list[tuple[str, str]
     return cells
 
 
-def changed_span(
-    old: Iterable[tuple[str, str]], new: Iterable[tuple[str, str]], width: int
-) -> tuple[int, int] | None:
-    """The cells, (first, end), in which line ``new`` drawn ``width`` wide differs from
-    ``old``; None when they draw the same."""
-    before, after = _cells(old, width), _cells(new, width)
-    changed = [x for x in range(width) if before[x] != after[x]]
-    if not changed:
-        return None
-    return changed[0], changed[-1] + 1
-
-
 SPAN_GAP = 4
 """Unchanged cells between two changes of a line that are sent again rather than moving the
 cursor over them: a move costs about 7 bytes, a cell 1 to 3 (a bar cell is 3 in UTF-8)."""

@@ -354,16 +354,6 @@ class MigTree(Tree[NodeKey]):
         if self.is_mounted:
             self._refresh_labels()
 
-    def node_for(self, key: NodeKey) -> TreeNode[NodeKey] | None:
-        """The widget node with ``key``, if shown."""
-        stack = list(self.root.children)
-        while stack:
-            node = stack.pop()
-            if node.data == key:
-                return node
-            stack.extend(node.children)
-        return None
-
     def _styles(self) -> MigStyles:
         def foreground(name: str) -> Style:
             # Only colour and emphasis: a background would paint over the cursor line.

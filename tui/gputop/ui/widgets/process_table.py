@@ -251,12 +251,6 @@ class ProcessTable(ColumnSortKeys, FilteredTable):
         key = self._grid_rows.cursor_key()
         return None if key is None else self._grid_rows.by_key.get(key)
 
-    @property
-    def highlighted_row(self) -> ProcessRow | None:
-        """The process under the cursor, if any (None on a group's line)."""
-        line = self.highlighted_line
-        return line if isinstance(line, ProcessRow) else None
-
     # Mounting, sizes and themes.
 
     def compose(self) -> ComposeResult:
