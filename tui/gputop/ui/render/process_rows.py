@@ -635,14 +635,8 @@ def group_rows(
     loose: list[ProcessRow] = []
     members: dict[str, list[ProcessRow]] = {}
     holders: dict[str, Holder] = {}
-    # By owner object: the processes of a pod mostly share one, and its hash is seven fields'.
-    seen: dict[int, Holder | None] = {}
     for row in rows:
-        owner = row.process.owner
-        if id(owner) in seen:
-            holder = seen[id(owner)]
-        else:
-            holder = seen[id(owner)] = row.holder
+        holder = row.holder
         if holder is None:
             loose.append(row)
             continue
