@@ -16,8 +16,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = REPO_ROOT / "snapshots"
 TESTS = Path(__file__).resolve().parent
 
-# Property tests: Hypothesis's "default" profile (100 examples a test) is what
-# ``scripts/test`` and CI run; "thorough", for a change to a reader or a property, gives
+# Property tests: Hypothesis's "default" profile (100 examples a test, new ones each run) is
+# what ``scripts/test`` runs. CI (``.ci/run`` sets ``CI=true``, as CI services do) runs
+# Hypothesis's own "ci" profile: the same 100 examples, derandomized (a red CI is red again
+# when run again, and a green one is not luck), no deadline (a loaded 2-core machine is not a
+# slow test), no example database. "thorough", for a change to a reader or a property, gives
 # each test ten times that: ``pytest --hypothesis-profile thorough``. A test whose examples
 # are costly (a UI run, a subprocess) sets a smaller ``max_examples`` of its own.
 settings.register_profile("thorough", max_examples=1000)
