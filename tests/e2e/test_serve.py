@@ -29,11 +29,12 @@ from gputop.pipeline.commands import TogglePause
 from gputop.pipeline.core import Pipeline
 from gputop.pipeline.redact import without_commands
 from gputop.pipeline.shared_feed import SharedFeed
-from gputop.sources.serve_socket import SnapshotPublisher, SnapshotSubscriber, private_socket_dir
+from gputop.sources.serve_socket import SnapshotSubscriber
 from gputop.ui.screens.help import help_sections
 from gputop.web.app_server import load_auth
 from gputop.web.options import DEFAULT_VIEWERS
 from gputop.web.serve_compat import patched_script
+from gputop.web.snapshot_publisher import SnapshotPublisher, private_socket_dir
 from support.browser import serving
 from support.command import ROOT, gputop_command, start_gputop
 from support.net import free_port
@@ -300,7 +301,7 @@ def test_hide_commands_keeps_the_executable_name_only() -> None:
 
 
 def test_the_sampler_drops_command_lines_before_any_viewer_gets_them(socket_dir: Path) -> None:
-    from gputop.cli.serve import Sampler
+    from gputop.pipeline.serve_sampler import Sampler
 
     process = ProcessSample(pid=7, name="python3", command="python3 train.py --token=abc")
     taken = Snapshot(timestamp=None, gpus=(GpuSample(index=0, processes=(process,)),))

@@ -2,10 +2,11 @@
 
 textual-serve starts one app process per browser connection. So that a dozen open tabs do
 not mean a dozen NVML pollers, the server samples once: it owns the one live source, and each
-viewer's app follows what it publishes (``gputop.sources.serve_socket``) as a live view. A replay
-(``--replay``, ``--demo``) needs no driver at all: each viewer replays the file itself, with
-its own replay keys. ``gputop serve cluster ...`` serves ``gputop cluster ...`` (the fleet
-view reads Prometheus, not NVML) with the same arguments.
+viewer's app follows what it publishes (``gputop.pipeline.serve_sampler``, through
+``gputop.web.snapshot_publisher``) as a live view. A replay (``--replay``, ``--demo``) needs
+no driver at all: each viewer replays the file itself, with its own replay keys. ``gputop
+serve cluster ...`` serves ``gputop cluster ...`` (the fleet view reads Prometheus, not NVML)
+with the same arguments.
 
 Safe by default: it listens on 127.0.0.1 unless ``--listen`` says otherwise, every viewer is
 read-only (no signal keys, whatever the flags), at most ``--max-viewers`` at once, and
@@ -19,8 +20,6 @@ import shlex
 import shutil
 import signal
 import sys
-import threading
-import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,17 +35,15 @@ from gputop.cli.recording_input import recording_input
 from gputop.cli.validate import Parser, viewer_count
 from gputop.errors import BadArguments
 from gputop.pipeline.gpu_select import GpuSelection
-from gputop.pipeline.redact import without_commands
+from gputop.pipeline.serve_sampler import Sampler
 from gputop.sources.nvml.gpm import GpmCadence
-from gputop.sources.serve_socket import SnapshotPublisher, private_socket_dir
 from gputop.web.app_server import GputopServer, load_auth, tls_context
 from gputop.web.options import DEFAULT_VIEWERS, WebOptions
+from gputop.web.snapshot_publisher import SnapshotPublisher, private_socket_dir
 
 if TYPE_CHECKING:
     import ssl
 
-    from gputop.model import Snapshot
-    from gputop.sources.base import Source
 
 DEFAULT_LISTEN = "127.0.0.1:8000"
 
@@ -233,46 +230,6 @@ def viewer_command(socket: Path | None, request: ServeRequest) -> str:
     parts.append("--")
     parts += map(shlex.quote, request.app_args)
     return " ".join(parts)
-
-
-class Sampler:
-    """The one live sampler: polls the source every interval and publishes each snapshot."""
-
-    def __init__(
-        self, source: Source, publisher: SnapshotPublisher, *, interval: float, hide: bool
-    ) -> None:
-        """Poll ``source`` into ``publisher``, without command lines when ``hide``."""
-        self._source = source
-        self._publisher = publisher
-        self._interval = interval
-        self._hide = hide
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="gputop-sampler", daemon=True)
-
-    def publish(self, snapshot: Snapshot) -> None:
-        """Publish one snapshot (without commands when asked)."""
-        self._publisher.publish(without_commands(snapshot) if self._hide else snapshot)
-
-    def start(self) -> None:
-        """Start sampling (the first snapshot has been published by the caller)."""
-        self._thread.start()
-
-    def _run(self) -> None:
-        due = time.monotonic() + self._interval
-        while not self._stop.wait(max(0.0, due - time.monotonic())):
-            try:
-                self.publish(self._source.poll())
-            except Exception as error:  # a driver hiccup must not end the server
-                self._publisher.fail(f"{type(error).__name__}: {error}")
-            due += self._interval
-            now = time.monotonic()
-            if due <= now:
-                due = now + self._interval
-
-    def stop(self) -> None:
-        """Stop sampling (a call stuck in the driver is left to the daemon thread)."""
-        self._stop.set()
-        self._thread.join(2.0)
 
 
 class _Stop(BaseException):
