@@ -9,6 +9,7 @@ from array import array
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.cells import cell_len
 
 from gputop.history import HistoryStore, Metric
 from gputop.model import GpuSample, Memory, Power, Snapshot, Temperature, Utilization
@@ -292,3 +293,53 @@ def test_gauge_levels_colour_the_charts() -> None:
     block = chart_block([hot, hot, hot, hot], chart_data([690.0] * 100), 116, 12, {})
     roles = {role for line in block for _, role in line}
     assert "crit" in roles and "spark" not in roles
+
+
+def cell_spans(old: Line, new: Line, width: int) -> list[tuple[int, int]]:
+    """``reference_spans`` for lines that may hold wide characters: two cells each."""
+
+    def cells(line: Line) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        for text, role in line:
+            for char in text:
+                found.append((char, role))
+                if cell_len(char) == 2:
+                    found.append(("", role))
+        found = found[:width]
+        return found + [(" ", "")] * (width - len(found))
+
+    before, after = cells(old), cells(new)
+    spans: list[tuple[int, int]] = []
+    for x in range(width):
+        if before[x] != after[x]:
+            if spans and x - spans[-1][1] <= SPAN_GAP:
+                spans[-1] = (spans[-1][0], x + 1)
+            else:
+                spans.append((x, x + 1))
+    return spans
+
+
+@given(st.data())
+@settings(deadline=None)
+def test_wide_characters_that_stay_move_the_cells_after_them(data: st.DataObject) -> None:
+    # A panel line whose GPU or pod name is wide (CJK, full-width) and whose value moves:
+    # the change is as many cells along as the name is wide, not as many characters.
+    narrow = st.tuples(st.text(st.sampled_from(" ⣿x1%"), max_size=8), st.just(True))
+    wide = st.tuples(st.text(st.sampled_from("名前漢字ｘ"), min_size=1, max_size=4), st.just(False))
+    parts = data.draw(st.lists(st.one_of(narrow, wide), max_size=6))
+    roles = [data.draw(st.sampled_from(["name", "value"])) for _ in parts]
+    old: Line = tuple((text, role) for (text, _), role in zip(parts, roles, strict=True))
+    changed = [
+        "".join(data.draw(st.sampled_from([char, "⣀"])) for char in text) if moves else text
+        for text, moves in parts
+    ]
+    new: Line = tuple(zip(changed, roles, strict=True))
+    width = data.draw(st.integers(0, 60))
+    assert changed_spans(old, new, width) == cell_spans(old, new, width)
+
+
+def test_a_value_after_a_wide_name_changes_where_it_is_drawn() -> None:
+    old: Line = (("名前 ", "name"), ("12%", "value"))
+    new: Line = (("名前 ", "name"), ("13%", "value"))
+    assert changed_spans(old, new, 40) == [(6, 7)]  # 名前 is 5 cells, then "1", then "2"
+    assert changed_spans(old, new, 6) == []  # the change is past the edge

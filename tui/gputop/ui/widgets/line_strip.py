@@ -114,7 +114,8 @@ def _changed_chars(
     old: Sequence[tuple[str, str]], new: Sequence[tuple[str, str]], width: int
 ) -> list[tuple[int, int]]:
     """``changed_spans`` of two lines of the same shape: only the parts that differ are
-    looked into, character by character."""
+    looked into, character by character (they are one cell each: ``_same_shape``); a part
+    that stayed moves the ones after it by its cells, which a wide character makes two."""
     spans: list[tuple[int, int]] = []
     start = 0
     for (before, _), (after, _) in zip(old, new, strict=True):
@@ -129,7 +130,7 @@ def _changed_chars(
                     spans[-1] = (spans[-1][0], x + 1)
                 else:
                     spans.append((x, x + 1))
-        start += len(before)
+        start += cell_width(before)
     return spans
 
 
