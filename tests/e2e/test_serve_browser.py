@@ -1,8 +1,9 @@
 """`gputop serve` in a real browser: Debian's Chromium, headless, driven by Selenium.
 
-One browser serves the whole module (each test opens its own tab and closes the others);
-each test starts its own `gputop serve` on a free port, on the fake NVML for live views, and
-stops it (with its viewer processes) whatever happens. What the page shows is read from the
+One browser serves the whole module (each test opens its own tab and closes the others;
+the last starts one of its own, to see it leave nothing behind); each test starts its own
+`gputop serve` on a free port, on the fake NVML for live views, and stops it (with its
+viewer processes) whatever happens. What the page shows is read from the
 xterm.js buffer; a screenshot of each is kept under ``.artifacts/serve/``.
 """
 

@@ -77,7 +77,13 @@ def browser() -> Iterator[Any]:
         finally:
             driver.quit()
     finally:
-        shutil.rmtree(profile, ignore_errors=True)
+        # A helper process of Chromium's may still be writing there for a moment.
+        deadline = time.monotonic() + 5
+        while True:
+            shutil.rmtree(profile, ignore_errors=True)
+            if not os.path.exists(profile) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
 
 
 class Served:

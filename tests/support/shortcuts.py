@@ -81,7 +81,8 @@ def limiting_reasons(reasons: Iterable[str] | None) -> tuple[str, ...]:
 
 
 def history_keys(store: HistoryStore) -> list[str]:
-    """The GPU keys the store has history for, in first-seen order."""
+    """The GPU keys the store has history for, in first-seen order (through the view: a
+    store that tracks no metric at all shows none)."""
     return list(dict.fromkeys(key for key, _ in store.view(width=1).series_by_key))
 
 

@@ -45,6 +45,8 @@ HEADLESS_MODULES = [
     "gputop.cli.export",
     "gputop.web.metrics_server",
     "gputop.web.config",
+    "gputop.web.snapshot_publisher",
+    "gputop.pipeline.serve_sampler",
     "gputop.ledger.prometheus",
 ]
 

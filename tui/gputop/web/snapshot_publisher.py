@@ -46,13 +46,13 @@ class SnapshotPublisher:
         """Tell every viewer the last sample failed (its data is now stale)."""
         self._send(frame("error", message), keep=False)
 
-    def _send(self, frame: bytes, *, keep: bool) -> None:
+    def _send(self, data: bytes, *, keep: bool) -> None:
         with self._lock:
             if keep:
-                self._frames.append(frame)
+                self._frames.append(data)
             for subscriber in list(self._subscribers):
                 try:
-                    subscriber.sendall(frame)
+                    subscriber.sendall(data)
                 except OSError:
                     # Gone, or stuck for SEND_TIMEOUT: the other viewers must not wait on it.
                     self._subscribers.remove(subscriber)
