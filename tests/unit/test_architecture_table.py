@@ -43,6 +43,16 @@ def allowed(rows: list[tuple[str, str]]) -> dict[str, set[str]]:
     return out
 
 
+def only_in(rows: list[tuple[str, str]]) -> dict[str, dict[str, str]]:
+    """Imports a cell grants one module alone ("`sources` in `record_check` alone"): for each
+    package, the package it may import there -> that module's name."""
+    return {
+        name: dict(re.findall(r"`(\w+)` in `(\w+)` alone", cell))
+        for name, cell in rows
+        if " alone" in cell
+    }
+
+
 def imports(package: str) -> dict[str, set[str]]:
     """The gputop packages each module of ``package`` imports (itself left out)."""
     found: dict[str, set[str]] = {}
@@ -67,6 +77,19 @@ def test_every_package_imports_only_what_the_table_says() -> None:
     for name, _ in rows:
         wrong = {other: where for other, where in imports(name).items() if other not in may[name]}
         assert not wrong, f"{name}/ imports {wrong}, which ARCHITECTURE.md does not allow"
+
+
+def test_what_one_module_alone_may_import_no_other_does() -> None:
+    rows = table()
+    granted = only_in(rows)
+    assert granted == {
+        "sinks": {"sources": "record_check"},
+        "web": {"sources": "snapshot_publisher"},
+    }
+    for name, alone in granted.items():
+        for other, module in alone.items():
+            where = imports(name).get(other, set())
+            assert where == {f"{name}/{module}.py"}, f"{name}/ imports {other} in {where}"
 
 
 def test_the_tables_order_is_the_layers_contracts() -> None:
