@@ -88,6 +88,7 @@ NOT_FOR_THE_LIVE_TUI = (
     "gputop.pipeline.gpu_select",
     "gputop.cli.headless",
     "gputop.cli.pick",
+    "gputop.insight.gpu_pick",
     "gputop.sources.nvml.mig",
     "gputop.model.mig_profiles",
     # The host's facts are read from /proc directly (46 M instructions to import psutil).
