@@ -560,8 +560,10 @@ def run_on_pty(
     quit_key: bytes = b"q",
     fake_log: Path | None = None,
     extra_env: dict[str, str] | None = None,
+    keys: bytes = b"",
 ) -> Run:
-    """Run ``command`` on a 120x40 pty; measure CPU, RSS and output after ``warmup`` s."""
+    """Run ``command`` on a 120x40 pty; measure CPU, RSS and output after ``warmup`` s;
+    ``keys`` are typed once the first frame is seen (the warm-up counts from then too)."""
     env = _env(extra_env)
     if fake_log is not None:
         env["GPUTOP_BENCH_FAKE_LOG"] = str(fake_log)
@@ -604,6 +606,8 @@ def run_on_pty(
                 seen += data
                 if marker in seen:
                     first_frame = time.perf_counter() - started
+                    if keys:
+                        os.write(master, keys)
             if measuring:
                 counted += len(data)
         elapsed = time.perf_counter() - measure_start

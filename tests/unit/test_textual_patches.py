@@ -14,6 +14,7 @@ from gputop import patches
 from gputop.patches import STOCK_VARIABLE, Patch, enabled, series, stock_names
 from gputop.ui import compat
 from gputop.web import serve_compat
+from support.fleet import demo_source, fleet_app
 
 EVERY_PATCH = compat.PATCHES + serve_compat.PATCHES
 
@@ -108,6 +109,24 @@ def test_stock_textual_keeps_its_own_repaints_and_driver(
     assert vars(ChopsUpdate)["render_segments"] is not stand_in
     assert vars(Compositor)["render_partial_update"] is stand_in
     assert compat.driver_class(LinuxDriver) is compat.QuietLinuxDriver
+
+
+def test_the_fleet_view_repaints_as_the_single_box_view_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``gputop cluster`` gets the same repaint patches as ``gputop`` (it used to run
+    Textual's own, so which ran in a test process depended on which app started first)."""
+
+    def stand_in(self: object) -> None:
+        return None
+
+    monkeypatch.delenv(STOCK_VARIABLE, raising=False)
+    monkeypatch.setattr(ChopsUpdate, "render_segments", stand_in)
+    monkeypatch.setattr(Compositor, "render_partial_update", stand_in)
+    app = fleet_app(demo_source())
+    assert app.get_driver_class() is not None
+    assert vars(ChopsUpdate)["render_segments"] is not stand_in
+    assert vars(Compositor)["render_partial_update"] is not stand_in
 
 
 def test_stock_textual_serve_serves_its_own_script(monkeypatch: pytest.MonkeyPatch) -> None:

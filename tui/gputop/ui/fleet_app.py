@@ -23,7 +23,7 @@ from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.commands import Command
 from gputop.pipeline.fleet_loop import DEFAULT_REFRESH, FleetLoop
 from gputop.pipeline.tick import Tick
-from gputop.ui.compat import driver_class
+from gputop.ui.compat import apply_patches, driver_class
 from gputop.ui.fleet_messages import FleetArrived, FleetFailed, NodeTickArrived
 from gputop.ui.focus import focus_if_nothing_is
 from gputop.ui.safe_view import SafeView
@@ -85,7 +85,9 @@ class FleetApp(App[int]):
         self.theme = self.settings.textual_theme
 
     def get_driver_class(self) -> type[Driver]:
-        """As the single-box app: a Linux terminal gets the driver that does not poll."""
+        """As the single-box app: a Linux terminal gets the driver that does not poll, and
+        repaints write only the spans that changed (``compat``: each patch that applies)."""
+        apply_patches()
         return driver_class(super().get_driver_class())
 
     @property
