@@ -196,11 +196,17 @@ def test_a_plot_drawn_from_the_last_one_is_the_plot_drawn_afresh() -> None:
         assert kept == chart_block(gauges(card()), data, 116, 27, {}), end
 
 
-def reference_spans(old: Line, new: Line, width: int) -> list[tuple[int, int]]:
-    """What ``changed_spans`` says, worked out cell by cell (one-cell characters)."""
+def cell_spans(old: Line, new: Line, width: int) -> list[tuple[int, int]]:
+    """What ``changed_spans`` says, worked out cell by cell (a wide character is two)."""
 
     def cells(line: Line) -> list[tuple[str, str]]:
-        found = [(char, role) for text, role in line for char in text][:width]
+        found: list[tuple[str, str]] = []
+        for text, role in line:
+            for char in text:
+                found.append((char, role))
+                if cell_len(char) == 2:
+                    found.append(("", role))
+        found = found[:width]
         return found + [(" ", "")] * (width - len(found))
 
     before, after = cells(old), cells(new)
@@ -225,7 +231,7 @@ def test_rows_of_one_shape_change_where_their_cells_do(data: st.DataObject) -> N
     changed = ["".join(data.draw(st.sampled_from([char, "⣀"])) for char in text) for text in texts]
     new: Line = tuple(zip(changed, roles, strict=True))
     width = data.draw(st.integers(0, 80))
-    assert changed_spans(old, new, width) == reference_spans(old, new, width)
+    assert changed_spans(old, new, width) == cell_spans(old, new, width)
 
 
 def test_the_arrangement_suits_the_block() -> None:
@@ -293,30 +299,6 @@ def test_gauge_levels_colour_the_charts() -> None:
     block = chart_block([hot, hot, hot, hot], chart_data([690.0] * 100), 116, 12, {})
     roles = {role for line in block for _, role in line}
     assert "crit" in roles and "spark" not in roles
-
-
-def cell_spans(old: Line, new: Line, width: int) -> list[tuple[int, int]]:
-    """``reference_spans`` for lines that may hold wide characters: two cells each."""
-
-    def cells(line: Line) -> list[tuple[str, str]]:
-        found: list[tuple[str, str]] = []
-        for text, role in line:
-            for char in text:
-                found.append((char, role))
-                if cell_len(char) == 2:
-                    found.append(("", role))
-        found = found[:width]
-        return found + [(" ", "")] * (width - len(found))
-
-    before, after = cells(old), cells(new)
-    spans: list[tuple[int, int]] = []
-    for x in range(width):
-        if before[x] != after[x]:
-            if spans and x - spans[-1][1] <= SPAN_GAP:
-                spans[-1] = (spans[-1][0], x + 1)
-            else:
-                spans.append((x, x + 1))
-    return spans
 
 
 @given(st.data())
