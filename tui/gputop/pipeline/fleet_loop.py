@@ -241,9 +241,9 @@ class ManualFleetLoop:
 class FleetPollLoop(LoopThread):
     """The fleet refresh on its own daemon thread, every ``interval`` seconds.
 
-    Requests from the UI (open a node, close it, pause it) queue up and wake the
-    thread at once; a refresh that takes longer than the interval delays the next one, it
-    never stacks them.
+    Requests from the UI (open a node, close it, pause it) queue up and wake the thread at
+    once; a refresh that takes longer than the interval delays the next one, it never stacks
+    them.
     """
 
     def __init__(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import tempfile
 import threading
 from collections import deque
 from pathlib import Path
@@ -91,9 +92,6 @@ class SnapshotPublisher:
 
 def private_socket_dir() -> Path:
     """A new directory only this user can enter, for the publisher's socket."""
-    # Deferred: tempfile (14 ms, 13 modules), for the server, not each viewer.
-    import tempfile
-
     directory = Path(tempfile.mkdtemp(prefix="gputop-serve-"))
     os.chmod(directory, 0o700)
     return directory
