@@ -25,7 +25,7 @@ from textual.widgets.data_table import ColumnKey
 
 from gputop.model import GpuSample, ProcessSample, Snapshot
 from gputop.patches import enabled
-from gputop.ui.compat import CELL_CACHE, TABLE_CACHES
+from gputop.ui.compat import CACHE_MARGIN_LINES, CELL_CACHE, TABLE_CACHES, CellCachedDataTable
 from gputop.ui.widgets.process_grid import ProcessGrid
 from gputop.ui.widgets.process_table import ProcessTable
 
@@ -273,9 +273,9 @@ async def test_a_tick_with_every_row_unchanged_sorts_and_diffs_nothing(
         assert sorts == [PROCESSES]
 
 
-async def test_what_the_table_keeps_drawn_is_about_two_screenfuls() -> None:
+async def test_what_the_table_keeps_drawn_is_about_a_screenful() -> None:
     """DataTable keys its rendered lines and rows by an update counter: what an update long
-    past drew is never read again. ``TABLE_CACHES`` keeps about two screenfuls of lines,
+    past drew is never read again. ``TABLE_CACHES`` keeps a screenful and a margin of lines,
     rows and rows' renderables, and of cells (stock Textual: up to 1,000 lines and rows and
     10,000 cells and renderables)."""
     async with started() as (app, pilot, widget, table):
@@ -284,12 +284,72 @@ async def test_what_the_table_keeps_drawn_is_about_two_screenfuls() -> None:
             widget.show(box())
             await pilot.pause()
         assert time_cell(table, 0) == "41m"
-        screenfuls = 2 * table.size.height + 8
-        bound = 3 * screenfuls + screenfuls * max(len(table.columns), 16)
+        lines = table.size.height + CACHE_MARGIN_LINES
+        bound = 3 * lines + lines * len(table.columns)
         if enabled(TABLE_CACHES):
             assert table.cached_renders <= bound
         else:  # every minute's lines and rows are kept (the stock run checks the test)
             assert table.cached_renders > 40 * visible_rows(table)
+
+
+class LateColumns(App[None]):
+    """A table laid out before it has columns, as a table whose columns follow its data."""
+
+    def compose(self) -> ComposeResult:
+        table = CellCachedDataTable[str]()
+        table.styles.height = "1fr"  # not as tall as its rows: no resize as they come
+        yield table
+
+    def fill(self, rows: int = 20) -> CellCachedDataTable[str]:
+        table = self.query_one(CellCachedDataTable)
+        for column in range(12):
+            table.add_column(f"c{column}", key=f"c{column}")
+        for row in range(rows):
+            table.add_row(*(f"{row:02}.{column}" for column in range(12)), key=f"r{row}")
+        return table
+
+
+async def cells_rendered_by_one_change(pilot: Pilot[None], table: CellCachedDataTable[str]) -> int:
+    before = table.cell_renders
+    table.update_cell("r0", "c0", "99.9")
+    await pilot.pause()
+    await pilot.pause()
+    assert table.get_cell("r0", "c0") == "99.9"
+    return table.cell_renders - before
+
+
+@pytest.mark.patch("cell_cache")
+async def test_columns_added_after_the_layout_widen_what_the_table_keeps() -> None:
+    """The cells' bound is the lines' times the columns: a table whose columns come after its
+    first layout keeps every cell it shows, and a change renders that one cell again."""
+    app = LateColumns()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        # Rows that fit: no scroll bar comes, whose resize would render every cell anew.
+        table = app.fill(rows=20)
+        await pilot.pause()
+        await pilot.pause()
+        assert await cells_rendered_by_one_change(pilot, table) == 1
+
+
+@pytest.mark.patch("cell_cache")
+async def test_a_table_made_taller_keeps_every_cell_it_shows() -> None:
+    """The caches are bound again at each size: a table made taller keeps the cells of all
+    its rows on screen (a full cache of Textual's keeps the size it filled to)."""
+    app = LateColumns()
+    async with app.run_test(size=(120, 20)) as pilot:
+        table = app.fill(rows=60)
+        await pilot.pause()
+        await pilot.pause()
+        await pilot.resize_terminal(120, 50)
+        await pilot.pause()
+        await pilot.pause()
+        # The first change after a resize renders every cell anew (DataTable's own resize
+        # moves its update counter); the next renders the one cell that changed.
+        await cells_rendered_by_one_change(pilot, table)
+        table.update_cell("r0", "c0", "00.0")
+        await pilot.pause()
+        assert await cells_rendered_by_one_change(pilot, table) == 1
 
 
 def rows_holding_cells(table: DataTable[Any]) -> int:

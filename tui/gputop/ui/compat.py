@@ -13,7 +13,7 @@ The patches: a Linux terminal driver whose input thread sleeps until there is in
 (``QuietLinuxDriver``), taking a toast off the screen to put its replacement up
 (``withdraw_notification``), a DataTable that forgets what it drew when it measures its
 columns again (``RemeasuredDataTable``), renders again only the cells that changed and keeps
-about two screenfuls of what it drew (``CellCachedDataTable``), a screen that is not styled
+about a screenful of what it drew (``CellCachedDataTable``), a screen that is not styled
 a second time as it is first shown (``StyledOnceScreen``), partial repaints that write only
 the changed cells with colour changes only (``write_changed_spans_only``) and render only the
 lines a change covers (``render_dirty_lines_only``), handed to the screen by the widget's
@@ -48,11 +48,13 @@ from rich.color import ColorSystem
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import TextType
 from textual import constants, events
 from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.app import App
+from textual.cache import LRUCache
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 from textual.geometry import Region
@@ -61,6 +63,7 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import DataTable
+from textual.widgets._data_table import RowRenderables
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from gputop.patches import Patch, enabled
@@ -108,10 +111,11 @@ CELL_CACHE = Patch(
 TABLE_CACHES = Patch(
     "table_caches",
     fixes="DataTable keeps up to 1,000 rendered lines and rows and 10,000 cells, most of them "
-    "of updates long past (their keys hold an update counter never seen again); here about "
-    "two screenfuls of each",
+    "of updates long past (their keys hold an update counter never seen again); here a "
+    "screenful and a margin of each",
     gain="RSS 2.9 MiB on the 8x7 box with 200 processes a minute in (54.8 -> 51.9 MiB), 0.6 "
-    "MiB at 20 s, and 0.1-0.6 MiB more since rows' renderables are bounded to the lines; "
+    "MiB at 20 s, 0.1-0.6 MiB more since rows' renderables are bounded to the lines, and "
+    "0.3 MiB more at 28 s since the bound is one screenful, not two (47.4 -> 47.1 MiB); "
     "nothing on boxes with a few processes, whose table seldom changes",
     package="textual",
     written_for=TEXTUAL,
@@ -355,6 +359,11 @@ class RemeasuredDataTable(DataTable[CellType]):
             self.refresh()
 
 
+CACHE_MARGIN_LINES = 8
+"""Lines a table's render caches keep beyond its height (``TABLE_CACHES``): a scroll's new
+lines, the cursor's and the mouse's rows drawn both ways."""
+
+
 class CellCachedDataTable(RemeasuredDataTable[CellType]):
     """``DataTable`` that renders again only the cells that changed.
 
@@ -371,6 +380,8 @@ class CellCachedDataTable(RemeasuredDataTable[CellType]):
     """Whether ``CELL_CACHE`` applies, decided at the first update."""
     cell_renders = 0
     """Cells rendered through Rich, not from the cache (tests read it)."""
+    _cells_asked = 0
+    """Calls of ``_get_row_renderables``, which DataTable makes to render a cell anew."""
 
     def _caching(self) -> bool:
         if self._cell_cache is None:
@@ -422,19 +433,48 @@ class CellCachedDataTable(RemeasuredDataTable[CellType]):
         return sum(len(cache) for cache in caches)
 
     def on_resize(self, event: events.Resize) -> None:
-        """Bound DataTable's render caches to about two screenfuls of this size (``TABLE_CACHES``):
-        a key there holds the update counter, so what an earlier update drew is never read
-        again, and a miss only renders again."""
+        """Bound DataTable's render caches to this size (``TABLE_CACHES``)."""
+        self._bound_caches()
+
+    def add_column(
+        self,
+        label: TextType,
+        *,
+        width: int | None = None,
+        key: str | None = None,
+        default: CellType | None = None,
+    ) -> ColumnKey:
+        """As DataTable's; the bound of the cells' cache grows with the columns."""
+        column = super().add_column(label, width=width, key=key, default=default)
+        self._bound_caches()
+        return column
+
+    def _bound_caches(self) -> None:
+        """Keep a screenful of what the table drew, plus a margin (``TABLE_CACHES``).
+
+        A key in DataTable's caches holds the update counter, so what an earlier update drew
+        is never read again; the least recently drawn go first, so a bound of what one frame
+        shows keeps every entry a frame reads, and a miss only renders again. A new bound
+        takes new caches: one of Textual's, once full, keeps the size it filled to whatever
+        its ``maxsize`` becomes (a table made taller kept its shorter bound, one made shorter
+        its longer one). Nothing is lost: DataTable renders every cell anew after a resize."""
         if not enabled(TABLE_CACHES):
             return
-        lines = 2 * max(event.size.height, 1) + 8
-        cells = lines * max(len(self.columns), 16)
-        self._line_cache.maxsize = lines
-        self._row_render_cache.maxsize = lines
-        # A row's renderables are keyed by a cell's stamp (``CellCachedDataTable``): read
-        # again only for that cell's next render, a miss rebuilds a list of the row's cells.
-        self._row_renderable_cache.maxsize = lines
-        self._cell_render_cache.maxsize = cells
+        lines = max(self.size.height, 1) + CACHE_MARGIN_LINES
+        if self._line_cache.maxsize != lines:
+            self._line_cache = LRUCache(lines)
+            self._row_render_cache = LRUCache(lines)
+            # A row's renderables are keyed by a cell's stamp (``CellCachedDataTable``): read
+            # again only for that cell's next render, a miss rebuilds a list of its cells.
+            self._row_renderable_cache = LRUCache(lines)
+        cells = lines * max(len(self.columns), 1)
+        if self._cell_render_cache.maxsize != cells:
+            self._cell_render_cache = LRUCache(cells)
+
+    def _get_row_renderables(self, row_index: int) -> RowRenderables:
+        """As DataTable's, counted (``_render_cell``)."""
+        self._cells_asked += 1
+        return super()._get_row_renderables(row_index)
 
     def _render_cell(
         self,
@@ -458,9 +498,11 @@ class CellCachedDataTable(RemeasuredDataTable[CellType]):
         # ``_update_count``: for this one call it is (structure, this cell's last update).
         self._update_count = (structure, stamp)  # type: ignore[assignment]
         try:
-            before = len(self._cell_render_cache)
+            # A render through Rich (a miss) is the one path that asks for the row's cells;
+            # the cache's length does not tell once the cache is full.
+            before = self._cells_asked
             lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-            if len(self._cell_render_cache) != before:
+            if self._cells_asked != before:
                 self.cell_renders += 1
             return lines
         finally:
