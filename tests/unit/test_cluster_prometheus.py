@@ -200,7 +200,8 @@ def test_one_round_trip_per_metric_not_per_node(
     source = PrometheusFleet(PrometheusClient(prometheus.url))
     try:
         source.fleet()  # discovery: which families exist, the scrape interval
-        time.sleep(1.5)  # every target scraped again
+        # Every target scraped again since (the next refresh asks for all of them).
+        prometheus.wait_for(f"timestamp(up) > {time.time():.3f}", len(servers))
         before = source.client.round_trips
         fleet = source.fleet()
         per_refresh = source.client.round_trips - before
