@@ -285,7 +285,7 @@ async def test_what_the_table_keeps_drawn_is_about_a_screenful() -> None:
             await pilot.pause()
         assert time_cell(table, 0) == "41m"
         lines = table.size.height + CACHE_MARGIN_LINES
-        bound = 3 * lines + lines * len(table.columns)
+        bound = 3 * lines + lines * (len(table.columns) + table.fixed_columns + 1)
         if enabled(TABLE_CACHES):
             assert table.cached_renders <= bound
         else:  # every minute's lines and rows are kept (the stock run checks the test)
@@ -295,33 +295,57 @@ async def test_what_the_table_keeps_drawn_is_about_a_screenful() -> None:
 class LateColumns(App[None]):
     """A table laid out before it has columns, as a table whose columns follow its data."""
 
+    def __init__(self, fixed_columns: int = 0, labels: bool = False) -> None:
+        super().__init__()
+        self.fixed_columns = fixed_columns
+        self.labels = labels
+
     def compose(self) -> ComposeResult:
-        table = CellCachedDataTable[str]()
+        table = CellCachedDataTable[str](fixed_columns=self.fixed_columns)
         table.styles.height = "1fr"  # not as tall as its rows: no resize as they come
         yield table
 
-    def fill(self, rows: int = 20) -> CellCachedDataTable[str]:
+    def fill(self, rows: int = 20, columns: int = 12) -> CellCachedDataTable[str]:
         table = self.query_one(CellCachedDataTable)
-        for column in range(12):
+        for column in range(columns):
             table.add_column(f"c{column}", key=f"c{column}")
         for row in range(rows):
-            table.add_row(*(f"{row:02}.{column}" for column in range(12)), key=f"r{row}")
+            table.add_row(
+                *(f"{row:02}.{column}" for column in range(columns)),
+                key=f"r{row}",
+                label=f"#{row}" if self.labels else None,
+            )
         return table
 
 
-async def cells_rendered_by_one_change(pilot: Pilot[None], table: CellCachedDataTable[str]) -> int:
+async def cells_rendered_by_one_change(
+    pilot: Pilot[None], table: CellCachedDataTable[str], column: str = "c0"
+) -> int:
     before = table.cell_renders
-    table.update_cell("r0", "c0", "99.9")
+    table.update_cell("r0", column, "99.9")
     await pilot.pause()
     await pilot.pause()
-    assert table.get_cell("r0", "c0") == "99.9"
+    assert table.get_cell("r0", column) == "99.9"
     return table.cell_renders - before
+
+
+async def change_every_cell(
+    pilot: Pilot[None], table: CellCachedDataTable[str], rows: int, columns: int
+) -> None:
+    """Twice, each time drawn: what the cell cache holds then is more than it may keep."""
+    for mark in ":;":
+        for row in range(rows):
+            for column in range(columns):
+                table.update_cell(f"r{row}", f"c{column}", f"{row:02}{mark}{column}")
+        await pilot.pause()
+        await pilot.pause()
 
 
 @pytest.mark.patch("cell_cache")
 async def test_columns_added_after_the_layout_widen_what_the_table_keeps() -> None:
     """The cells' bound is the lines' times the columns: a table whose columns come after its
-    first layout keeps every cell it shows, and a change renders that one cell again."""
+    first layout keeps every cell it shows, and a change renders that one cell again, also
+    once the cache is full (each render through Rich is counted, not the cache's growth)."""
     app = LateColumns()
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
@@ -329,6 +353,7 @@ async def test_columns_added_after_the_layout_widen_what_the_table_keeps() -> No
         table = app.fill(rows=20)
         await pilot.pause()
         await pilot.pause()
+        await change_every_cell(pilot, table, rows=20, columns=12)
         assert await cells_rendered_by_one_change(pilot, table) == 1
 
 
@@ -341,15 +366,26 @@ async def test_a_table_made_taller_keeps_every_cell_it_shows() -> None:
         table = app.fill(rows=60)
         await pilot.pause()
         await pilot.pause()
+        await change_every_cell(pilot, table, rows=20, columns=12)
         await pilot.resize_terminal(120, 50)
         await pilot.pause()
         await pilot.pause()
         # The first change after a resize renders every cell anew (DataTable's own resize
         # moves its update counter); the next renders the one cell that changed.
         await cells_rendered_by_one_change(pilot, table)
-        table.update_cell("r0", "c0", "00.0")
+        assert await cells_rendered_by_one_change(pilot, table, "c1") == 1
+
+
+@pytest.mark.patch("cell_cache")
+async def test_fixed_columns_and_row_labels_keep_every_cell_they_show() -> None:
+    """A frame renders a fixed column's cells twice and a label for each row: the bound
+    counts them, or the least recently used cache loses what each frame reads."""
+    app = LateColumns(fixed_columns=1, labels=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.fill(rows=60, columns=3)
         await pilot.pause()
-        assert await cells_rendered_by_one_change(pilot, table) == 1
+        await pilot.pause()
+        assert await cells_rendered_by_one_change(pilot, table, "c2") == 1
 
 
 def rows_holding_cells(table: DataTable[Any]) -> int:

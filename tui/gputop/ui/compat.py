@@ -48,7 +48,6 @@ from rich.color import ColorSystem
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import TextType
 from textual import constants, events
 from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
@@ -115,7 +114,7 @@ TABLE_CACHES = Patch(
     "screenful and a margin of each",
     gain="RSS 2.9 MiB on the 8x7 box with 200 processes a minute in (54.8 -> 51.9 MiB), 0.6 "
     "MiB at 20 s, 0.1-0.6 MiB more since rows' renderables are bounded to the lines, and "
-    "0.3 MiB more at 28 s since the bound is one screenful, not two (47.4 -> 47.1 MiB); "
+    "0.1-0.3 MiB more at 28 s since the bound is one screenful, not two (47.3-47.4 -> 47.1-47.2); "
     "nothing on boxes with a few processes, whose table seldom changes",
     package="textual",
     written_for=TEXTUAL,
@@ -378,6 +377,8 @@ class CellCachedDataTable(RemeasuredDataTable[CellType]):
     _stamps: dict[tuple[RowKey | None, ColumnKey | None], int] | None = None
     _cell_cache: bool | None = None
     """Whether ``CELL_CACHE`` applies, decided at the first update."""
+    _bounding: bool | None = None
+    """Whether ``TABLE_CACHES`` applies, decided at the first render."""
     cell_renders = 0
     """Cells rendered through Rich, not from the cache (tests read it)."""
     _cells_asked = 0
@@ -432,33 +433,29 @@ class CellCachedDataTable(RemeasuredDataTable[CellType]):
         )
         return sum(len(cache) for cache in caches)
 
-    def on_resize(self, event: events.Resize) -> None:
-        """Bound DataTable's render caches to this size (``TABLE_CACHES``)."""
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """As DataTable's, its caches first bound to what the table shows now."""
         self._bound_caches()
-
-    def add_column(
-        self,
-        label: TextType,
-        *,
-        width: int | None = None,
-        key: str | None = None,
-        default: CellType | None = None,
-    ) -> ColumnKey:
-        """As DataTable's; the bound of the cells' cache grows with the columns."""
-        column = super().add_column(label, width=width, key=key, default=default)
-        self._bound_caches()
-        return column
+        return super().render_lines(crop)
 
     def _bound_caches(self) -> None:
         """Keep a screenful of what the table drew, plus a margin (``TABLE_CACHES``).
 
         A key in DataTable's caches holds the update counter, so what an earlier update drew
-        is never read again; the least recently drawn go first, so a bound of what one frame
-        shows keeps every entry a frame reads, and a miss only renders again. A new bound
-        takes new caches: one of Textual's, once full, keeps the size it filled to whatever
-        its ``maxsize`` becomes (a table made taller kept its shorter bound, one made shorter
-        its longer one). Nothing is lost: DataTable renders every cell anew after a resize."""
-        if not enabled(TABLE_CACHES):
+        is never read again, and the least recently drawn go first. A frame of the whole
+        table reads every entry it shows (each fixed column's cells twice, and a row label
+        per row), so those stay; a partial repaint reads only the rows that changed, and the
+        margin is the room their superseded entries take until the next whole frame, after
+        which the oldest quiet rows' cells are rendered again (once, on a scroll). A miss
+        only renders again.
+
+        A new bound takes new caches: one of Textual's, once full, keeps the size it filled
+        to whatever its ``maxsize`` becomes (a table made taller kept its shorter bound, one
+        made shorter its longer one). Nothing is lost: the bound changes with the size, the
+        columns or the fixed columns, and DataTable renders every cell anew after each."""
+        if self._bounding is None:
+            self._bounding = enabled(TABLE_CACHES)
+        if not self._bounding:
             return
         lines = max(self.size.height, 1) + CACHE_MARGIN_LINES
         if self._line_cache.maxsize != lines:
@@ -467,7 +464,7 @@ class CellCachedDataTable(RemeasuredDataTable[CellType]):
             # A row's renderables are keyed by a cell's stamp (``CellCachedDataTable``): read
             # again only for that cell's next render, a miss rebuilds a list of its cells.
             self._row_renderable_cache = LRUCache(lines)
-        cells = lines * max(len(self.columns), 1)
+        cells = lines * (len(self.columns) + self.fixed_columns + 1)
         if self._cell_render_cache.maxsize != cells:
             self._cell_render_cache = LRUCache(cells)
 
