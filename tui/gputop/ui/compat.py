@@ -359,8 +359,8 @@ class RemeasuredDataTable(DataTable[CellType]):
 
 
 CACHE_MARGIN_LINES = 8
-"""Lines a table's render caches keep beyond its height (``TABLE_CACHES``): a scroll's new
-lines, the cursor's and the mouse's rows drawn both ways."""
+"""Lines a table's render caches keep beyond its height (``TABLE_CACHES``): room for what
+partial repaints supersede until the next whole frame (``_bound_caches``)."""
 
 
 class CellCachedDataTable(RemeasuredDataTable[CellType]):
