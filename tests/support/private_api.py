@@ -1,7 +1,9 @@
-"""Where gputop's code reaches Textual's or textual-serve's private API, found by walking its
-syntax trees (``tests/unit/test_import_hygiene.py``).
+"""Where gputop's code reaches Textual's or textual-serve's private API (or any other
+package's: Rich's and plotext's are walked too), found by walking its syntax trees
+(``tests/unit/test_import_hygiene.py``).
 
-A private name is one with a single leading underscore. What counts as a reach:
+A private name is one with a single leading underscore. What counts as a reach (said of
+Textual and textual-serve, the default packages; the same for any others walked):
 
 * an import of a private module of either package (``textual._compositor``), or of a private
   name from one of their modules (``from textual.app import _x``);
@@ -26,7 +28,8 @@ from functools import cache
 from pathlib import Path
 
 THIRD_PARTY = ("textual", "textual_serve")
-"""The packages whose private API is held to the compat modules."""
+"""The packages whose private API is held to the compat modules (by default; ``reaches``
+walks for any packages it is given: Rich's and plotext's have their own test)."""
 
 
 def is_private(name: str) -> bool:
@@ -99,16 +102,16 @@ def _classes_of(path: Path) -> dict[str, set[str]]:
     return found
 
 
-def _is_third_party(module: str) -> bool:
-    return module.split(".")[0] in THIRD_PARTY
+def _is_third_party(module: str, packages: tuple[str, ...]) -> bool:
+    return module.split(".")[0] in packages
 
 
-def private_names_of(cls: type) -> set[str]:
+def private_names_of(cls: type, packages: tuple[str, ...] = THIRD_PARTY) -> set[str]:
     """The private names Textual's and textual-serve's classes among ``cls``'s ancestors
     define."""
     names: set[str] = set()
     for klass in cls.__mro__:
-        if not _is_third_party(klass.__module__):
+        if not _is_third_party(klass.__module__, packages):
             continue
         names.update(n for n in vars(klass) if is_private(n))
         try:
@@ -121,11 +124,11 @@ def private_names_of(cls: type) -> set[str]:
 
 
 @cache
-def third_party_private_names() -> frozenset[str]:
+def third_party_private_names(packages: tuple[str, ...] = THIRD_PARTY) -> frozenset[str]:
     """Every private name a class of Textual or textual-serve defines, and their modules'
     private top-level names."""
     names: set[str] = set()
-    for package in THIRD_PARTY:
+    for package in packages:
         folder = Path(importlib.import_module(package).__file__ or ".").parent
         for path in folder.rglob("*.py"):
             for defined in _classes_of(path).values():
@@ -151,17 +154,23 @@ def _module_name(package: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports_third_party(tree: ast.Module) -> bool:
+def _imports_third_party(tree: ast.Module, packages: tuple[str, ...]) -> bool:
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and _is_third_party(node.module):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and _is_third_party(node.module, packages)
+        ):
             return True
-        if isinstance(node, ast.Import) and any(_is_third_party(a.name) for a in node.names):
+        if isinstance(node, ast.Import) and any(
+            _is_third_party(a.name, packages) for a in node.names
+        ):
             return True
     return False
 
 
-def _private_module(module: str) -> bool:
-    return _is_third_party(module) and any(is_private(part) for part in module.split("."))
+def _private_module(module: str, packages: tuple[str, ...]) -> bool:
+    return _is_third_party(module, packages) and any(is_private(part) for part in module.split("."))
 
 
 def _attribute_name(node: ast.AST) -> tuple[ast.expr, str, int] | None:
@@ -189,13 +198,16 @@ def _is_self(node: ast.expr) -> bool:
 
 
 def reaches(
-    package: Path, exempt: frozenset[str], allowed: frozenset[tuple[str, str]]
+    package: Path,
+    exempt: frozenset[str],
+    allowed: frozenset[tuple[str, str]],
+    packages: tuple[str, ...] = THIRD_PARTY,
 ) -> Iterator[Reach]:
     """Every reach into Textual's or textual-serve's private API in ``package`` (the
     ``gputop`` folder), but in the ``exempt`` files (paths relative to it) and the
     ``allowed`` (file, name) pairs."""
     try:
-        yield from _walk(package, exempt, allowed)
+        yield from _walk(package, exempt, allowed, packages)
     finally:
         # Each file is parsed once for the walk and not kept after it: the trees of some 500
         # files are 840,000 objects, which the pytest worker would carry to its end, every
@@ -204,9 +216,12 @@ def reaches(
 
 
 def _walk(
-    package: Path, exempt: frozenset[str], allowed: frozenset[tuple[str, str]]
+    package: Path,
+    exempt: frozenset[str],
+    allowed: frozenset[tuple[str, str]],
+    packages: tuple[str, ...],
 ) -> Iterator[Reach]:
-    theirs = third_party_private_names()
+    theirs = third_party_private_names(packages)
     ours = own_private_names(package)
     for path in sorted(package.rglob("*.py")):
         relative = str(path.relative_to(package))
@@ -216,20 +231,20 @@ def _walk(
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    if _private_module(alias.name):
+                    if _private_module(alias.name, packages):
                         yield Reach(relative, node.lineno, f"import {alias.name}")
             elif isinstance(node, ast.ImportFrom) and node.module:
-                if _private_module(node.module):
+                if _private_module(node.module, packages):
                     yield Reach(relative, node.lineno, f"from {node.module} import ...")
-                elif _is_third_party(node.module):
+                elif _is_third_party(node.module, packages):
                     for alias in node.names:
                         if is_private(alias.name):
                             yield Reach(
                                 relative, node.lineno, f"from {node.module} import {alias.name}"
                             )
-        if not _imports_third_party(tree):
+        if not _imports_third_party(tree, packages):
             continue
-        yield from _reaches_in(package, path, relative, tree, theirs, ours, allowed)
+        yield from _reaches_in(package, path, relative, tree, theirs, ours, allowed, packages)
 
 
 def _reaches_in(
@@ -240,6 +255,7 @@ def _reaches_in(
     theirs: frozenset[str],
     ours: set[str],
     allowed: frozenset[tuple[str, str]],
+    packages: tuple[str, ...],
 ) -> Iterator[Reach]:
     module = importlib.import_module(_module_name(package, path))
     judged: set[int] = set()
@@ -252,7 +268,7 @@ def _reaches_in(
             target = getattr(target, part, None)
         if not isinstance(target, type):
             return  # a class made in a function: its accesses get the general rule
-        inherited = private_names_of(target)
+        inherited = private_names_of(target, packages)
         for item in node.body:
             name = None
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -164,6 +164,11 @@ STYLES = [
     Style(dim=True, bold=True, color="#e0e0e0"),
     Style(underline=True, color="red"),
     Style(italic=True, bgcolor="#242f38"),
+    # Every other attribute Rich has, each through its public property (pen.ATTRIBUTES).
+    Style(reverse=True, strike=True, color="#0178d4"),
+    Style(blink=True, underline2=True, overline=True),
+    Style(conceal=True, frame=True, encircle=True, blink2=True, bgcolor="#121212"),
+    Style(bold=False, italic=True),
 ]
 
 

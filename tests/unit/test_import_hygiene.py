@@ -134,6 +134,16 @@ def test_textual_private_api_is_reached_in_the_compat_modules_only() -> None:
     assert found == []
 
 
+OTHER_HOMES = frozenset({"plotext_compat.py"})
+"""The one module that may reach plotext's private API (a figure of a chart's own); none
+may reach Rich's (the pen reads a style through its public properties)."""
+
+
+def test_rich_and_plotext_private_api_is_reached_in_plotext_compat_only() -> None:
+    found = [str(r) for r in reaches(PACKAGE, OTHER_HOMES, frozenset(), ("rich", "plotext"))]
+    assert found == []
+
+
 def _syntax_trees_alive() -> int:
     return sum(isinstance(o, ast.Module) for o in gc.get_objects())
 

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from gputop import patches
 from gputop.cli.report import report_main
 from gputop.ledger import prometheus as ledger_prometheus
 from gputop.ledger.account import NOT_SEEN, Ledger, Prices, StepCounts, account
@@ -199,6 +200,7 @@ def test_csv_json_and_chart(by_node: Ledger) -> None:
         document["total"]["idle_held_gpu_hours"]
     )
     chart = render_chart(by_node, 100, color=False)
+    assert chart is not None
     assert "idle-held GPU-hours per day" in chart
     day = datetime.fromtimestamp(by_node.since + 86400, tz=timezone.utc)
     assert f"{day:%a %d}" in chart
@@ -411,3 +413,25 @@ def test_report_file_by_node_reads_a_real_log() -> None:
     total = document["total"]
     parts = sum(total[f"{k}_gpu_hours"] for k in ("allocated", "free", "unknown"))
     assert parts > 0
+
+
+def test_the_daily_chart_is_drawn_or_on_another_plotext_left_out_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = ROOT / "snapshots" / "gpu-log-v100s-miris.csv"
+    args = [str(log), "--by", "gpu-model", "--charts", "--utc"]
+    drawn = io.StringIO()
+    assert report_main(args, drawn) == 0
+    assert "idle-held GPU-hours per day" in drawn.getvalue()
+    monkeypatch.setattr(patches, "_said", set())
+    monkeypatch.setattr(patches, "installed_version", lambda package: "5.4.0")
+    left_out = io.StringIO()
+    assert report_main(args, left_out) == 0
+    # The same ledger, without its chart.
+    assert "Tesla V100S-PCIE-32GB" in left_out.getvalue()
+    assert "idle-held GPU-hours per day" not in left_out.getvalue()
+    assert drawn.getvalue().startswith(left_out.getvalue())
+    assert capsys.readouterr().err.splitlines() == [
+        "gputop: plotext 5.4.0 is not 5.3, which gputop's own_figure patch was written for: "
+        "charts left out"
+    ]

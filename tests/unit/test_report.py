@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gputop import patches
 from gputop.cli.main import main
 from gputop.cli.report import build_report, job_count, report_main
 from gputop.insight.charts import render_gpu_charts
@@ -30,6 +31,7 @@ from gputop.model import (
     Utilization,
 )
 from gputop.model.units import fmt_count
+from gputop.plotext_compat import new_figure
 from gputop.sinks.smi_xml import snapshot_to_xml
 from support.shortcuts import summarize
 
@@ -225,6 +227,38 @@ def test_report_charts_on_request_and_on_a_terminal(tmp_path: Path) -> None:
     assert "utilization %" not in quiet.getvalue()
 
 
+def test_on_another_plotext_release_the_charts_are_left_out_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The figure each chart is drawn on is plotext's private class (``plotext_compat``):
+    on a release it was not written for, a report without charts, not a traceback."""
+    path = write_stream(tmp_path / "run.xml", small_recording())
+    monkeypatch.setattr(patches, "_said", set())
+    monkeypatch.setattr(patches, "installed_version", lambda package: "5.4.0")
+    out = io.StringIO()
+    assert report_main([str(path), "--charts"], stdout=out) == 0
+    assert "GPU 0: NVIDIA A100-SXM4-80GB" in out.getvalue()
+    assert "utilization %" not in out.getvalue()
+    assert capsys.readouterr().err.splitlines() == [
+        "gputop: plotext 5.4.0 is not 5.3, which gputop's own_figure patch was written for: "
+        "charts left out"
+    ]
+
+
+def test_each_chart_is_drawn_on_a_figure_of_its_own() -> None:
+    """plotext's public functions draw on one figure, whose two-panel layout outlives
+    ``clear_figure()``: a one-panel chart after a GPU's two panels was drawn twice."""
+    two = new_figure()
+    one = new_figure()
+    assert one is not None and two is not None and one is not two
+    two.subplots(1, 2)
+    one.theme("clear")
+    one.plotsize(60, 10)
+    one.bar(["a"], [1.0])
+    one.title("one panel")
+    assert one.build().count("one panel") == 1
+
+
 def test_truncated_recording_reports_what_is_complete(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -298,6 +332,7 @@ def test_charts_mark_throttling_and_survive_missing_power() -> None:
     trainer = builder.traces()[0]
     assert list(trainer.throttled) == [False, False, True, False, False]
     text = render_gpu_charts(trainer, T0, width=100, color=False)
+    assert text is not None
     assert "GPU 0 utilization %" in text
     assert "GPU 0 power W (x: throttled)" in text
     plot_rows = [line for line in text.splitlines() if "┤" in line]
@@ -308,7 +343,7 @@ def test_charts_mark_throttling_and_survive_missing_power() -> None:
     no_power = ReportBuilder().add_all(
         Snapshot(T0 + timedelta(seconds=i), (GpuSample(index=3),)) for i in range(3)
     )
-    assert "not reported" in render_gpu_charts(no_power.traces()[0], T0, 80, color=False)
+    assert "not reported" in (render_gpu_charts(no_power.traces()[0], T0, 80, color=False) or "")
 
 
 # -- chart data: thinning, percentiles, bounded history -------------------------------------

@@ -1,5 +1,5 @@
-"""The one switch of gputop's patches of Textual and textual-serve (``patches.py``):
-``GPUTOP_STOCK_TEXTUAL`` and the check of the installed release."""
+"""The one switch of gputop's patches of Textual and textual-serve, and of its reach into
+plotext (``patches.py``): ``GPUTOP_STOCK_TEXTUAL`` and the check of the installed release."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import textual_serve
 from textual._compositor import ChopsUpdate, Compositor
 from textual.drivers.linux_driver import LinuxDriver
 
-from gputop import patches
+from gputop import patches, plotext_compat
 from gputop.patches import STOCK_VARIABLE, Patch, enabled, series, stock_names
 from gputop.ui import compat
 from gputop.web import serve_compat
 from support.fleet import demo_source, fleet_app
 
-EVERY_PATCH = compat.PATCHES + serve_compat.PATCHES
+EVERY_PATCH = compat.PATCHES + serve_compat.PATCHES + plotext_compat.PATCHES
 
 
 @pytest.fixture(autouse=True)
@@ -48,20 +48,20 @@ def test_every_patch_says_what_it_fixes_its_gain_and_its_release() -> None:
     assert len(set(names)) == len(names)
     for patch in EVERY_PATCH:
         assert patch.fixes and patch.gain
-        assert patch.package in ("textual", "textual-serve")
+        assert patch.package in ("textual", "textual-serve", "plotext")
         assert series(patches.installed_version(patch.package)) == patch.written_for
 
 
-def test_every_patch_applies_by_default_and_none_but_the_security_fixes_when_stock(
+def test_every_patch_applies_by_default_and_none_but_the_fixes_kept_when_stock(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert all(enabled(patch) for patch in EVERY_PATCH)
     monkeypatch.setenv(STOCK_VARIABLE, "1")
     kept = [patch.name for patch in EVERY_PATCH if enabled(patch)]
-    assert kept == ["viewer_end"]
-    monkeypatch.setenv(STOCK_VARIABLE, "viewer_end,cell_cache")
+    assert kept == ["viewer_end", "own_figure"]
+    monkeypatch.setenv(STOCK_VARIABLE, "viewer_end,cell_cache,own_figure")
     off = [patch.name for patch in EVERY_PATCH if not enabled(patch)]
-    assert off == ["cell_cache", "viewer_end"]
+    assert off == ["cell_cache", "viewer_end", "own_figure"]
 
 
 def test_another_release_turns_a_patch_off_in_one_line(

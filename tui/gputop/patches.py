@@ -1,5 +1,6 @@
 """Whether each of gputop's patches of Textual (``ui/compat.py``) and textual-serve
-(``web/serve_compat.py``) applies: the one switch for all of them.
+(``web/serve_compat.py``), and its one reach into plotext's private API
+(``plotext_compat.py``), applies: the one switch for all of them.
 
 A patch applies unless ``GPUTOP_STOCK_TEXTUAL`` turns it off (``1``: every patch, stock
 Textual and stock textual-serve, but for the security fixes of ``serve``; a comma list of
@@ -22,8 +23,8 @@ STOCK_VARIABLE = "GPUTOP_STOCK_TEXTUAL"
 
 @dataclass(frozen=True)
 class Patch:
-    """One change to Textual's (or textual-serve's) behaviour, or one reach into its
-    private API."""
+    """One change to Textual's (or textual-serve's) behaviour, or one reach into its (or
+    plotext's) private API."""
 
     name: str
     """What ``GPUTOP_STOCK_TEXTUAL`` calls it."""
@@ -32,12 +33,14 @@ class Patch:
     gain: str
     """Its measured gain (``benchmarks/README.md``), or why it is not a speed patch."""
     package: str
-    """The distribution it patches: ``textual`` or ``textual-serve``."""
+    """The distribution it patches: ``textual``, ``textual-serve`` or ``plotext``."""
     written_for: str
     """The release series (major.minor) it was written against."""
     kept_in_stock: bool = False
-    """Kept with ``GPUTOP_STOCK_TEXTUAL=1`` (a security fix, not a speed patch); only its
-    own name in that variable turns it off."""
+    """Kept with ``GPUTOP_STOCK_TEXTUAL=1`` (a fix, not a speed patch: ``serve``'s security
+    fix, the charts' own figure); only its own name in that variable turns it off."""
+    without: str = "running without it"
+    """What gputop does instead when the installed release is another (said on stderr)."""
 
 
 def stock_names() -> frozenset[str] | None:
@@ -101,7 +104,7 @@ def version_matches(patch: Patch) -> bool:
         print(
             f"gputop: {patch.package} {installed or '(version unknown)'} is not "
             f"{patch.written_for}, which gputop's {patch.name} patch was written for: "
-            "running without it",
+            f"{patch.without}",
             file=sys.stderr,
             flush=True,
         )

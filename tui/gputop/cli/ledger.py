@@ -211,7 +211,9 @@ def _write(ledger: Ledger, ns: argparse.Namespace, out: TextIO) -> int:
     if ns.charts:
         width = shutil.get_terminal_size((100, 24)).columns
         color = out.isatty() if hasattr(out, "isatty") else False
-        out.write("\n" + render_chart(ledger, width, color=color) + "\n")
+        chart = render_chart(ledger, width, color=color)
+        if chart is not None:  # else left out (another plotext release: said on stderr)
+            out.write("\n" + chart + "\n")
     return 0
 
 

@@ -483,6 +483,8 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
 
         width = shutil.get_terminal_size((100, 24)).columns
         for trace in builder.traces():
-            out.write("\n" + render_gpu_charts(trace, builder.origin, width, color=interactive))
-            out.write("\n")
+            chart = render_gpu_charts(trace, builder.origin, width, color=interactive)
+            if chart is None:
+                break  # charts left out (another plotext release: said on stderr)
+            out.write("\n" + chart + "\n")
     return 0

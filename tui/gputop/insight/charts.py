@@ -1,8 +1,7 @@
 """Terminal charts of a recording (utilization and power over time), drawn with plotext.
 
-plotext's module-level API shares one global figure whose subplot layout survives
-``clear_figure()``; each chart here builds its own figure object instead, the way
-textual-plotext does, so charts never leak into each other.
+Each chart is drawn on a figure of its own (``plotext_compat``), so charts never leak into
+each other; there is none when charts are left out.
 """
 
 from __future__ import annotations
@@ -12,10 +11,10 @@ from datetime import datetime
 from typing import Any
 
 import plotext as plt
-from plotext._figure import _figure_class as Figure
 
 from gputop.insight.report import GpuTrace, clock_at
 from gputop.insight.series import downsample, downsample_flags, time_ticks
+from gputop.plotext_compat import new_figure
 
 MIN_WIDTH = 40
 
@@ -69,13 +68,13 @@ def render_gpu_charts(
     width: int,
     height: int = 12,
     color: bool = True,
-) -> str:
-    """Two side-by-side charts of one GPU: utilization % and power W over time."""
+) -> str | None:
+    """Two side-by-side charts of one GPU: utilization % and power W over time (None when
+    charts are left out: ``plotext_compat.new_figure``)."""
     width = max(width, MIN_WIDTH)
-    figure = Figure()
-    # plotext caps a figure at the size of the terminal it detects (80 columns when piped);
-    # the caller already chose the width.
-    figure._limit_size(False, False)
+    figure = new_figure()
+    if figure is None:
+        return None
     figure.theme("pro" if color else "clear")
     figure.plotsize(width, height)
     figure.subplots(1, 2)

@@ -14,6 +14,7 @@ from typing import Any
 from gputop.ledger.account import GroupHours, Ledger, Stretch
 from gputop.ledger.thresholds import Thresholds
 from gputop.model.safe_text import terminal_safe
+from gputop.plotext_compat import new_figure
 
 TOP = 10
 """Offenders listed under the table."""
@@ -242,14 +243,15 @@ def ledger_dict(ledger: Ledger) -> dict[str, Any]:
     }
 
 
-def render_chart(ledger: Ledger, width: int, height: int = 14, color: bool = True) -> str:
-    """A bar chart of idle-held GPU-hours per day."""
-    # Deferred: plotext (26-100 ms), only for the chart, not the ledger's text or JSON.
+def render_chart(ledger: Ledger, width: int, height: int = 14, color: bool = True) -> str | None:
+    """A bar chart of idle-held GPU-hours per day (None when charts are left out:
+    ``plotext_compat.new_figure``)."""
+    figure = new_figure()
+    if figure is None:
+        return None
+    # Deferred: plotext (26-100 ms; new_figure loaded it), only for the chart.
     import plotext as plt
-    from plotext._figure import _figure_class as Figure  # one figure of its own
 
-    figure = Figure()
-    figure._limit_size(False, False)
     figure.theme("pro" if color else "clear")
     figure.plotsize(max(width, 40), height)
     labels = [f"{day:%a %d}" for day, _ in ledger.daily]

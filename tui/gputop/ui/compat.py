@@ -45,7 +45,7 @@ from typing import IO, Any, Self, TypeVar
 
 from rich.cells import cell_len
 from rich.color import ColorSystem
-from rich.console import Console
+from rich.console import COLOR_SYSTEMS, Console
 from rich.segment import Segment
 from rich.style import Style
 from textual import constants, events
@@ -564,13 +564,13 @@ def _render_changed_spans(self: ChopsUpdate, console: Console) -> str:
     order = [groups.setdefault(cut[0][1], len(groups)) for _, _, cut in runs]
     sequences: list[str] = []
     append = sequences.append
-    pen = Pen(console._color_system or ColorSystem.TRUECOLOR)
+    pen = Pen(COLOR_SYSTEMS.get(console.color_system or "", ColorSystem.TRUECOLOR))
     cursor = (-1, -1)
     for _, (y, x, cut) in sorted(zip(order, runs, strict=True), key=lambda item: item[0]):
         if cursor != (x, y):
             append(f"\x1b[{y + 1};{x + 1}H")
         for text, style in cut:
-            if style is not None and style._link:
+            if style is not None and style.link:
                 append(pen.reset())
                 append(Strip.render_style(style, text, pen.color_system))
                 continue

@@ -13,8 +13,27 @@ from __future__ import annotations
 from rich.color import ColorSystem
 from rich.style import Style
 
+ATTRIBUTES = (
+    "bold",
+    "dim",
+    "italic",
+    "underline",
+    "blink",
+    "blink2",
+    "reverse",
+    "conceal",
+    "strike",
+    "underline2",
+    "frame",
+    "encircle",
+    "overline",
+)
+"""Rich's style attributes; a run's ink is read through their public properties (2.6 us a
+run, against 0.14 us through Rich's private bits, at 10-42 runs a second on the benchmark's
+boxes: benchmarks/README, "Rich's and plotext's private API")."""
+
 SGR_CODES = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "21", "51", "52", "53")
-"""The SGR code of each of Rich's attribute bits (bold, dim, italic, underline, ...)."""
+"""The SGR code that turns each of ``ATTRIBUTES`` on (an ink's bit ``n`` is the ``n``-th)."""
 SGR_OFF = ("22", "22", "23", "24", "25", "25", "27", "28", "29", "24", "54", "54", "55")
 """The code that turns each attribute off; some turn off two (22: bold and dim), so what
 stays on of those is set again after."""
@@ -31,10 +50,14 @@ def _sharing(off: int) -> int:
     return sum(1 << bit for bit, code in enumerate(SGR_OFF) if code in codes)
 
 
+_BITS = tuple((name, 1 << bit) for bit, name in enumerate(ATTRIBUTES))
+
+
 def _ink(style: Style | None) -> Ink:
     if style is None:
         return RESET
-    return (style._attributes & style._set_attributes, style._color, style._bgcolor)
+    bits = sum(bit for name, bit in _BITS if getattr(style, name))
+    return (bits, style.color, style.bgcolor)
 
 
 class Pen:
