@@ -31,6 +31,10 @@ THIRD_PARTY = ("textual", "textual_serve")
 """The packages whose private API is held to the compat modules (by default; ``reaches``
 walks for any packages it is given: Rich's and plotext's have their own test)."""
 
+HANDING_OUT = ("textual", "textual_serve", "textual_plotext", "rich", "plotext")
+"""Packages whose objects hand out others' (a Textual strip's segments carry Rich styles): a
+file that imports any of them is walked, whichever packages' private names are looked for."""
+
 
 def is_private(name: str) -> bool:
     """``_x``, not ``__x__`` (nor a name-mangled ``__x``, which is a class's own)."""
@@ -107,8 +111,8 @@ def _is_third_party(module: str, packages: tuple[str, ...]) -> bool:
 
 
 def private_names_of(cls: type, packages: tuple[str, ...] = THIRD_PARTY) -> set[str]:
-    """The private names Textual's and textual-serve's classes among ``cls``'s ancestors
-    define."""
+    """The private names the classes of ``packages`` (Textual's and textual-serve's unless
+    told) among ``cls``'s ancestors define."""
     names: set[str] = set()
     for klass in cls.__mro__:
         if not _is_third_party(klass.__module__, packages):
@@ -125,8 +129,8 @@ def private_names_of(cls: type, packages: tuple[str, ...] = THIRD_PARTY) -> set[
 
 @cache
 def third_party_private_names(packages: tuple[str, ...] = THIRD_PARTY) -> frozenset[str]:
-    """Every private name a class of Textual or textual-serve defines, and their modules'
-    private top-level names."""
+    """Every private name a class of ``packages`` (Textual and textual-serve unless told)
+    defines, and their modules' private top-level names."""
     names: set[str] = set()
     for package in packages:
         folder = Path(importlib.import_module(package).__file__ or ".").parent
@@ -203,9 +207,9 @@ def reaches(
     allowed: frozenset[tuple[str, str]],
     packages: tuple[str, ...] = THIRD_PARTY,
 ) -> Iterator[Reach]:
-    """Every reach into Textual's or textual-serve's private API in ``package`` (the
-    ``gputop`` folder), but in the ``exempt`` files (paths relative to it) and the
-    ``allowed`` (file, name) pairs."""
+    """Every reach into the private API of ``packages`` (Textual's and textual-serve's
+    unless told) in ``package`` (the ``gputop`` folder), but in the ``exempt`` files (paths
+    relative to it) and the ``allowed`` (file, name) pairs."""
     try:
         yield from _walk(package, exempt, allowed, packages)
     finally:
@@ -242,7 +246,7 @@ def _walk(
                             yield Reach(
                                 relative, node.lineno, f"from {node.module} import {alias.name}"
                             )
-        if not _imports_third_party(tree, packages):
+        if not _imports_third_party(tree, HANDING_OUT + packages):
             continue
         yield from _reaches_in(package, path, relative, tree, theirs, ours, allowed, packages)
 

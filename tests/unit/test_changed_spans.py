@@ -23,6 +23,7 @@ from textual._compositor import ChopsUpdate
 from textual.strip import Strip
 
 from gputop.ui.compat import write_changed_spans_only
+from gputop.ui.pen import ATTRIBUTES, SGR_CODES, SGR_OFF
 from support.shortcuts import changed_span
 
 RED, GREEN = Style(color="red"), Style(color="green")
@@ -232,3 +233,12 @@ def test_colours_go_once_per_style_and_values_are_sent_alone() -> None:
     # Each colour once, not once per run; the "59" alone, without the cells before it.
     assert out.count("38;2;224;224;224") == 1 and out.count("38;2;1;120;212") == 1
     assert out.count("59") == 4 and "GPU" not in out and " 59" not in out
+
+
+def test_the_pen_knows_each_attribute_rich_has_and_its_code() -> None:
+    """The pen reads a style's attributes by name (Rich's public properties): a new one in
+    Rich would go unsent, an order wrong would send another's code."""
+    assert set(ATTRIBUTES) == set(Style.STYLE_ATTRIBUTES.values())
+    assert len(ATTRIBUTES) == len(SGR_CODES) == len(SGR_OFF)
+    for name, code in zip(ATTRIBUTES, SGR_CODES, strict=True):
+        assert Style.parse(name).render("x") == f"\x1b[{code}mx\x1b[0m"

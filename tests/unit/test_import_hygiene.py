@@ -2,7 +2,8 @@
 
 The static rules (layers, who may import pynvml, the UI never builds a source) are
 import-linter contracts in pyproject.toml, run by scripts/test; these tests cover what a
-contract cannot say: what a real import loads, import cycles, and Textual's private API.
+contract cannot say: what a real import loads, import cycles, and the private API of
+Textual, textual-serve, Rich and plotext.
 """
 
 from __future__ import annotations
@@ -134,13 +135,17 @@ def test_textual_private_api_is_reached_in_the_compat_modules_only() -> None:
     assert found == []
 
 
-OTHER_HOMES = frozenset({"plotext_compat.py"})
-"""The one module that may reach plotext's private API (a figure of a chart's own); none
-may reach Rich's (the pen reads a style through its public properties)."""
+PLOTEXT_HOME = frozenset({"plotext_compat.py"})
+"""The one module that may reach plotext's private API (a figure of a chart's own); it
+imports nothing of Rich's."""
 
 
-def test_rich_and_plotext_private_api_is_reached_in_plotext_compat_only() -> None:
-    found = [str(r) for r in reaches(PACKAGE, OTHER_HOMES, frozenset(), ("rich", "plotext"))]
+def test_rich_is_reached_through_its_public_api_and_plotext_in_its_home_only() -> None:
+    """The pen reads a style through Rich's public properties; textual-plotext's widget is
+    used as it is; plotext's figure class is reached in ``plotext_compat`` alone (one walk
+    for the three: each walk parses every file of gputop's again)."""
+    packages = ("rich", "plotext", "textual_plotext")
+    found = [str(reach) for reach in reaches(PACKAGE, PLOTEXT_HOME, frozenset(), packages)]
     assert found == []
 
 
@@ -194,4 +199,39 @@ def test_the_private_api_walk_finds_each_kind_of_reach(tmp_path: Path) -> None:
         "reaching.py:8: self._update_count (Table)",
         "reaching.py:10: app._unnotify",
         "reaching.py:11: app._unnotify",
+    ]
+
+
+def test_the_walk_finds_rich_styles_handed_out_by_textual_and_plotext_figures(
+    tmp_path: Path,
+) -> None:
+    """A file that imports only Textual still reaches Rich through a strip's styles."""
+    package = tmp_path / "handed"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "styles.py").write_text(
+        "from textual.strip import Strip\n"
+        "def linked(strip: Strip) -> bool:\n"
+        "    return any(s.style is not None and s.style._link for s in strip)\n"
+    )
+    (package / "figures.py").write_text(
+        "from plotext._figure import _figure_class\n"
+        "def figure() -> object:\n"
+        "    made = _figure_class()\n"
+        "    made._limit_size(False, False)\n"
+        "    return made\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        rich = [str(r) for r in sorted(reaches(package, frozenset(), frozenset(), ("rich",)))]
+        plotext = reaches(package, frozenset(), frozenset(), ("plotext",))
+        found = [str(r) for r in sorted(plotext)]
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.split(".")[0] == "handed"]:
+            del sys.modules[name]
+    assert rich == ["styles.py:3: s.style._link"]
+    assert found == [
+        "figures.py:1: from plotext._figure import ...",
+        "figures.py:4: made._limit_size",
     ]

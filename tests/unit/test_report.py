@@ -245,18 +245,24 @@ def test_on_another_plotext_release_the_charts_are_left_out_in_one_line(
     ]
 
 
-def test_each_chart_is_drawn_on_a_figure_of_its_own() -> None:
+def test_each_chart_is_drawn_on_a_figure_of_its_own_at_the_size_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """plotext's public functions draw on one figure, whose two-panel layout outlives
-    ``clear_figure()``: a one-panel chart after a GPU's two panels was drawn twice."""
+    ``clear_figure()``: a one-panel chart after a GPU's two panels was drawn twice. And a
+    figure is capped at the terminal plotext finds (80 columns into a pipe) unless told."""
+    monkeypatch.setenv("COLUMNS", "60")
     two = new_figure()
     one = new_figure()
     assert one is not None and two is not None and one is not two
     two.subplots(1, 2)
     one.theme("clear")
-    one.plotsize(60, 10)
+    one.plotsize(150, 10)
     one.bar(["a"], [1.0])
     one.title("one panel")
-    assert one.build().count("one panel") == 1
+    text = one.build()
+    assert text.count("one panel") == 1
+    assert max(len(line) for line in text.splitlines()) > 150
 
 
 def test_truncated_recording_reports_what_is_complete(

@@ -16,7 +16,9 @@ from gputop.ui import compat
 from gputop.web import serve_compat
 from support.fleet import demo_source, fleet_app
 
-EVERY_PATCH = compat.PATCHES + serve_compat.PATCHES + plotext_compat.PATCHES
+SWITCHED = compat.PATCHES + serve_compat.PATCHES
+"""The patches GPUTOP_STOCK_TEXTUAL switches."""
+EVERY_PATCH = SWITCHED + plotext_compat.PATCHES
 
 
 @pytest.fixture(autouse=True)
@@ -52,16 +54,26 @@ def test_every_patch_says_what_it_fixes_its_gain_and_its_release() -> None:
         assert series(patches.installed_version(patch.package)) == patch.written_for
 
 
-def test_every_patch_applies_by_default_and_none_but_the_fixes_kept_when_stock(
+def test_every_patch_applies_by_default_and_none_but_the_security_fixes_when_stock(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert all(enabled(patch) for patch in EVERY_PATCH)
+    assert all(enabled(patch) for patch in SWITCHED)
     monkeypatch.setenv(STOCK_VARIABLE, "1")
-    kept = [patch.name for patch in EVERY_PATCH if enabled(patch)]
-    assert kept == ["viewer_end", "own_figure"]
-    monkeypatch.setenv(STOCK_VARIABLE, "viewer_end,cell_cache,own_figure")
-    off = [patch.name for patch in EVERY_PATCH if not enabled(patch)]
-    assert off == ["cell_cache", "viewer_end", "own_figure"]
+    kept = [patch.name for patch in SWITCHED if enabled(patch)]
+    assert kept == ["viewer_end"]
+    monkeypatch.setenv(STOCK_VARIABLE, "viewer_end,cell_cache")
+    off = [patch.name for patch in SWITCHED if not enabled(patch)]
+    assert off == ["cell_cache", "viewer_end"]
+
+
+@pytest.mark.parametrize("value", ["1", "own_figure"])
+def test_the_stock_switch_leaves_the_charts_their_figure(
+    value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """There is no stock plotext figure: charts asked for are drawn whatever the switch."""
+    monkeypatch.setenv(STOCK_VARIABLE, value)
+    assert plotext_compat.new_figure() is not None
+    assert capsys.readouterr().err == ""
 
 
 def test_another_release_turns_a_patch_off_in_one_line(

@@ -1,6 +1,7 @@
 """Whether each of gputop's patches of Textual (``ui/compat.py``) and textual-serve
-(``web/serve_compat.py``), and its one reach into plotext's private API
-(``plotext_compat.py``), applies: the one switch for all of them.
+(``web/serve_compat.py``) applies: the one switch for all of them. (Its one reach into
+plotext's private API, ``plotext_compat.py``, is a ``Patch`` too, checked against the
+installed release alone: there is no stock plotext figure to switch to.)
 
 A patch applies unless ``GPUTOP_STOCK_TEXTUAL`` turns it off (``1``: every patch, stock
 Textual and stock textual-serve, but for the security fixes of ``serve``; a comma list of
@@ -37,8 +38,8 @@ class Patch:
     written_for: str
     """The release series (major.minor) it was written against."""
     kept_in_stock: bool = False
-    """Kept with ``GPUTOP_STOCK_TEXTUAL=1`` (a fix, not a speed patch: ``serve``'s security
-    fix, the charts' own figure); only its own name in that variable turns it off."""
+    """Kept with ``GPUTOP_STOCK_TEXTUAL=1`` (a security fix, not a speed patch); only its
+    own name in that variable turns it off."""
     without: str = "running without it"
     """What gputop does instead when the installed release is another (said on stderr)."""
 
