@@ -5,13 +5,17 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
+import pytest
+from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from gputop.model import Snapshot
 from gputop.pipeline.commands import ChangeSpeed, Seek, Step, StepInterval, TogglePause
 from gputop.pipeline.loop import ManualLoop
 from gputop.ui.app import GputopApp
+from gputop.ui.screens import main as main_screen_module
 from gputop.ui.screens.goto import GotoDialog
 from gputop.ui.screens.help import HelpScreen, balanced_split
 from gputop.ui.screens.history import HistoryScreen
@@ -250,6 +254,50 @@ async def test_enter_on_a_gpu_panel_opens_its_history_which_follows_new_ticks() 
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
+
+
+async def test_under_the_history_the_main_screen_waits_then_shows_the_newest_tick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Textual hands what a covered screen repaints to the screen on top: every tick drawn on
+    the main screen under the history repainted the whole terminal. The main screen now
+    keeps the newest tick (its notes said at once, once) and shows it when it is back."""
+    app = live_app(stream(30), ticks=30)
+    said: list[str] = []
+    monkeypatch.setattr(
+        main_screen_module, "toast", lambda _app, _kind, text, **_: said.append(text)
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.screen.query(GpuPanel).first().focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        history = app.screen
+        assert isinstance(history, HistoryScreen)
+        main = app.main_screen
+        shown = main.tick
+        handed: list[object] = []
+        refresh = Screen.refresh
+
+        def noted(self: Screen[Any], *regions: Any, **kwargs: Any) -> Any:
+            if self is history and regions:
+                handed.extend(regions)
+            return refresh(self, *regions, **kwargs)
+
+        monkeypatch.setattr(Screen, "refresh", noted)
+        for _ in range(3):
+            manual(app).advance()
+            await pilot.pause()
+        assert handed == []
+        assert main.tick is shown and main.newest is app.last_tick is not shown
+        assert app.last_tick is not None
+        with_note = dataclasses.replace(app.last_tick, notes=("--log: disk full",))
+        main.show_tick(with_note)
+        assert said == ["--log: disk full"]  # said at once, under the history
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen) and main.tick is with_note
+        assert said == ["--log: disk full"]  # and not again as it is shown
 
 
 async def test_tab_then_the_arrows_reach_every_gpu_panel() -> None:

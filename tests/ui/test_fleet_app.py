@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
+import pytest
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
@@ -104,6 +107,44 @@ async def test_the_cursor_stays_on_its_node_across_a_refresh_that_reorders() -> 
         assert hosts(app)[0] == "node-c"
         assert hosts(app).index("node-b") == 3
         assert table(app).highlighted_host == "node-b"
+
+
+async def test_the_fleet_under_a_node_waits_for_it_to_close_instead_of_repainting_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Textual hands what a covered screen repaints to the screen on top: each refresh of
+    the fleet's rows under a node's screen redrew that whole screen (18 KB a refresh on a
+    120x40 terminal, benchmarks/README). The fleet now draws its answer once it is back."""
+    first = demo_fleet()
+    a, b, c, d, e = first.nodes
+    busy = tuple(dataclasses.replace(w, state=GpuState.BUSY) for w in b.windows)
+    idle = tuple(dataclasses.replace(w, state=GpuState.IDLE) for w in c.windows)
+    nodes = (a, dataclasses.replace(b, windows=busy), dataclasses.replace(c, windows=idle), d, e)
+    later = dataclasses.replace(first, nodes=nodes)
+    app = fleet_app(MemoryFleet([first, first, later], dict(demo_histories())))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = await open_node(pilot, "node-a")
+        app.loop.advance()  # type: ignore[attr-defined]
+        await pilot.pause()  # the node's own ticks: its screen laid out and drawn
+        handed: list[object] = []
+        refresh = Screen.refresh
+
+        def noted(self: Screen[Any], *regions: Any, **kwargs: Any) -> Any:
+            if self is screen and regions:
+                handed.extend(regions)
+            return refresh(self, *regions, **kwargs)
+
+        monkeypatch.setattr(Screen, "refresh", noted)
+        app.loop.advance()  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert app.fleet is later
+        assert handed == []
+        assert hosts(app)[0] == "node-b"  # not drawn while covered
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, FleetScreen)
+        assert hosts(app)[0] == "node-c"  # the answer that came meanwhile
 
 
 async def test_enter_opens_the_node_with_the_single_box_panels_and_escape_goes_back() -> None:

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+import pytest
+from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from gputop.model.fleet import FleetSnapshot, NodeView
@@ -55,6 +57,44 @@ async def test_the_top_line_counts_sick_nodes_and_the_node_screen_lists_its_even
         assert "alert GpuXidBus (critical): Critical XID 79 since 09:14:02" in shown
         assert screen.has_class("-health")
         assert "XID 79 GPU has fallen off the bus" in screen_text(app)
+
+
+async def test_a_refresh_that_leaves_the_health_as_it_was_lays_nothing_out_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The health line was set at every refresh, and each setting laid the whole node screen
+    out again (a Static's update); now only a change of what it says does."""
+    healthy = demo_fleet()
+    sick = [_sick_fleet()] * 3
+    app = fleet_app(MemoryFleet([*sick, healthy], dict(demo_histories())))
+    layouts: list[str] = []
+    lay_out = Screen._refresh_layout
+
+    def counted(screen: Screen[Any], *args: Any, **kwargs: Any) -> None:
+        layouts.append(type(screen).__name__)
+        lay_out(screen, *args, **kwargs)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counted)
+    async with app.run_test(size=(170, 40)) as pilot:
+        await pilot.pause()
+        hosts = [row.host for row in app.fleet_screen.query_one("FleetTable").rows]  # type: ignore[attr-defined]
+        app.fleet_screen.query_one("#fleet-data", DataTable).move_cursor(row=hosts.index("node-a"))
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, NodeScreen) and screen.has_class("-health")
+        app.loop.advance()  # type: ignore[attr-defined]
+        await pilot.pause()  # the node's own ticks have arrived: its screen is laid out
+        layouts.clear()
+        app.loop.advance()  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert layouts == []  # the same XIDs and alerts
+        assert "XID 79" in str(screen.query_one("#node-health", Static).render())
+        app.loop.advance()  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert "NodeScreen" in layouts  # the health gone: the line goes
+        assert not screen.has_class("-health")
+        assert str(screen.query_one("#node-health", Static).render()) == ""
 
 
 class _Answers:

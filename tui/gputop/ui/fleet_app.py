@@ -144,7 +144,7 @@ class FleetApp(App[int]):
         screen = self.node_screen()
         if screen is None or screen.host != message.host:
             return  # closed while the tick was on its way
-        previous = screen.tick
+        previous = screen.newest
         tick = message.tick
         screen.show_tick(tick)
         self.node_ticks += 1

@@ -10,12 +10,14 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
 
 from gputop.model.fleet import FleetSnapshot
 from gputop.model.safe_text import terminal_safe
 from gputop.ui.render.fleet_summary import freshness, summary
+from gputop.ui.screens.covered import covered
 from gputop.ui.widgets.fleet_table import FleetTable
 from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.status_line import Bar, Segment
@@ -62,6 +64,8 @@ class FleetScreen(Screen[None]):
         """The answer shown."""
         self.last_good: datetime | None = None
         """When the last answer without an error was taken."""
+        self._drawn: FleetSnapshot | None = None
+        """The answer on screen (``fleet`` waits while a node's screen covers this one)."""
 
     def compose(self) -> ComposeResult:
         """Header, error line, table, footer."""
@@ -81,11 +85,17 @@ class FleetScreen(Screen[None]):
             self.last_good = fleet.taken_at
         for notice in fleet.notices:  # each comes once per run (two exporters of one name)
             self.app.notify(terminal_safe(notice), severity="warning", timeout=15)
-        if self.is_mounted:
+        if self.is_mounted and not covered(self):
+            self._draw()
+
+    def on_screen_resume(self, _event: events.ScreenResume) -> None:
+        """Back on top: draw the answer that came while a node's screen covered this one."""
+        if self.fleet is not self._drawn:
             self._draw()
 
     def _draw(self) -> None:
         fleet = self.fleet
+        self._drawn = fleet
         self.query_one(FleetHeader).show(fleet)
         failed = fleet is not None and fleet.error is not None
         self.set_class(failed, "-error")

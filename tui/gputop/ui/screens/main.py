@@ -23,6 +23,7 @@ from gputop.model import Snapshot
 from gputop.pipeline.tick import Tick
 from gputop.ui.compat import StyledOnceScreen
 from gputop.ui.render.panel_lines import mig_rows
+from gputop.ui.screens.covered import covered
 from gputop.ui.screens.main_keys import MainKeys
 from gputop.ui.screens.main_layout import Arrangement, TableRoom, plan_layout, table_estimate
 from gputop.ui.settings import UiSettings
@@ -74,6 +75,10 @@ class MainScreen(MainKeys, StyledOnceScreen):
         self.settings = settings
         self.tick: Tick | None = None
         """The tick shown."""
+        self._waiting: Tick | None = None
+        """The newest tick, arrived while a full screen covers this one (``covered``)."""
+        self._noted: Tick | None = None
+        """The tick whose notes were said last."""
         self._first_tick = first_tick
         self.arrangement = Arrangement()
         """The layout chosen for the screen's size and the tick shown."""
@@ -162,9 +167,18 @@ class MainScreen(MainKeys, StyledOnceScreen):
 
     # -- showing ticks ------------------------------------------------------------------
 
+    @property
+    def newest(self) -> Tick | None:
+        """The newest tick handed to this screen: shown, or waiting while it is covered."""
+        return self._waiting or self.tick
+
     def show_tick(self, tick: Tick) -> None:
-        """Display ``tick``: only widgets whose input changed do any work."""
-        if self.is_mounted:
+        """Display ``tick``: only widgets whose input changed do any work. Under a full
+        screen (the history) it waits, its notes said at once, until this one is back."""
+        if self.is_mounted and covered(self):
+            self._waiting = tick
+            self._say_notes(tick)
+        elif self.is_mounted:
             self._show(tick, previous=self.tick)
         else:
             # As the app's default screen this one mounts alongside the app, so a tick
@@ -182,6 +196,7 @@ class MainScreen(MainKeys, StyledOnceScreen):
 
     def _show(self, tick: Tick, previous: Tick | None) -> None:
         self.tick = tick
+        self._waiting = None
         replaying = tick.replay is not None
         self.set_class(replaying, "-replay")
         if replaying and not self.query_one(ProcessTable).readonly:
@@ -206,8 +221,8 @@ class MainScreen(MainKeys, StyledOnceScreen):
         if self.has_class("-mig") and self._mig_dirty:
             self._mig_tree().show(tick.snapshot)
             self._mig_dirty = False
-        for note in tick.notes:
-            toast(self.app, "note", note, severity="warning")
+        if tick is not self._noted:
+            self._say_notes(tick)
         if tick.replay is not None and tick.replay.warnings and not self._warned:
             self._warned = True
             toast(
@@ -224,10 +239,17 @@ class MainScreen(MainKeys, StyledOnceScreen):
             self._binding_state = state
             self.refresh_bindings()
 
+    def _say_notes(self, tick: Tick) -> None:
+        """Toast what ``tick`` notes (once a tick: shown later, it says nothing again)."""
+        self._noted = tick
+        for note in tick.notes:
+            toast(self.app, "note", note, severity="warning")
+
     def on_screen_resume(self) -> None:
-        """Back from a dialog: show the newest tick (it kept arriving underneath)."""
-        if self.tick is not None:
-            self.show_tick(self.tick)
+        """Back from a dialog or a full screen: show the newest tick (it kept arriving)."""
+        newest = self.newest
+        if newest is not None:
+            self.show_tick(newest)
 
     @classmethod
     def _bindings_for(cls, tick: Tick) -> tuple[bool, bool, bool, bool]:

@@ -76,6 +76,8 @@ class NodeScreen(MainScreen):
         self.host = host
         self.fleet: FleetSnapshot | None = None
         """The newest fleet answer: its health names this node's XIDs and firing alerts."""
+        self._health_shown: list[str] | None = None
+        """The health lines on screen (None: none drawn yet)."""
 
     def on_mount(self) -> None:
         """The pods table beside the processes (shown when the snapshot has pods), and the
@@ -93,6 +95,9 @@ class NodeScreen(MainScreen):
         if not found:
             return  # not mounted yet: on_mount shows it
         lines = node_health_lines(fleet, self.host)
+        if lines == self._health_shown:
+            return  # an update lays the whole screen out again: every refresh, for nothing
+        self._health_shown = lines
         self.set_class(bool(lines), "-health")
         found.first(Static).update(Text("\n".join(lines), no_wrap=True, overflow="ellipsis"))
 

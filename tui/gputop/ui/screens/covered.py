@@ -1,0 +1,25 @@
+"""Whether a screen is covered by a full screen, so that drawing on it now is wasted.
+
+Textual hands what a screen under others repaints to the screen on top, as regions for that
+screen to repaint itself (so that a dialog's see-through background stays current). Under
+a full screen those regions are the top screen's own content drawn again: each tick of the
+main screen under the history screen, and each refresh of the fleet under a node's screen,
+repainted the whole terminal (18 KB a refresh on 120x40, benchmarks/README). A screen
+covered this way keeps what arrives and draws it when it is back on top; under a dialog
+(a ``ModalScreen``) it draws as it comes, since it shows around the dialog.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.screen import ModalScreen, Screen
+
+
+def covered(screen: Screen[Any]) -> bool:
+    """A full screen (not a dialog) is above ``screen`` in its app's stack."""
+    stack = screen.app.screen_stack
+    if screen not in stack:
+        return False
+    above = stack[stack.index(screen) + 1 :]
+    return any(not isinstance(other, ModalScreen) for other in above)
