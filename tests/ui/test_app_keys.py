@@ -5,10 +5,8 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
-from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from gputop.model import Snapshot
@@ -24,6 +22,7 @@ from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.mig_tree import MigTree
 from gputop.ui.widgets.process_table import ProcessTable
 from support.apps import FIXED_SETTINGS, live_app, load, replay_app, varied_stream
+from support.handed import regions_handed_to
 from support.shortcuts import mig_node
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
@@ -95,6 +94,29 @@ async def test_m_toggles_the_mig_tree() -> None:
         assert mig_node(tree, ("gi", 0, 3)) is not None
         await pilot.press("m")
         assert not tree.display
+
+
+async def test_the_mig_tree_asked_for_under_the_history_is_drawn_when_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The command palette reaches the main screen's actions over the history: the tree is
+    built when the main screen is back, not drawn under the history (handed to it whole)."""
+    app = replay_app(varied_stream(load(CAPTURES / "a100-sxm4-80gb-mig-v12.xml"), 5))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.screen.query(GpuPanel).first().focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        history = app.screen
+        assert isinstance(history, HistoryScreen)
+        handed = regions_handed_to(history, monkeypatch)
+        main(app).action_toggle_mig()
+        await pilot.pause()
+        assert handed == [] and not main(app).query(MigTree)
+        await pilot.press("escape")
+        await pilot.pause()
+        tree = main(app).query_one(MigTree)
+        assert tree.display and mig_node(tree, ("gi", 0, 3)) is not None
 
 
 async def test_slash_opens_the_process_filter_even_from_a_gpu_panel() -> None:
@@ -276,15 +298,7 @@ async def test_under_the_history_the_main_screen_waits_then_shows_the_newest_tic
         assert isinstance(history, HistoryScreen)
         main = app.main_screen
         shown = main.tick
-        handed: list[object] = []
-        refresh = Screen.refresh
-
-        def noted(self: Screen[Any], *regions: Any, **kwargs: Any) -> Any:
-            if self is history and regions:
-                handed.extend(regions)
-            return refresh(self, *regions, **kwargs)
-
-        monkeypatch.setattr(Screen, "refresh", noted)
+        handed = regions_handed_to(history, monkeypatch)
         for _ in range(3):
             manual(app).advance()
             await pilot.pause()
@@ -294,10 +308,13 @@ async def test_under_the_history_the_main_screen_waits_then_shows_the_newest_tic
         with_note = dataclasses.replace(app.last_tick, notes=("--log: disk full",))
         main.show_tick(with_note)
         assert said == ["--log: disk full"]  # said at once, under the history
+        slower = dataclasses.replace(with_note, interval=2 * with_note.interval, notes=())
+        main.show_tick(slower)
+        assert said[1:] == [f"polling every {slower.interval:g}s"]
         await pilot.press("escape")
         await pilot.pause()
-        assert isinstance(app.screen, MainScreen) and main.tick is with_note
-        assert said == ["--log: disk full"]  # and not again as it is shown
+        assert isinstance(app.screen, MainScreen) and main.tick is slower
+        assert len(said) == 2  # neither said again as the tick is shown
 
 
 async def test_tab_then_the_arrows_reach_every_gpu_panel() -> None:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.screen import Screen
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
@@ -31,6 +29,7 @@ from support.fleet import (
     fleet_app,
     screen_text,
 )
+from support.handed import regions_handed_to
 
 
 def table(app: FleetApp) -> FleetTable:
@@ -127,15 +126,7 @@ async def test_the_fleet_under_a_node_waits_for_it_to_close_instead_of_repaintin
         screen = await open_node(pilot, "node-a")
         app.loop.advance()  # type: ignore[attr-defined]
         await pilot.pause()  # the node's own ticks: its screen laid out and drawn
-        handed: list[object] = []
-        refresh = Screen.refresh
-
-        def noted(self: Screen[Any], *regions: Any, **kwargs: Any) -> Any:
-            if self is screen and regions:
-                handed.extend(regions)
-            return refresh(self, *regions, **kwargs)
-
-        monkeypatch.setattr(Screen, "refresh", noted)
+        handed = regions_handed_to(screen, monkeypatch)
         app.loop.advance()  # type: ignore[attr-defined]
         await pilot.pause()
         assert app.fleet is later

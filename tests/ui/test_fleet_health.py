@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -17,8 +17,12 @@ from gputop.model.fleet_health import FiringAlert, FleetHealth, NodeHealth, Node
 from gputop.sinks.fleet_json import fleet_text
 from gputop.sources.prometheus.client import PrometheusError, Sample
 from gputop.sources.prometheus.health import read_health
+from gputop.ui.fleet_messages import NodeTickArrived
+from gputop.ui.screens.history import HistoryScreen
 from gputop.ui.screens.node import NodeScreen
+from gputop.ui.widgets.gpu_panel import GpuPanel
 from support.fleet import MemoryFleet, demo_fleet, demo_histories, fleet_app, screen_text
+from support.handed import regions_handed_to
 
 ACTIVE = datetime(2026, 11, 28, 9, 14, 2, tzinfo=timezone.utc)
 
@@ -95,6 +99,55 @@ async def test_a_refresh_that_leaves_the_health_as_it_was_lays_nothing_out_again
         assert "NodeScreen" in layouts  # the health gone: the line goes
         assert not screen.has_class("-health")
         assert str(screen.query_one("#node-health", Static).render()) == ""
+
+
+async def test_under_its_history_a_node_screen_shows_new_health_once_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The node screen under its GPU's history draws nothing (Textual would hand the
+    history the regions it repaints); what changed meanwhile is drawn as it comes back."""
+    healthy = demo_fleet()
+    app = fleet_app(MemoryFleet([healthy, healthy, _sick_fleet()], dict(demo_histories())))
+    async with app.run_test(size=(170, 40)) as pilot:
+        await pilot.pause()
+        hosts = [row.host for row in app.fleet_screen.query_one("FleetTable").rows]  # type: ignore[attr-defined]
+        app.fleet_screen.query_one("#fleet-data", DataTable).move_cursor(row=hosts.index("node-a"))
+        await pilot.press("enter")
+        await pilot.pause()
+        node = app.screen
+        assert isinstance(node, NodeScreen) and not node.has_class("-health")
+        app.loop.advance()  # type: ignore[attr-defined]
+        await pilot.pause()
+        node.query(GpuPanel).first().focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        history = app.screen
+        assert isinstance(history, HistoryScreen)
+        handed = regions_handed_to(history, monkeypatch)
+        app.loop.advance()  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert handed == []
+        assert not node.has_class("-health")
+        # A node tick that repeats the newest snapshot (no new sample) is followed once: the
+        # history compares it with the newest tick handed to the node screen, not with the
+        # one drawn before the node screen was covered.
+        newest = node.newest
+        assert newest is not None and newest.snapshot.timestamp is not None
+        appended: list[object] = []
+        monkeypatch.setattr(history, "append", lambda snapshot, now=None: appended.append(now))
+        later = dataclasses.replace(
+            newest.snapshot, timestamp=newest.snapshot.timestamp + timedelta(seconds=5)
+        )
+        fresh = dataclasses.replace(newest, seq=newest.seq + 1, snapshot=later)
+        app.post_message(NodeTickArrived("node-a", fresh))
+        await pilot.pause()  # one at a time: a newer tick replaces one still queued
+        app.post_message(NodeTickArrived("node-a", dataclasses.replace(fresh, seq=fresh.seq + 1)))
+        await pilot.pause()
+        assert len(appended) == 1
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is node and node.has_class("-health")
+        assert "XID 79" in str(node.query_one("#node-health", Static).render())
 
 
 class _Answers:

@@ -12,6 +12,8 @@ import ast
 import gc
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import grimp
@@ -153,12 +155,26 @@ def _syntax_trees_alive() -> int:
     return sum(isinstance(o, ast.Module) for o in gc.get_objects())
 
 
-def test_the_private_api_walk_finds_each_kind_of_reach(tmp_path: Path) -> None:
-    """A package with one reach of each kind, and the same names where they are gputop's own."""
-    package = tmp_path / "walked"
+@contextmanager
+def importable_package(tmp_path: Path, name: str, files: dict[str, str]) -> Iterator[Path]:
+    """A package ``name`` of ``files`` that the walk can import, forgotten afterwards."""
+    package = tmp_path / name
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "reaching.py").write_text(
+    for file, text in files.items():
+        (package / file).write_text(text)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield package
+    finally:
+        sys.path.remove(str(tmp_path))
+        for module in [m for m in sys.modules if m.split(".")[0] == name]:
+            del sys.modules[module]
+
+
+def test_the_private_api_walk_finds_each_kind_of_reach(tmp_path: Path) -> None:
+    """A package with one reach of each kind, and the same names where they are gputop's own."""
+    reaching = (
         "from textual._compositor import Compositor\n"
         "from textual.widgets import DataTable\n"
         "from textual.app import App\n"
@@ -171,7 +187,7 @@ def test_the_private_api_walk_finds_each_kind_of_reach(tmp_path: Path) -> None:
         "    app._unnotify(None)\n"
         "    getattr(app, '_unnotify')(None)\n"
     )
-    (package / "own.py").write_text(
+    own = (
         "from textual.widget import Widget\n"
         "class Panel(Widget):\n"
         "    def _mine(self) -> int:\n"
@@ -181,17 +197,13 @@ def test_the_private_api_walk_finds_each_kind_of_reach(tmp_path: Path) -> None:
         "    def __init__(self) -> None:\n"
         "        self._update_count = 0\n"
     )
-    sys.path.insert(0, str(tmp_path))
-    trees_before = _syntax_trees_alive()
-    try:
+    files = {"reaching.py": reaching, "own.py": own}
+    with importable_package(tmp_path, "walked", files) as package:
+        trees_before = _syntax_trees_alive()
         found = [str(r) for r in sorted(reaches(package, frozenset(), frozenset()))]
         # The walk's trees go with it: kept, the real walk's 840,000 objects rode in the
         # pytest worker to its end, and each full collection walked them again.
         assert _syntax_trees_alive() <= trees_before
-    finally:
-        sys.path.remove(str(tmp_path))
-        for name in [m for m in sys.modules if m.split(".")[0] == "walked"]:
-            del sys.modules[name]
     assert found == [
         "reaching.py:1: from textual._compositor import ...",
         "reaching.py:5: Table._render_cell overrides theirs",
@@ -206,30 +218,23 @@ def test_the_walk_finds_rich_styles_handed_out_by_textual_and_plotext_figures(
     tmp_path: Path,
 ) -> None:
     """A file that imports only Textual still reaches Rich through a strip's styles."""
-    package = tmp_path / "handed"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "styles.py").write_text(
+    styles = (
         "from textual.strip import Strip\n"
         "def linked(strip: Strip) -> bool:\n"
         "    return any(s.style is not None and s.style._link for s in strip)\n"
     )
-    (package / "figures.py").write_text(
+    figures = (
         "from plotext._figure import _figure_class\n"
         "def figure() -> object:\n"
         "    made = _figure_class()\n"
         "    made._limit_size(False, False)\n"
         "    return made\n"
     )
-    sys.path.insert(0, str(tmp_path))
-    try:
+    files = {"styles.py": styles, "figures.py": figures}
+    with importable_package(tmp_path, "handed", files) as package:
         rich = [str(r) for r in sorted(reaches(package, frozenset(), frozenset(), ("rich",)))]
         plotext = reaches(package, frozenset(), frozenset(), ("plotext",))
         found = [str(r) for r in sorted(plotext)]
-    finally:
-        sys.path.remove(str(tmp_path))
-        for name in [m for m in sys.modules if m.split(".")[0] == "handed"]:
-            del sys.modules[name]
     assert rich == ["styles.py:3: s.style._link"]
     assert found == [
         "figures.py:1: from plotext._figure import ...",

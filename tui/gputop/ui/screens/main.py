@@ -79,6 +79,10 @@ class MainScreen(MainKeys, StyledOnceScreen):
         """The newest tick, arrived while a full screen covers this one (``covered``)."""
         self._noted: Tick | None = None
         """The tick whose notes were said last."""
+        self._interval: float | None = None
+        """The polling interval of the newest tick seen (a change is toasted once)."""
+        self._toggle_mig_when_back = False
+        """The MIG tree was toggled while a full screen covered this one."""
         self._first_tick = first_tick
         self.arrangement = Arrangement()
         """The layout chosen for the screen's size and the tick shown."""
@@ -178,6 +182,7 @@ class MainScreen(MainKeys, StyledOnceScreen):
         if self.is_mounted and covered(self):
             self._waiting = tick
             self._say_notes(tick)
+            self._say_interval(tick)
         elif self.is_mounted:
             self._show(tick, previous=self.tick)
         else:
@@ -232,8 +237,7 @@ class MainScreen(MainKeys, StyledOnceScreen):
                 title="Recording",
                 severity="warning",
             )
-        if previous is not None and tick.live and tick.interval != previous.interval:
-            toast(self.app, "interval", f"polling every {tick.interval:g}s", timeout=2)
+        self._say_interval(tick)
         state = self._bindings_for(tick)
         if state != self._binding_state:
             self._binding_state = state
@@ -245,8 +249,17 @@ class MainScreen(MainKeys, StyledOnceScreen):
         for note in tick.notes:
             toast(self.app, "note", note, severity="warning")
 
+    def _say_interval(self, tick: Tick) -> None:
+        """Toast a new polling interval, once, when the tick that answers arrives."""
+        known, self._interval = self._interval, tick.interval
+        if known is not None and tick.live and tick.interval != known:
+            toast(self.app, "interval", f"polling every {tick.interval:g}s", timeout=2)
+
     def on_screen_resume(self) -> None:
         """Back from a dialog or a full screen: show the newest tick (it kept arriving)."""
+        if self._toggle_mig_when_back:
+            self._toggle_mig_when_back = False
+            self.action_toggle_mig()
         newest = self.newest
         if newest is not None:
             self.show_tick(newest)
@@ -326,6 +339,9 @@ class MainScreen(MainKeys, StyledOnceScreen):
 
     def action_toggle_mig(self) -> None:
         """Show or hide the MIG tree beside the processes."""
+        if covered(self):  # the command palette over the history: done when back
+            self._toggle_mig_when_back = not self._toggle_mig_when_back
+            return
         self.toggle_class("-mig")
         if self.has_class("-mig") and self.tick is not None:
             self._mig_tree().show(self.tick.snapshot)

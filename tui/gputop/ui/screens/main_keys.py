@@ -86,9 +86,16 @@ class MainKeys(Screen[None]):
     tick: Tick | None
 
     @property
+    def newest(self) -> Tick | None:
+        """The newest tick (``MainScreen``: the one shown, or one waiting while covered);
+        keys and the command palette act on it."""
+        return self.tick
+
+    @property
     def replaying(self) -> bool:
-        """The tick shown comes from a recording."""
-        return self.tick is not None and self.tick.replay is not None
+        """The newest tick comes from a recording."""
+        tick = self.newest
+        return tick is not None and tick.replay is not None
 
     @staticmethod
     def _paused(tick: Tick | None) -> bool:
@@ -149,7 +156,8 @@ class MainKeys(Screen[None]):
         if action == "area":
             return parameters[:1] == (self._area_after(1),)
         if action == "acknowledge":
-            return self.tick is not None and bool(self.tick.alarms)
+            tick = self.newest
+            return tick is not None and bool(tick.alarms)
         if self.settings.served and (action == "signal_refused" or action in LIVE_ACTIONS):
             # A browser viewer has no signal keys at all, and the interval is the server's.
             return False
@@ -158,7 +166,7 @@ class MainKeys(Screen[None]):
         replaying = self.replaying
         if action in REPLAY_ACTIONS:
             # A single-document capture is a still: there is nowhere to move.
-            tick = self.tick
+            tick = self.newest
             return replaying and not (
                 tick is not None and tick.replay is not None and tick.replay.still
             )
@@ -168,7 +176,7 @@ class MainKeys(Screen[None]):
             read_only = replaying or self.settings.readonly
             return read_only or self._area_of_focus() != "processes"
         if action in ("toggle_pause", "resume"):
-            tick = self.tick
+            tick = self.newest
             if tick is not None and tick.replay is not None and tick.replay.still:
                 return False
             paused = self._paused(tick)
@@ -245,7 +253,7 @@ class MainKeys(Screen[None]):
 
     def action_goto(self) -> None:
         """Replay: ask for an index or a time and go there."""
-        tick = self.tick
+        tick = self.newest
         if tick is None or tick.replay is None:
             return
         # Deferred: commands, and the dialog (19 ms), at the key press that opens it.

@@ -22,6 +22,7 @@ from gputop.model.fleet import FleetSnapshot
 from gputop.model.fleet_health import NodeHealth
 from gputop.model.safe_text import terminal_safe
 from gputop.pipeline.tick import Tick
+from gputop.ui.screens.covered import covered
 from gputop.ui.screens.main import MainScreen
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
@@ -92,8 +93,8 @@ class NodeScreen(MainScreen):
         """The node's XIDs and firing alerts (from the fleet's server), a line each."""
         self.fleet = fleet
         found = self.query("#node-health")
-        if not found:
-            return  # not mounted yet: on_mount shows it
+        if not found or covered(self):
+            return  # not mounted yet, or under the history: on_mount or resume shows it
         lines = node_health_lines(fleet, self.host)
         if lines == self._health_shown:
             return  # an update lays the whole screen out again: every refresh, for nothing
@@ -102,10 +103,15 @@ class NodeScreen(MainScreen):
         found.first(Static).update(Text("\n".join(lines), no_wrap=True, overflow="ellipsis"))
 
     def show_tick(self, tick: Tick) -> None:
-        """The main screen's drawing, plus the pods."""
+        """The main screen's drawing, plus the pods (under the history: when back)."""
         super().show_tick(tick)
-        if self.is_mounted:
+        if self.is_mounted and not covered(self):
             self._show_pods(tick)
+
+    def on_screen_resume(self) -> None:
+        """Back from the history: the health that changed meanwhile (the main screen's
+        handler, called too, shows the newest tick and its pods)."""
+        self.show_health(self.fleet)
 
     def _show_pods(self, tick: Tick) -> None:
         snapshot = tick.snapshot
