@@ -17,13 +17,18 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
 from gputop.cli.fleet_tui import fleet_driver
 from gputop.model import GpuSample, Snapshot
 from gputop.model.fleet import FleetSnapshot, GpuState, GpuWindow, NodeView
 from gputop.model.owner import Owner
 from gputop.pipeline.fleet_loop import ManualFleetLoop
 from gputop.ui.fleet_app import FleetApp
+from gputop.ui.screens.node import NodeScreen
 from gputop.ui.settings import UiSettings
+from gputop.ui.widgets.fleet_table import FleetTable
 from support.apps import FIXED_SETTINGS, eight_gpus, load, varied_stream
 
 CAPTURES = Path(__file__).resolve().parents[2] / "snapshots"
@@ -175,3 +180,16 @@ def fleet_app(
 def screen_text(app: FleetApp) -> str:
     """What the terminal shows, as plain text (the compositor's lines)."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def open_node(pilot: Pilot[int], host: str) -> NodeScreen:
+    """Enter on ``host``'s row of the fleet: its screen, open."""
+    app = pilot.app
+    assert isinstance(app, FleetApp)
+    hosts = [row.host for row in app.fleet_screen.query_one(FleetTable).rows]
+    app.fleet_screen.query_one("#fleet-data", DataTable).move_cursor(row=hosts.index(host))
+    await pilot.press("enter")
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, NodeScreen) and screen.host == host
+    return screen

@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from gputop.model import Snapshot
@@ -35,6 +36,16 @@ def four_gpus() -> Snapshot:
 
 def stream(count: int = 40) -> list[Snapshot]:
     return varied_stream(four_gpus(), count)
+
+
+async def open_history(pilot: Pilot[int]) -> HistoryScreen:
+    """Enter on the first GPU panel: its history, open."""
+    pilot.app.screen.query(GpuPanel).first().focus()
+    await pilot.press("enter")
+    await pilot.pause()
+    history = pilot.app.screen
+    assert isinstance(history, HistoryScreen)
+    return history
 
 
 def manual(app: GputopApp) -> ManualLoop:
@@ -104,11 +115,7 @@ async def test_the_mig_tree_asked_for_under_the_history_is_drawn_when_back(
     app = replay_app(varied_stream(load(CAPTURES / "a100-sxm4-80gb-mig-v12.xml"), 5))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        app.screen.query(GpuPanel).first().focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        history = app.screen
-        assert isinstance(history, HistoryScreen)
+        history = await open_history(pilot)
         handed = regions_handed_to(history, monkeypatch)
         main(app).action_toggle_mig()
         await pilot.pause()
@@ -291,11 +298,7 @@ async def test_under_the_history_the_main_screen_waits_then_shows_the_newest_tic
     )
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        app.screen.query(GpuPanel).first().focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        history = app.screen
-        assert isinstance(history, HistoryScreen)
+        history = await open_history(pilot)
         main = app.main_screen
         shown = main.tick
         handed = regions_handed_to(history, monkeypatch)

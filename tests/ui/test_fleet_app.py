@@ -7,7 +7,6 @@ import dataclasses
 from collections.abc import Sequence
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
@@ -27,6 +26,7 @@ from support.fleet import (
     demo_histories,
     demo_source,
     fleet_app,
+    open_node,
     screen_text,
 )
 from support.handed import regions_handed_to
@@ -38,18 +38,6 @@ def table(app: FleetApp) -> FleetTable:
 
 def hosts(app: FleetApp) -> list[str]:
     return [row.host for row in table(app).rows]
-
-
-async def open_node(pilot: Pilot[int], host: str) -> NodeScreen:
-    app = pilot.app
-    assert isinstance(app, FleetApp)
-    data = app.fleet_screen.query_one("#fleet-data", DataTable)
-    data.move_cursor(row=hosts(app).index(host))
-    await pilot.press("enter")
-    await pilot.pause()
-    screen = app.screen
-    assert isinstance(screen, NodeScreen) and screen.host == host
-    return screen
 
 
 async def test_every_node_is_a_row_most_idle_first_and_the_top_line_answers() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from gputop.model.fleet import FleetSnapshot, NodeView
 from gputop.model.fleet_health import FiringAlert, FleetHealth, NodeHealth, NodeXid
@@ -19,9 +19,15 @@ from gputop.sources.prometheus.client import PrometheusError, Sample
 from gputop.sources.prometheus.health import read_health
 from gputop.ui.fleet_messages import NodeTickArrived
 from gputop.ui.screens.history import HistoryScreen
-from gputop.ui.screens.node import NodeScreen
 from gputop.ui.widgets.gpu_panel import GpuPanel
-from support.fleet import MemoryFleet, demo_fleet, demo_histories, fleet_app, screen_text
+from support.fleet import (
+    MemoryFleet,
+    demo_fleet,
+    demo_histories,
+    fleet_app,
+    open_node,
+    screen_text,
+)
 from support.handed import regions_handed_to
 
 ACTIVE = datetime(2026, 11, 28, 9, 14, 2, tzinfo=timezone.utc)
@@ -49,13 +55,7 @@ async def test_the_top_line_counts_sick_nodes_and_the_node_screen_lists_its_even
         await pilot.pause()
         text = screen_text(app)
         assert "2 nodes with critical XIDs" in text
-        hosts = [row.host for row in app.fleet_screen.query_one("FleetTable").rows]  # type: ignore[attr-defined]
-        data = app.fleet_screen.query_one("#fleet-data", DataTable)
-        data.move_cursor(row=hosts.index("node-a"))
-        await pilot.press("enter")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, NodeScreen) and screen.host == "node-a"
+        screen = await open_node(pilot, "node-a")
         shown = str(screen.query_one("#node-health", Static).render())
         assert "GPU 1: XID 79 GPU has fallen off the bus (x2)" in shown
         assert "alert GpuXidBus (critical): Critical XID 79 since 09:14:02" in shown
@@ -81,12 +81,8 @@ async def test_a_refresh_that_leaves_the_health_as_it_was_lays_nothing_out_again
     monkeypatch.setattr(Screen, "_refresh_layout", counted)
     async with app.run_test(size=(170, 40)) as pilot:
         await pilot.pause()
-        hosts = [row.host for row in app.fleet_screen.query_one("FleetTable").rows]  # type: ignore[attr-defined]
-        app.fleet_screen.query_one("#fleet-data", DataTable).move_cursor(row=hosts.index("node-a"))
-        await pilot.press("enter")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, NodeScreen) and screen.has_class("-health")
+        screen = await open_node(pilot, "node-a")
+        assert screen.has_class("-health")
         app.loop.advance()  # type: ignore[attr-defined]
         await pilot.pause()  # the node's own ticks have arrived: its screen is laid out
         layouts.clear()
@@ -110,12 +106,8 @@ async def test_under_its_history_a_node_screen_shows_new_health_once_back(
     app = fleet_app(MemoryFleet([healthy, healthy, _sick_fleet()], dict(demo_histories())))
     async with app.run_test(size=(170, 40)) as pilot:
         await pilot.pause()
-        hosts = [row.host for row in app.fleet_screen.query_one("FleetTable").rows]  # type: ignore[attr-defined]
-        app.fleet_screen.query_one("#fleet-data", DataTable).move_cursor(row=hosts.index("node-a"))
-        await pilot.press("enter")
-        await pilot.pause()
-        node = app.screen
-        assert isinstance(node, NodeScreen) and not node.has_class("-health")
+        node = await open_node(pilot, "node-a")
+        assert not node.has_class("-health")
         app.loop.advance()  # type: ignore[attr-defined]
         await pilot.pause()
         node.query(GpuPanel).first().focus()
