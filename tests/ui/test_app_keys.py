@@ -280,6 +280,16 @@ async def test_enter_on_a_gpu_panel_opens_its_history_which_follows_new_ticks() 
         manual(app).advance()
         await pilot.pause()
         assert len(screen._recent) == before + 1
+        # Under the key help too: what arrives meanwhile is in its diagnosis after.
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        manual(app).advance()
+        await pilot.pause()
+        assert len(screen._recent) == before + 2
+        await pilot.press("escape")
+        await pilot.pause()
+        assert pilot.app.screen is screen
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)

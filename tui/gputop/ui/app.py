@@ -21,6 +21,7 @@ from gputop.ui.compat import apply_patches, driver_class
 from gputop.ui.focus import focus_if_nothing_is
 from gputop.ui.messages import SourceFailed, TickArrived
 from gputop.ui.safe_view import SafeView
+from gputop.ui.screens.covered import follower
 from gputop.ui.screens.main import MAIN_SCREEN_CSS, MainScreen
 from gputop.ui.settings import UiSettings
 from gputop.ui.toasts import toast
@@ -155,9 +156,8 @@ class GputopApp(App[int]):
         self.main_screen.show_tick(tick)
         if previous is not None and previous.snapshot is tick.snapshot:
             return
-        screen = self.screen
-        append = getattr(screen, "append", None)
-        if screen is not self.main_screen and callable(append):
+        append = follower(self.main_screen)
+        if append is not None:
             # The history screen follows new snapshots while it is open.
             append(tick.snapshot, self.now() if tick.live else None)
 

@@ -27,6 +27,7 @@ from gputop.ui.compat import apply_patches, driver_class
 from gputop.ui.fleet_messages import FleetArrived, FleetFailed, NodeTickArrived
 from gputop.ui.focus import focus_if_nothing_is
 from gputop.ui.safe_view import SafeView
+from gputop.ui.screens.covered import follower
 from gputop.ui.screens.fleet import FLEET_SCREEN_CSS, FleetScreen
 from gputop.ui.screens.main import MAIN_SCREEN_CSS
 from gputop.ui.screens.node import NodeScreen
@@ -150,8 +151,8 @@ class FleetApp(App[int]):
         self.node_ticks += 1
         if previous is not None and previous.snapshot is tick.snapshot:
             return
-        append = getattr(self.screen, "append", None)
-        if self.screen is not screen and callable(append):
+        append = follower(screen)
+        if append is not None:
             # The history screen follows new snapshots while it is open.
             append(tick.snapshot, self.now() if tick.live else None)
 

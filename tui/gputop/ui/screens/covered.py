@@ -1,4 +1,5 @@
-"""Whether a screen is covered by a full screen, so that drawing on it now is wasted.
+"""What is above a screen in its app's stack: a full screen covering it, so that drawing on
+it now is wasted, and the history screen that follows its snapshots.
 
 Textual hands what a screen under others repaints to the screen on top, as regions for that
 screen to repaint itself (so that a dialog's see-through background stays current). Under
@@ -11,6 +12,7 @@ covered this way keeps what arrives and draws it when it is back on top; under a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from textual.screen import ModalScreen, Screen
@@ -23,3 +25,16 @@ def covered(screen: Screen[Any]) -> bool:
         return False
     above = stack[stack.index(screen) + 1 :]
     return any(not isinstance(other, ModalScreen) for other in above)
+
+
+def follower(screen: Screen[Any]) -> Callable[..., None] | None:
+    """The ``append`` of the screen above ``screen`` that follows its snapshots (a GPU's
+    history), under a dialog too (help or the command palette over it)."""
+    stack = screen.app.screen_stack
+    if screen not in stack:
+        return None
+    for other in stack[stack.index(screen) + 1 :]:
+        append = getattr(other, "append", None)
+        if callable(append):
+            return append  # type: ignore[no-any-return]
+    return None
