@@ -25,7 +25,8 @@ PLOTEXT = "5.3"
 
 OWN_FIGURE = Patch(
     "own_figure",
-    fixes="each chart (report --charts, ledger --chart) is drawn on a figure of its own, "
+    fixes="each chart of report --charts (a recording's GPUs, the ledger's days) is drawn "
+    "on a figure of its own, "
     "made from plotext's private figure class; plotext's public functions share one figure, "
     "whose layout outlives clear_figure()",
     gain="not a speed patch: without it no chart is drawn (not switched by "

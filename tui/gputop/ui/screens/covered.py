@@ -18,22 +18,21 @@ from typing import Any
 from textual.screen import ModalScreen, Screen
 
 
+def _above(screen: Screen[Any]) -> list[Screen[Any]]:
+    """The screens above ``screen`` in its app's stack (none when it is not in it)."""
+    stack = screen.app.screen_stack
+    return stack[stack.index(screen) + 1 :] if screen in stack else []
+
+
 def covered(screen: Screen[Any]) -> bool:
     """A full screen (not a dialog) is above ``screen`` in its app's stack."""
-    stack = screen.app.screen_stack
-    if screen not in stack:
-        return False
-    above = stack[stack.index(screen) + 1 :]
-    return any(not isinstance(other, ModalScreen) for other in above)
+    return any(not isinstance(other, ModalScreen) for other in _above(screen))
 
 
 def follower(screen: Screen[Any]) -> Callable[..., None] | None:
     """The ``append`` of the screen above ``screen`` that follows its snapshots (a GPU's
     history), under a dialog too (help or the command palette over it)."""
-    stack = screen.app.screen_stack
-    if screen not in stack:
-        return None
-    for other in stack[stack.index(screen) + 1 :]:
+    for other in _above(screen):
         append = getattr(other, "append", None)
         if callable(append):
             return append  # type: ignore[no-any-return]
