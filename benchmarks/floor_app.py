@@ -5,22 +5,30 @@ draw: one ``Static`` line per GPU (name, utilization, memory, power, temperature
 every tick. What gputop costs above it is its screen; what it costs below nvitop is what no
 Textual app on this sampling can go under.
 
-``install()`` swaps the app class ``gputop.cli.tui`` starts; everything before it (options,
-the driver, the source, the first tick) is gputop's own start.
+``install()`` puts a module of its own where ``gputop.ui.app`` is imported from, so that the
+TUI command starts the floor app and gputop's screens and widgets are never loaded;
+everything before the app (options, the driver, the source, the first tick) is gputop's own
+start.
 """
 
 from __future__ import annotations
 
+import sys
+import types
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 
 def install() -> None:
     """Make the TUI command start the floor app instead of gputop's screen."""
-    # Imported here, as gputop's own app is: the benchmark's parent never loads Textual.
+    # Imported here, as gputop's own app is: the benchmark's parent never loads Textual. And
+    # as gputop imports it: asyncio without TLS (cli/no_tls.py), which Textual would load.
+    from gputop.cli.no_tls import import_asyncio_without_tls
+
+    import_asyncio_without_tls()
     from textual.app import App, ComposeResult
     from textual.widgets import Static
 
-    import gputop.ui.app as app_module
     from gputop.model import GpuSample
     from gputop.pipeline.loop import TickLoop
     from gputop.pipeline.tick import Tick
@@ -47,18 +55,22 @@ def install() -> None:
             settings: object = None,
             *,
             first_tick: Tick | None = None,
+            after_first_frame: Callable[[], None] | None = None,
             **_ignored: Any,
         ) -> None:
             super().__init__()
             self.loop = loop
             self.first_tick = first_tick
+            self.after_first_frame = after_first_frame
             self.fatal = None
 
         def get_driver_class(self) -> Any:
-            # gputop's driver: its input thread sleeps until a key comes (ui/compat.py),
-            # where Textual's wakes ten times a second.
-            from gputop.ui.compat import driver_class
+            # gputop's driver (its input thread sleeps until a key comes, where Textual's
+            # wakes ten times a second) and gputop's repaints (only the lines that changed,
+            # leaving no line for the collector), as gputop's app picks them (ui/compat.py).
+            from gputop.ui.compat import apply_patches, driver_class
 
+            apply_patches()
             return driver_class(super().get_driver_class())
 
         def compose(self) -> ComposeResult:
@@ -68,16 +80,23 @@ def install() -> None:
 
         def on_mount(self) -> None:
             self.loop.start(self._deliver)
+            # The collector, held while gputop starts, is let go after the first frame, as
+            # gputop's app does (cli/startup.py): without it nothing was ever collected.
+            if self.after_first_frame is not None:
+                self.call_after_refresh(self.after_first_frame)
 
         def _deliver(self, tick: Tick) -> None:
             self.post_message(TickArrived(tick))
 
         def on_tick_arrived(self, message: TickArrived) -> None:
             for static, gpu in zip(self.query(Static), message.tick.snapshot.gpus, strict=False):
-                static.update(line(gpu))
+                # A line a GPU, whatever it says: nothing to lay out again.
+                static.update(line(gpu), layout=False)
 
         async def action_quit(self) -> None:
             self.loop.stop(0.5)
             self.exit(0)
 
-    app_module.GputopApp = FloorApp  # type: ignore[misc, assignment]
+    app_module = types.ModuleType("gputop.ui.app", "floor_app's app in place of gputop's")
+    app_module.GputopApp = FloorApp  # type: ignore[attr-defined]
+    sys.modules["gputop.ui.app"] = app_module
