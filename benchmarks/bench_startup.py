@@ -161,12 +161,29 @@ HARNESS_BOX = {"GPUTOP_BENCH_BOX": "4x4090", "GPUTOP_BENCH_PROCESSES": "3"}
 INTERVAL = ["--interval", "60"]
 
 
+def _start_as_gputop(console_script: bool) -> None:
+    """What gputop's start does before it imports Textual, done before the stop hooks import
+    it: collection held (``cli/startup.py``; the console script holds it once
+    ``gputop.cli.main`` is imported, ``bench_tui``'s harness before) and asyncio imported
+    without TLS (``cli/no_tls.py``). Without it every gputop row counted OpenSSL's load and
+    Textual's import with the collector on, which gputop's own start does not."""
+    if console_script:
+        import gputop.cli.main  # noqa: F401 -- imported with the collector on, as `gputop` does
+    from gputop.cli.no_tls import import_asyncio_without_tls
+    from gputop.cli.startup import hold_collection
+
+    hold_collection()
+    import_asyncio_without_tls()
+
+
 def child(kind: str, stop: str) -> int:
     """The counted process: start ``kind`` and end at ``stop`` ("setup", "run" or "frame")."""
     if kind.startswith("harnessed-"):
         import bench_tui
 
         os.environ.update(HARNESS_BOX, GPUTOP_BENCH_TOOL=kind.removeprefix("harnessed-"))
+        if kind != "harnessed-bare":
+            _start_as_gputop(console_script=False)
         if stop == "run":
             _stop_before_run()
         elif stop != "frame":
@@ -178,6 +195,8 @@ def child(kind: str, stop: str) -> int:
         _fake_box()
     if stop == "setup":
         os._exit(0)
+    if kind != "bare":
+        _start_as_gputop(console_script=True)
     if stop == "run":
         _stop_before_run()
     else:

@@ -81,17 +81,17 @@ def child(argv: Sequence[str]) -> int:
     from fakes.nvml_install import install
 
     tool = os.environ.get("GPUTOP_BENCH_TOOL", "gputop")
+    if tool in ("gputop", "floor"):
+        from gputop.cli.startup import hold_collection
+
+        # As the `gputop` console script does (cli.run); before the floor imports Textual.
+        hold_collection()
     if tool == "floor":
         # gputop's live path under the least a Textual app draws (floor_app).
         import floor_app
 
         floor_app.install()
         tool = "gputop"
-    if tool == "gputop":
-        from gputop.cli.startup import hold_collection
-
-        # As the `gputop` console script does (cli.run).
-        hold_collection()
     name_os_threads()
     fake = bench_fake()
     count_fake_cpu(fake)

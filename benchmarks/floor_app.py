@@ -8,7 +8,10 @@ Textual app on this sampling can go under.
 ``install()`` puts a module of its own where ``gputop.ui.app`` is imported from, so that the
 TUI command starts the floor app and gputop's screens and widgets are never loaded;
 everything before the app (options, the driver, the source, the first tick) is gputop's own
-start.
+start, except that Textual is imported by ``install()`` rather than beside the driver's start
+(``cli/live.py``): the same instructions and memory, not the same wall-clock first frame.
+The floor shows no process and no MIG activity, and says so to the sampler (``Tick.in_view``),
+as gputop's screen says what it shows.
 """
 
 from __future__ import annotations
@@ -76,9 +79,17 @@ def install() -> None:
         def compose(self) -> ComposeResult:
             gpus = self.first_tick.snapshot.gpus if self.first_tick is not None else ()
             for gpu in gpus:
-                yield Static(line(gpu))
+                yield Static(line(gpu), markup=False)
+
+        def _say_in_view(self, tick: Tick | None) -> None:
+            # No process and no MIG activity on screen: the sampler reads neither (as
+            # gputop's main screen tells it which processes it shows).
+            if tick is not None and tick.in_view is not None:
+                tick.in_view.show(())
+                tick.in_view.show_mig_activity(False)
 
         def on_mount(self) -> None:
+            self._say_in_view(self.first_tick)
             self.loop.start(self._deliver)
             # The collector, held while gputop starts, is let go after the first frame, as
             # gputop's app does (cli/startup.py): without it nothing was ever collected.
@@ -89,8 +100,9 @@ def install() -> None:
             self.post_message(TickArrived(tick))
 
         def on_tick_arrived(self, message: TickArrived) -> None:
+            self._say_in_view(message.tick)
             for static, gpu in zip(self.query(Static), message.tick.snapshot.gpus, strict=False):
-                # A line a GPU, whatever it says: nothing to lay out again.
+                # About 70 columns a GPU on a 120-column terminal: the size does not change.
                 static.update(line(gpu), layout=False)
 
         async def action_quit(self) -> None:
