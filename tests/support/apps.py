@@ -13,13 +13,17 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from textual.pilot import Pilot
+
 from gputop.cli.tui import tui_pipeline
 from gputop.model import GpuSample, MigDeviceSample, ProcessSample, Snapshot
 from gputop.pipeline.feed import Feed, LiveFeed, ReplayFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.sources.playback.replay import ReplayPlayer, Timeline
 from gputop.ui.app import GputopApp
+from gputop.ui.screens.history import HistoryScreen
 from gputop.ui.settings import UiSettings
+from gputop.ui.widgets.gpu_panel import GpuPanel
 
 FIXED_SETTINGS = UiSettings(theme="dark", show_host=False, show_clock=False, animate=False)
 """What every snapshot test shows: dark theme, no host, no clock, no animation."""
@@ -211,3 +215,13 @@ def with_processes(gpu: GpuSample, processes: Sequence[ProcessSample]) -> GpuSam
 def with_mig(gpu: GpuSample, devices: Sequence[MigDeviceSample]) -> GpuSample:
     """``gpu`` in MIG mode with ``devices``."""
     return dataclasses.replace(gpu, mig_mode=True, mig_devices=tuple(devices))
+
+
+async def open_history(pilot: Pilot[int]) -> HistoryScreen:
+    """Enter on the first GPU panel of the screen on top: its history, open."""
+    pilot.app.screen.query(GpuPanel).first().focus()
+    await pilot.press("enter")
+    await pilot.pause()
+    history = pilot.app.screen
+    assert isinstance(history, HistoryScreen)
+    return history

@@ -7,7 +7,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from gputop.model import Snapshot
@@ -22,7 +21,14 @@ from gputop.ui.screens.main import MainScreen
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.mig_tree import MigTree
 from gputop.ui.widgets.process_table import ProcessTable
-from support.apps import FIXED_SETTINGS, live_app, load, replay_app, varied_stream
+from support.apps import (
+    FIXED_SETTINGS,
+    live_app,
+    load,
+    open_history,
+    replay_app,
+    varied_stream,
+)
 from support.handed import regions_handed_to
 from support.shortcuts import mig_node
 
@@ -36,16 +42,6 @@ def four_gpus() -> Snapshot:
 
 def stream(count: int = 40) -> list[Snapshot]:
     return varied_stream(four_gpus(), count)
-
-
-async def open_history(pilot: Pilot[int]) -> HistoryScreen:
-    """Enter on the first GPU panel: its history, open."""
-    pilot.app.screen.query(GpuPanel).first().focus()
-    await pilot.press("enter")
-    await pilot.pause()
-    history = pilot.app.screen
-    assert isinstance(history, HistoryScreen)
-    return history
 
 
 def manual(app: GputopApp) -> ManualLoop:

@@ -18,8 +18,7 @@ from gputop.sinks.fleet_json import fleet_text
 from gputop.sources.prometheus.client import PrometheusError, Sample
 from gputop.sources.prometheus.health import read_health
 from gputop.ui.fleet_messages import NodeTickArrived
-from gputop.ui.screens.history import HistoryScreen
-from gputop.ui.widgets.gpu_panel import GpuPanel
+from support.apps import open_history
 from support.fleet import (
     MemoryFleet,
     demo_fleet,
@@ -110,11 +109,7 @@ async def test_under_its_history_a_node_screen_shows_new_health_once_back(
         assert not node.has_class("-health")
         app.loop.advance()  # type: ignore[attr-defined]
         await pilot.pause()
-        node.query(GpuPanel).first().focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        history = app.screen
-        assert isinstance(history, HistoryScreen)
+        history = await open_history(pilot)
         handed = regions_handed_to(history, monkeypatch)
         app.loop.advance()  # type: ignore[attr-defined]
         await pilot.pause()

@@ -17,8 +17,7 @@ from gputop.pipeline.feed import LiveFeed
 from gputop.pipeline.loop import ManualLoop
 from gputop.ui.app import GputopApp
 from gputop.ui.screens.history import HistoryScreen
-from gputop.ui.widgets.gpu_panel import GpuPanel
-from support.apps import FIXED_SETTINGS
+from support.apps import FIXED_SETTINGS, open_history
 from support.clock import ManualClock
 
 START = datetime(2024, 9, 18, 14, 0, 0)
@@ -70,11 +69,7 @@ async def test_each_window_covers_its_span_after_ten_minutes_then_an_hour_then_t
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert clock.monotonic() == 600.0
-        app.screen.query(GpuPanel).first().focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, HistoryScreen)
+        screen = await open_history(pilot)
         assert screen.key == "GPU-7f3a"
         assert windows(screen) == {
             "1": "1 min: 1m00s · 61 samples",
@@ -111,9 +106,5 @@ async def test_one_sample_is_said_in_the_singular() -> None:
     app = GputopApp(ManualLoop(tui_pipeline(LiveFeed(ClockedSource(clock)))), FIXED_SETTINGS)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        app.screen.query(GpuPanel).first().focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, HistoryScreen)
+        screen = await open_history(pilot)
         assert title(screen).endswith(": 0s · 1 sample")

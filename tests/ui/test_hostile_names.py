@@ -18,14 +18,12 @@ from textual.widgets import DataTable
 from gputop.model import Owner, Snapshot
 from gputop.model.fleet import FleetSnapshot
 from gputop.ui.fleet_app import FleetApp
-from gputop.ui.screens.history import HistoryScreen
 from gputop.ui.screens.node import NodeScreen
 from gputop.ui.widgets.fleet_table import FleetTable
-from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.mig_tree import MigTree
 from gputop.ui.widgets.pods_table import PodsTable
 from gputop.ui.widgets.process_details import ProcessDetails
-from support.apps import live_app, load, replay_app
+from support.apps import live_app, load, open_history, replay_app
 from support.fleet import MemoryFleet, demo_fleet, demo_histories, fleet_app
 from support.hostile_names import (
     BOLD,
@@ -87,10 +85,7 @@ async def test_details_history_and_toasts() -> None:
         assert_safe(app, LINK, NAMESPACE[len(BOLD) :])
         await pilot.press("escape")
         await pilot.pause()
-        next(iter(app.screen.query(GpuPanel))).focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, HistoryScreen)
+        await open_history(pilot)
         assert_safe(app, MARKUP_SHOWN[0])
         await pilot.press("escape")
         await pilot.pause()
