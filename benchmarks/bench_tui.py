@@ -77,15 +77,18 @@ def child(argv: Sequence[str]) -> int:
     ``GPUTOP_BENCH_TICKS`` ticks of moving values (then the last one repeats): enough for the
     run, and no more, since the fake's own snapshots count in the process's RSS.
     """
+    tool = os.environ.get("GPUTOP_BENCH_TOOL", "gputop")
+    if tool in ("gputop", "floor"):
+        from gputop.cli import startup
+
+        # As the `gputop` console script begins its start (cli/entry.py): collection held,
+        # dataclasses' code served from its cache; before gputop's model is imported (here
+        # by the fake, there by gputop's own modules) and before the floor imports Textual.
+        # (A checkout from before the code cache, --code, only holds collection.)
+        getattr(startup, "begin", startup.hold_collection)()
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
     from fakes.nvml_install import install
 
-    tool = os.environ.get("GPUTOP_BENCH_TOOL", "gputop")
-    if tool in ("gputop", "floor"):
-        from gputop.cli.startup import hold_collection
-
-        # As the `gputop` console script does (cli.run); before the floor imports Textual.
-        hold_collection()
     if tool == "floor":
         # gputop's live path under the least a Textual app draws (floor_app).
         import floor_app
@@ -98,13 +101,13 @@ def child(argv: Sequence[str]) -> int:
     install(fake)
     if tool != "gputop":
         return run_peer(tool)
+    from gputop.cli import startup
     from gputop.cli.main import main
-    from gputop.cli.startup import release_collection
 
     try:
         return main(list(argv))
     finally:
-        release_collection()
+        getattr(startup, "end", startup.release_collection)()
 
 
 def bench_fake() -> Any:

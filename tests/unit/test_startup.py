@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import weakref
 from collections.abc import Iterator
@@ -9,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from gputop.cli import entry, startup
 from gputop.cli import main as cli
-from gputop.cli import startup
 
 CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
 
@@ -99,9 +100,10 @@ def test_the_entry_point_gives_collection_back_when_the_run_fails(
 
     monkeypatch.setattr(cli, "main", failing_main)
     with pytest.raises(RuntimeError):
-        cli.run()
+        entry.run()
     assert seen == [False]
     assert gc.isenabled()
+    assert "exec" not in vars(dataclasses)  # the code cache's window closed too
 
 
 async def test_the_tui_collects_again_once_its_first_frame_is_drawn() -> None:

@@ -1,5 +1,5 @@
 """`python -m gputop`."""
 
-from gputop.cli.main import run
+from gputop.cli.entry import run
 
 run()

@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gputop import __version__
+from gputop.cli import startup
 from gputop.cli.demo import DEMO_CAPTURE
 from gputop.cli.options import Options
-from gputop.cli.startup import hold_collection, release_collection
 from gputop.cli.terminal import tui_or_batch
 from gputop.cli.validate import Parser, interval_seconds, pick_count, sample_count
 from gputop.errors import BadArguments, GputopError
@@ -210,11 +210,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args[:1] and args[0] in COMMANDS:
-            release_collection()
+            startup.end()
             return _entry(*COMMANDS[args[0]])(args[1:])
         options = tui_or_batch(parse_options(args))
         if options.headless:
-            release_collection()
+            startup.end()
         return _entry(*MODES[_mode(options)])(options)
     except GputopError as error:
         print(f"gputop: {terminal_safe(str(error))}", file=sys.stderr)
@@ -232,14 +232,3 @@ def _mode(options: Options) -> str:
     if options.replay is None:
         return "live"
     return "replay-headless" if options.headless else "replay"
-
-
-def run() -> None:
-    """Console-script entry point."""
-    # The TUI releases it after its first frame; a headless run as it begins.
-    hold_collection()
-    try:
-        code = main()
-    finally:
-        release_collection()
-    sys.exit(code)

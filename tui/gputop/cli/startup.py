@@ -1,4 +1,9 @@
-"""Garbage collection held off while gputop starts.
+"""What gputop does while it starts: garbage collection held off, dataclasses' code cached.
+
+``begin`` and ``end`` bracket the start (the console entry point begins it before gputop's
+modules are imported; the TUI ends it after its first frame, a headless run as it begins):
+collection is held (below), and the methods ``dataclasses`` writes for each class made in
+that window are compiled once and read back by later starts (``code_cache.py``).
 
 Start-up builds a few hundred thousand objects that live as long as the process (Textual,
 Rich, the model's classes, the first snapshot). With the collector on, the young
@@ -16,10 +21,26 @@ from __future__ import annotations
 
 import gc
 
+from gputop.cli import code_cache
+
 YOUNG_GENERATION = 20_000
 """Allocations between two collections of the youngest generation (Python's default: 700)."""
 
 _held = False
+
+
+def begin() -> None:
+    """The start begins: collection held, dataclasses' code served from the cache."""
+    hold_collection()
+    code_cache.begin()
+
+
+def end() -> None:
+    """The start is over: the code compiled anew kept for the next start, collection
+    released (and what start-up built frozen). Nothing if not begun."""
+    # The cache's memory first, given back before the collection and freeze that follow.
+    code_cache.end()
+    release_collection()
 
 
 def hold_collection() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from gputop.cli import startup
 from gputop.cli.no_tls import import_asyncio_without_tls
 from gputop.cli.options import Options
-from gputop.cli.startup import release_collection
 from gputop.errors import BadArguments
 from gputop.insight.diagnosis import diagnose
 from gputop.model.safe_text import terminal_safe
@@ -159,7 +159,7 @@ def run_tui(
     # terminal sees already has every GPU on it (and no second layout pass is needed).
     first = pipeline.start()
     loop = PollLoop(pipeline, started=True)
-    app = GputopApp(loop, settings, first_tick=first, after_first_frame=release_collection)
+    app = GputopApp(loop, settings, first_tick=first, after_first_frame=startup.end)
     try:
         app.run()
     finally:

@@ -1,0 +1,228 @@
+"""Dataclasses' generated methods compiled once, and read back by later starts.
+
+A dataclass is given its methods (``__init__``, ``__repr__``, ``__eq__``; a frozen one also
+``__hash__``, ``__setattr__`` and ``__delattr__``) as source text that ``dataclasses``
+compiles with ``exec`` when the class is made. Compiling is most of a class's making: about
+5 M instructions for a frozen, slotted class of ten fields, and gputop's live TUI makes about
+a hundred classes before its first frame (its own, Textual's, Rich's), every start the same
+ones (benchmarks/README.md, "Dataclasses' methods compiled once").
+
+So while gputop starts (``begin`` to ``end``, the window in which collection is held,
+``startup.py``), the ``exec`` that ``dataclasses`` calls is one that looks the source text up
+among the code a start before compiled and kept, and compiles what is not there. The code
+is the very code object ``exec`` would have compiled from that text (the same text, no
+inherited flags, the same optimisation level), so the classes are the same. At the end the
+code compiled anew is written for the next start.
+
+A text is found by its 16-byte BLAKE2 digest, and the code kept as marshalled bytes in one
+block read with the file: between the start's reading and its end, the cache holds one
+block the size of the file (about 0.5 MB, given back whole once the start ends) rather than
+the texts and code objects themselves, whose small pieces would be left scattered through
+Python's memory (0.6 MiB more RSS for the life of the process, benchmarks/README.md).
+
+The file lies beside gputop's own bytecode (``__pycache__``, or under ``sys.pycache_prefix``)
+and is trusted as Python trusts that bytecode: it is read only when owned by this user (or
+root) and writable by no one else, and written only where Python would write bytecode.
+Anything wrong with it (missing, unreadable, of another Python, damaged, a full disk) means
+compiling as ``dataclasses`` would have. ``GPUTOP_STOCK_TEXTUAL`` (``1``, or a list naming
+``dataclass_code``) turns it off with gputop's patches of Textual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.util
+import marshal
+import os
+import sys
+
+# hashlib's blake2b, without hashlib: importing hashlib loads OpenSSL (``cli/no_tls.py``).
+from _blake2 import blake2b
+from collections.abc import Mapping
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+NAME = "dataclass_code"
+"""What ``GPUTOP_STOCK_TEXTUAL`` calls this cache."""
+MAX_ENTRIES = 4096
+"""Texts the file keeps. Past this (old releases' classes pile up), a start writes only what it
+used itself."""
+
+_FORMAT = (importlib.util.MAGIC_NUMBER, sys.flags.optimize)
+"""What the code in a file was compiled by: the bytecode's magic number and ``-O``."""
+
+Index = dict[bytes, tuple[int, int]]
+"""A text's digest -> where its marshalled code lies in the block: (start, end)."""
+
+
+def digest(source: str) -> bytes:
+    """The key of a text."""
+    return blake2b(source.encode(), digest_size=16).digest()
+
+
+class _Window:
+    """One start's cache: the code read, what this start used and compiled."""
+
+    def __init__(self, path: Path | None, index: Index, block: bytes) -> None:
+        self.path = path
+        self.index = index
+        self.block = block
+        self.fresh: dict[bytes, bytes] = {}
+        """Code compiled this start, marshalled (a code object kept would be the scattered
+        memory the block avoids)."""
+        self.used: set[bytes] = set()
+        self.hits = 0
+
+    def exec(self, source: Any, names: Any = None, local_names: Any = None, /) -> None:
+        """``exec`` for ``dataclasses``: a text's code from the cache, or compiled into it."""
+        if not isinstance(source, str):
+            exec(source, names, local_names)
+            return
+        key = digest(source)
+        self.used.add(key)
+        code = self._kept(key)
+        if code is None:
+            # What exec(source) compiles: nothing inherited from this module (whose
+            # `from __future__ import annotations` would turn the methods' annotations to text).
+            code = compile(source, "<string>", "exec", dont_inherit=True)
+            self.fresh[key] = marshal.dumps(code)
+        else:
+            self.hits += 1
+        exec(code, names, local_names)
+
+    def _kept(self, key: bytes) -> CodeType | None:
+        """The code kept for a digest, if any (and if it is code): read, or compiled earlier
+        in this start (two classes can be given the same text)."""
+        if key in self.fresh:
+            return marshal.loads(self.fresh[key])  # type: ignore[no-any-return]
+        piece = self._piece(key)
+        try:
+            code = None if piece is None else marshal.loads(piece)
+        except (EOFError, ValueError, TypeError):
+            return None
+        return code if type(code) is CodeType else None
+
+    def _piece(self, key: bytes) -> memoryview | None:
+        """The marshalled code the block holds for a digest (None if none, or if the index
+        does not say where it is)."""
+        try:
+            start, end = self.index[key]
+            return memoryview(self.block)[start:end]
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def entries(self) -> dict[bytes, bytes]:
+        """Every text's marshalled code: read and compiled; past ``MAX_ENTRIES``, only what
+        this start used."""
+        kept = {key: bytes(piece) for key in self.index if (piece := self._piece(key))}
+        kept.update(self.fresh)
+        if len(kept) > MAX_ENTRIES:
+            kept = {key: kept[key] for key in self.used if key in kept}
+        return kept
+
+
+_window: _Window | None = None
+
+
+def enabled() -> bool:
+    """Whether the cache applies (``GPUTOP_STOCK_TEXTUAL`` leaves it on unless it names it or
+    turns every patch off)."""
+    # Deferred: gputop.patches makes a dataclass, which a cache begun first serves (begin).
+    from gputop.patches import stock_names
+
+    off = stock_names()
+    return off is not None and NAME not in off
+
+
+def cache_path() -> Path | None:
+    """Where the cache lies: the bytecode folder of gputop's package (None when Python has
+    none to give)."""
+    package = Path(__file__).resolve().parents[1]
+    try:
+        bytecode = importlib.util.cache_from_source(str(package / "__init__.py"))
+    except (NotImplementedError, ValueError):
+        return None
+    return Path(bytecode).with_name(f"dataclass-code.{sys.implementation.cache_tag}.marshal")
+
+
+def read(path: Path) -> tuple[Index, bytes]:
+    """The index and block kept at ``path``, or nothing if it cannot be trusted or read."""
+    nothing: tuple[Index, bytes] = ({}, b"")
+    owner = getattr(os, "geteuid", None)
+    if owner is None:  # no owner to check the file against: not read
+        return nothing
+    try:
+        with open(path, "rb") as file:
+            status = os.fstat(file.fileno())
+            if status.st_uid not in (owner(), 0) or status.st_mode & 0o022:
+                return nothing
+            # Read whole, then unmarshalled: marshal.load on a file reads each piece with
+            # a call of its own.
+            data = marshal.loads(file.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return nothing
+    if not (isinstance(data, tuple) and len(data) == 3 and data[0] == _FORMAT):
+        return nothing
+    index, block = data[1], data[2]
+    if not (isinstance(index, dict) and isinstance(block, bytes)):
+        return nothing
+    return index, block
+
+
+def write(path: Path, entries: Mapping[bytes, bytes]) -> None:
+    """Keep ``entries`` (digest -> marshalled code) at ``path`` for later starts
+    (atomically; nothing if it cannot)."""
+    index: Index = {}
+    pieces: list[bytes] = []
+    start = 0
+    for key, code in entries.items():
+        index[key] = (start, start + len(code))
+        pieces.append(code)
+        start += len(code)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(temporary, "wb") as file:
+            marshal.dump((_FORMAT, index, b"".join(pieces)), file)
+        os.replace(temporary, path)
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+
+
+def begin(path: Path | None = None) -> None:
+    """Serve ``dataclasses``' compiling from the cache until ``end`` (nothing if it is off
+    or already begun). ``path``: the file (tests); by default ``cache_path()``."""
+    global _window
+    if _window is not None:
+        return
+    if path is None:
+        path = cache_path()
+    index, block = read(path) if path is not None else ({}, b"")
+    _window = _Window(path, index, block)
+    # A module global of dataclasses' is found before the builtin it shadows.
+    dataclasses.exec = _window.exec  # type: ignore[attr-defined]
+    if not enabled():
+        _window.fresh.clear()  # gputop.patches' own class: nothing to keep
+        end()
+
+
+def end() -> None:
+    """Give ``dataclasses`` back its ``exec``; keep what this start compiled for the next
+    (nothing if not begun)."""
+    global _window
+    window, _window = _window, None
+    if window is None:
+        return
+    if getattr(dataclasses, "exec", None) == window.exec:
+        del dataclasses.exec  # type: ignore[attr-defined]
+    if window.path is None or not window.fresh or sys.dont_write_bytecode:
+        return
+    write(window.path, window.entries())
+
+
+def counts() -> tuple[int, int] | None:
+    """This start's texts found in the cache and compiled anew, while begun (tests read it)."""
+    return None if _window is None else (_window.hits, len(_window.fresh))
