@@ -45,10 +45,7 @@ def make_point() -> type[Any]:
     return Point
 
 
-def methods(cls: type[Any]) -> dict[str, bytes]:
-    """The bytecode of the methods dataclasses gave ``cls``."""
-    names = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
-    return {name: getattr(cls, name).__code__.co_code for name in names}
+METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
 
 
 def names_in(code: CodeType) -> set[str]:
@@ -57,24 +54,44 @@ def names_in(code: CodeType) -> set[str]:
     return set(code.co_names).union(*(names_in(each) for each in inner))
 
 
+def first_start(path: Path) -> int:
+    """Make the class in a window of its own with nothing cached; how many texts it compiled
+    (one a method up to Python 3.12, one a class from 3.13)."""
+    code_cache.begin(path)
+    make_point()
+    counts = code_cache.counts()
+    code_cache.end()
+    assert counts is not None and counts[0] == 0 and counts[1] >= 1
+    return counts[1]
+
+
+def write_raw(path: Path, index: Any, block: Any) -> None:
+    """A file whose check passes, holding ``index`` and ``block`` whatever they are."""
+    contents = marshal.dumps((index, block))
+    path.write_bytes(marshal.dumps((code_cache._FORMAT, code_cache.digest(contents), contents)))
+    path.chmod(0o644)
+
+
 def test_a_second_start_reads_what_the_first_compiled(tmp_path: Path) -> None:
     path = tmp_path / "cache.marshal"
     plain = make_point()
     code_cache.begin(path)
     first = make_point()
-    assert code_cache.counts() == (0, 6)
+    compiled = code_cache.counts()
+    assert compiled is not None and compiled[0] == 0 and compiled[1] >= 1
     code_cache.end()
     assert path.exists()
     code_cache.begin(path)
     second = make_point()
-    assert code_cache.counts() == (6, 0)
+    assert code_cache.counts() == (compiled[1], 0)
     code_cache.end()
     for cls in (first, second):
-        # The very code exec compiles from the text, annotations kept as objects (no
-        # `from __future__ import annotations` inherited from code_cache.py).
-        assert methods(cls) == methods(plain)
+        # The very code exec compiles from the text: bytecode, flags, positions, names, and
+        # the annotations as dataclasses gave them (no `from __future__ import annotations`
+        # inherited from code_cache.py).
+        for name in METHODS:
+            assert getattr(cls, name).__code__ == getattr(plain, name).__code__, name
         assert cls.__init__.__annotations__ == plain.__init__.__annotations__
-        assert cls.__init__.__code__.co_flags == plain.__init__.__code__.co_flags
         point = cls(1, 2.0)
         assert repr(point) == repr(plain(1, 2.0))
         assert repr(point).endswith("make_point.<locals>.Point(x=1, y=2.0, tags=[])")
@@ -86,9 +103,7 @@ def test_a_second_start_reads_what_the_first_compiled(tmp_path: Path) -> None:
 
 def test_a_start_that_compiled_nothing_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "cache.marshal"
-    code_cache.begin(path)
-    make_point()
-    code_cache.end()
+    first_start(path)
     before = path.stat().st_mtime_ns
     os.utime(path, ns=(before - 10**9, before - 10**9))
     code_cache.begin(path)
@@ -102,60 +117,114 @@ def test_a_start_that_compiled_nothing_writes_nothing(tmp_path: Path) -> None:
     [
         b"",
         b"not marshal at all \x00\xff",
-        marshal.dumps(((b"\x00\x00\r\n", 0), {}, b"")),
+        marshal.dumps(((b"\x00\x00\r\n", 0), b"", b"")),
         marshal.dumps(["a list"]),
-        marshal.dumps((code_cache._FORMAT, ["not", "a", "dict"], b"")),
-        marshal.dumps((code_cache._FORMAT, {}, "not bytes")),
+        marshal.dumps((code_cache._FORMAT, b"not its check", marshal.dumps(({}, b"")))),
     ],
-    ids=["empty", "garbage", "another-python", "not-a-tuple", "not-a-dict", "not-bytes"],
+    ids=["empty", "garbage", "another-python", "not-a-tuple", "check-fails"],
 )
 def test_a_damaged_or_foreign_file_is_compiled_past(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "cache.marshal"
+    texts = first_start(tmp_path / "clean.marshal")
     path.write_bytes(content)
+    path.chmod(0o644)
     code_cache.begin(path)
     cls = make_point()
-    assert code_cache.counts() == (0, 6)
+    assert code_cache.counts() == (0, texts)
     code_cache.end()
     assert cls(1).x == 1
-    assert code_cache.read(path)[0]  # written afresh, readable
+    assert len(code_cache.read(path)[0]) == texts  # written afresh, readable
+
+
+def test_every_flipped_bit_of_a_file_is_caught_by_its_check(tmp_path: Path) -> None:
+    """Bits flipped in the code of a method made marshal raise SystemError, or made code
+    that crashed when run: the file's check keeps any of it from being read."""
+    path = tmp_path / "cache.marshal"
+    first_start(path)
+    clean = path.read_bytes()
+    for bit in range(0, len(clean) * 8, 97):
+        damaged = bytearray(clean)
+        damaged[bit // 8] ^= 1 << (bit % 8)
+        path.write_bytes(bytes(damaged))
+        assert code_cache.read(path) == ({}, b""), bit
+
+
+@pytest.mark.parametrize(
+    ("index", "block"),
+    [
+        ("not a dict", b""),
+        ({}, "not bytes"),
+        ("bounds past the block", None),
+        ("no bounds", None),
+    ],
+)
+def test_a_whole_file_of_the_wrong_things_is_compiled_past(
+    tmp_path: Path, index: object, block: object
+) -> None:
+    texts = first_start(tmp_path / "clean.marshal")
+    keys = list(code_cache.read(tmp_path / "clean.marshal")[0])
+    if index == "bounds past the block":
+        index, block = {key: (5, 10**6) for key in keys}, b"x"
+    elif index == "no bounds":
+        places: list[object] = [(), 7, (1, 2, 3), ("a", "b")]
+        index, block = {key: places[n % 4] for n, key in enumerate(keys)}, b"x"
+    path = tmp_path / "cache.marshal"
+    write_raw(path, index, block)
+    code_cache.begin(path)
+    assert make_point()(1).x == 1
+    assert code_cache.counts() == (0, texts)
+    code_cache.end()
+    assert len(code_cache.read(path)[0]) == texts  # written again, the wrong entries gone
 
 
 def test_an_entry_that_is_not_code_is_compiled_past(tmp_path: Path) -> None:
     path = tmp_path / "cache.marshal"
-    code_cache.begin(path)
-    make_point()
-    code_cache.end()
+    texts = first_start(path)
     index, _ = code_cache.read(path)
     not_code = marshal.dumps("print('not code')")
-    poisoned = {key: not_code for key in index}
-    code_cache.write(path, poisoned)
+    code_cache.write(path, {key: not_code for key in index})
     code_cache.begin(path)
     assert make_point()(1).x == 1
-    assert code_cache.counts() == (0, 6)
-    code_cache.end()
-    # Bounds outside the block or cut through a piece, or no bounds at all.
-    for places in ([(5, 10**6)], [(), 7, (1, 2, 3), ("a", "b")]):
-        bad = {key: places[n % len(places)] for n, key in enumerate(index)}
-        path.write_bytes(marshal.dumps((code_cache._FORMAT, bad, b"x")))
-        code_cache.begin(path)
-        assert make_point()(1).x == 1
-        assert code_cache.counts() == (0, 6)
-        code_cache.end()
-        assert len(code_cache.read(path)[0]) == 6  # written again, the bad places gone
+    assert code_cache.counts() == (0, texts)
 
 
-def test_a_file_others_may_write_is_not_read(tmp_path: Path) -> None:
+def test_a_file_others_may_write_or_own_is_not_read(tmp_path: Path) -> None:
     path = tmp_path / "cache.marshal"
+    first_start(path)
+    assert code_cache.read(path)[0]
+    for mode in (0o664, 0o646, 0o666):
+        path.chmod(mode)
+        assert code_cache.read(path) == ({}, b""), oct(mode)
+    path.chmod(0o644)
+    assert code_cache.read(path)[0]
+    if os.geteuid() == 0:
+        os.chown(path, 12345, -1)  # another user's
+        assert code_cache.read(path) == ({}, b"")
+        os.chown(path, 0, -1)  # root's: trusted as root's bytecode is
+        assert code_cache.read(path)[0]
+
+
+def test_the_file_is_its_owners_alone_whatever_the_umask(tmp_path: Path) -> None:
+    path = tmp_path / "cache.marshal"
+    old = os.umask(0o002)  # user-private groups: files made group-writable
+    try:
+        first_start(path)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert code_cache.read(path)[0]
+
+
+def test_it_is_never_written_through_a_link(tmp_path: Path) -> None:
+    path = tmp_path / "cache.marshal"
+    target = tmp_path / "someone-elses-file"
+    target.write_text("kept")
+    (tmp_path / f"{path.name}.{os.getpid()}.tmp").symlink_to(target)
     code_cache.begin(path)
     make_point()
     code_cache.end()
-    assert code_cache.read(path)[0]
-    path.chmod(0o664)
-    assert code_cache.read(path) == ({}, b"")
-    path.chmod(0o646)
-    assert code_cache.read(path) == ({}, b"")
-    path.chmod(0o644)
-    assert code_cache.read(path)[0]
+    assert target.read_text() == "kept"
+    assert not path.exists()
 
 
 def test_nothing_is_written_where_bytecode_is_not(
@@ -177,16 +246,19 @@ def test_nothing_is_written_where_bytecode_is_not(
 
 
 @pytest.mark.parametrize("stock", ["1", "dataclass_code", "table_caches,dataclass_code"])
-def test_the_stock_switch_turns_it_off(
+def test_the_stock_switch_turns_it_off_and_leaves_the_file_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stock: str
 ) -> None:
+    path = tmp_path / "cache.marshal"
+    path.write_bytes(b"damaged")
+    path.chmod(0o644)
     monkeypatch.setenv("GPUTOP_STOCK_TEXTUAL", stock)
-    code_cache.begin(tmp_path / "cache.marshal")
+    code_cache.begin(path)
     assert "exec" not in vars(dataclasses)
     assert code_cache.counts() is None
     make_point()
     code_cache.end()
-    assert not (tmp_path / "cache.marshal").exists()
+    assert path.read_bytes() == b"damaged"
 
 
 def test_other_patches_named_leave_it_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,28 +266,48 @@ def test_other_patches_named_leave_it_on(tmp_path: Path, monkeypatch: pytest.Mon
     code_cache.begin(tmp_path / "cache.marshal")
     assert vars(dataclasses)["exec"] is not None
     make_point()
-    assert code_cache.counts() == (0, 6)
+    counts = code_cache.counts()
+    assert counts is not None and counts[1] >= 1
 
 
 def test_past_the_bound_a_start_keeps_only_what_it_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "cache.marshal"
+    texts = first_start(tmp_path / "clean.marshal")
     code = marshal.dumps(compile("pass", "<string>", "exec"))
     old = {code_cache.digest(f"# an old release's class {n}\n"): code for n in range(8)}
     code_cache.write(path, old)
-    monkeypatch.setattr(code_cache, "MAX_ENTRIES", 10)
+    monkeypatch.setattr(code_cache, "MAX_ENTRIES", texts + 4)
     code_cache.begin(path)
     make_point()
     code_cache.end()
     kept, _ = code_cache.read(path)
-    assert len(kept) == 6 and not set(kept) & set(old)
+    assert len(kept) == texts and not set(kept) & set(old)
     monkeypatch.setattr(code_cache, "MAX_ENTRIES", 100)
     code_cache.write(path, old)
     code_cache.begin(path)
     make_point()
     code_cache.end()
-    assert len(code_cache.read(path)[0]) == 14
+    assert len(code_cache.read(path)[0]) == texts + 8
+
+
+def test_an_optimised_python_keeps_a_file_of_its_own() -> None:
+    where = "from gputop.cli.code_cache import cache_path; print(cache_path())"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tui")}
+    names = [
+        subprocess.run(
+            [sys.executable, *flags, "-c", where],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout.strip()
+        for flags in ([], ["-O"], ["-OO"])
+    ]
+    assert names[0].endswith(f"dataclass-code.{sys.implementation.cache_tag}.marshal")
+    assert names[1].endswith(".opt-1.marshal") and names[2].endswith(".opt-2.marshal")
 
 
 def test_the_command_begins_it_before_the_command_line_is_imported(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop.cli import entry, startup
+from gputop.cli import code_cache, entry, startup
 from gputop.cli import main as cli
 
 CAPTURE = Path(__file__).resolve().parents[2] / "snapshots" / "rtx3090x4-procs-v12.xml"
@@ -96,12 +96,13 @@ def test_the_entry_point_gives_collection_back_when_the_run_fails(
 
     def failing_main() -> int:
         seen.append(gc.isenabled())
+        seen.append("exec" in vars(dataclasses))  # the code cache's window, open
         raise RuntimeError("boom")
 
     monkeypatch.setattr(cli, "main", failing_main)
     with pytest.raises(RuntimeError):
         entry.run()
-    assert seen == [False]
+    assert seen == [False, code_cache.enabled()]
     assert gc.isenabled()
     assert "exec" not in vars(dataclasses)  # the code cache's window closed too
 

@@ -2,7 +2,8 @@
 
 A dataclass is given its methods (``__init__``, ``__repr__``, ``__eq__``; a frozen one also
 ``__hash__``, ``__setattr__`` and ``__delattr__``) as source text that ``dataclasses``
-compiles with ``exec`` when the class is made. Compiling is most of a class's making: about
+compiles with ``exec`` when the class is made (an ``exec`` a method up to Python 3.12, one a
+class from 3.13). Compiling is most of a class's making: about
 5 M instructions for a frozen, slotted class of ten fields, and gputop's live TUI makes about
 a hundred classes before its first frame (its own, Textual's, Rich's), every start the same
 ones (benchmarks/README.md, "Dataclasses' methods compiled once").
@@ -15,14 +16,16 @@ inherited flags, the same optimisation level), so the classes are the same. At t
 code compiled anew is written for the next start.
 
 A text is found by its 16-byte BLAKE2 digest, and the code kept as marshalled bytes in one
-block read with the file: between the start's reading and its end, the cache holds one
+block read with the file (itself checked against a digest of it, so that a damaged file is
+compiled past rather than run): between the start's reading and its end, the cache holds one
 block the size of the file (about 0.5 MB, given back whole once the start ends) rather than
 the texts and code objects themselves, whose small pieces would be left scattered through
 Python's memory (0.6 MiB more RSS for the life of the process, benchmarks/README.md).
 
 The file lies beside gputop's own bytecode (``__pycache__``, or under ``sys.pycache_prefix``)
-and is trusted as Python trusts that bytecode: it is read only when owned by this user (or
-root) and writable by no one else, and written only where Python would write bytecode.
+and is trusted more strictly than Python trusts that bytecode: it is read only when owned by
+this user (or root) and writable by no one else, and written (readable by all, writable by
+its owner, never through a link) only where Python would write bytecode.
 Anything wrong with it (missing, unreadable, of another Python, damaged, a full disk) means
 compiling as ``dataclasses`` would have. ``GPUTOP_STOCK_TEXTUAL`` (``1``, or a list naming
 ``dataclass_code``) turns it off with gputop's patches of Textual.
@@ -36,13 +39,19 @@ import importlib.util
 import marshal
 import os
 import sys
-
-# hashlib's blake2b, without hashlib: importing hashlib loads OpenSSL (``cli/no_tls.py``).
-from _blake2 import blake2b
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import CodeType
 from typing import Any
+
+from gputop.patches import stock_names
+
+blake2b: Callable[..., Any] | None
+try:
+    # hashlib's blake2b, without hashlib: importing hashlib loads OpenSSL (``cli/no_tls.py``).
+    from _blake2 import blake2b
+except ImportError:  # a Python built without it: no cache
+    blake2b = None
 
 NAME = "dataclass_code"
 """What ``GPUTOP_STOCK_TEXTUAL`` calls this cache."""
@@ -57,9 +66,12 @@ Index = dict[bytes, tuple[int, int]]
 """A text's digest -> where its marshalled code lies in the block: (start, end)."""
 
 
-def digest(source: str) -> bytes:
-    """The key of a text."""
-    return blake2b(source.encode(), digest_size=16).digest()
+def digest(data: str | bytes) -> bytes:
+    """The key of a text, or the check of a file's contents."""
+    assert blake2b is not None  # enabled() says so before anything is looked up
+    raw = data.encode() if isinstance(data, str) else data
+    key: bytes = blake2b(raw, digest_size=16).digest()
+    return key
 
 
 class _Window:
@@ -75,7 +87,7 @@ class _Window:
         self.used: set[bytes] = set()
         self.hits = 0
 
-    def exec(self, source: Any, names: Any = None, local_names: Any = None, /) -> None:
+    def serve(self, source: Any, names: Any = None, local_names: Any = None, /) -> None:
         """``exec`` for ``dataclasses``: a text's code from the cache, or compiled into it."""
         if not isinstance(source, str):
             exec(source, names, local_names)
@@ -93,24 +105,17 @@ class _Window:
         exec(code, names, local_names)
 
     def _kept(self, key: bytes) -> CodeType | None:
-        """The code kept for a digest, if any (and if it is code): read, or compiled earlier
-        in this start (two classes can be given the same text)."""
-        if key in self.fresh:
-            return marshal.loads(self.fresh[key])  # type: ignore[no-any-return]
-        piece = self._piece(key)
-        try:
-            code = None if piece is None else marshal.loads(piece)
-        except (EOFError, ValueError, TypeError):
-            return None
-        return code if type(code) is CodeType else None
+        """The code kept for a digest, if any: compiled earlier in this start (two classes
+        can be given the same text), or read."""
+        piece = self.fresh.get(key) or self._piece(key)
+        return None if piece is None else _code(piece)
 
     def _piece(self, key: bytes) -> memoryview | None:
-        """The marshalled code the block holds for a digest (None if none, or if the index
-        does not say where it is)."""
+        """The marshalled code the block holds for a digest, if any."""
         try:
             start, end = self.index[key]
             return memoryview(self.block)[start:end]
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError):  # no such text, or no place a file could say
             return None
 
     def entries(self) -> dict[bytes, bytes]:
@@ -119,53 +124,65 @@ class _Window:
         kept = {key: bytes(piece) for key in self.index if (piece := self._piece(key))}
         kept.update(self.fresh)
         if len(kept) > MAX_ENTRIES:
-            kept = {key: kept[key] for key in self.used if key in kept}
+            used = frozenset(self.used)  # a thread may still be making a class
+            kept = {key: code for key, code in kept.items() if key in used}
         return kept
+
+
+def _code(piece: bytes | memoryview) -> CodeType | None:
+    """The code object ``piece`` holds, or None if it holds anything else."""
+    try:
+        code = marshal.loads(piece)
+    except Exception:  # marshal raises many kinds (SystemError too) on bytes it did not write
+        return None
+    return code if type(code) is CodeType else None
 
 
 _window: _Window | None = None
 
 
 def enabled() -> bool:
-    """Whether the cache applies (``GPUTOP_STOCK_TEXTUAL`` leaves it on unless it names it or
-    turns every patch off)."""
-    # Deferred: gputop.patches makes a dataclass, which a cache begun first serves (begin).
-    from gputop.patches import stock_names
-
+    """Whether the cache applies: not where it could not tell the file is the user's own (no
+    ``geteuid``) or could not key it (no BLAKE2), nor when ``GPUTOP_STOCK_TEXTUAL`` names it
+    or turns every patch off."""
     off = stock_names()
-    return off is not None and NAME not in off
+    usable = blake2b is not None and hasattr(os, "geteuid")
+    return usable and off is not None and NAME not in off
 
 
 def cache_path() -> Path | None:
-    """Where the cache lies: the bytecode folder of gputop's package (None when Python has
-    none to give)."""
-    package = Path(__file__).resolve().parents[1]
+    """Where the cache lies: the bytecode folder of gputop's package, as Python names it from
+    the package's path (None when Python has none to give)."""
+    package = Path(__file__).parents[1]
     try:
         bytecode = importlib.util.cache_from_source(str(package / "__init__.py"))
     except (NotImplementedError, ValueError):
         return None
-    return Path(bytecode).with_name(f"dataclass-code.{sys.implementation.cache_tag}.marshal")
+    level = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
+    name = f"dataclass-code.{sys.implementation.cache_tag}{level}.marshal"
+    return Path(bytecode).with_name(name)
 
 
 def read(path: Path) -> tuple[Index, bytes]:
-    """The index and block kept at ``path``, or nothing if it cannot be trusted or read."""
+    """The index and block kept at ``path``; nothing if the file cannot be trusted or read,
+    or is not whole."""
     nothing: tuple[Index, bytes] = ({}, b"")
-    owner = getattr(os, "geteuid", None)
-    if owner is None:  # no owner to check the file against: not read
-        return nothing
     try:
         with open(path, "rb") as file:
             status = os.fstat(file.fileno())
-            if status.st_uid not in (owner(), 0) or status.st_mode & 0o022:
+            if status.st_uid not in (os.geteuid(), 0) or status.st_mode & 0o022:
                 return nothing
             # Read whole, then unmarshalled: marshal.load on a file reads each piece with
             # a call of its own.
             data = marshal.loads(file.read())
+        if not (isinstance(data, tuple) and len(data) == 3 and data[0] == _FORMAT):
+            return nothing
+        check, contents = data[1], data[2]
+        if not isinstance(contents, bytes) or digest(contents) != check:
+            return nothing
+        index, block = marshal.loads(contents)
     except (OSError, EOFError, ValueError, TypeError):
         return nothing
-    if not (isinstance(data, tuple) and len(data) == 3 and data[0] == _FORMAT):
-        return nothing
-    index, block = data[1], data[2]
     if not (isinstance(index, dict) and isinstance(block, bytes)):
         return nothing
     return index, block
@@ -181,11 +198,16 @@ def write(path: Path, entries: Mapping[bytes, bytes]) -> None:
         index[key] = (start, start + len(code))
         pieces.append(code)
         start += len(code)
+    contents = marshal.dumps((index, b"".join(pieces)))
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "wb") as file:
-            marshal.dump((_FORMAT, index, b"".join(pieces)), file)
+        # A new file (never one a link points to), writable by its owner alone whatever the
+        # umask lets the group do (002 where users have groups of their own): read() trusts
+        # nothing others may write.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with open(descriptor, "wb") as file:
+            marshal.dump((_FORMAT, digest(contents), contents), file)
         os.replace(temporary, path)
     except (OSError, ValueError):
         with contextlib.suppress(OSError):
@@ -196,17 +218,14 @@ def begin(path: Path | None = None) -> None:
     """Serve ``dataclasses``' compiling from the cache until ``end`` (nothing if it is off
     or already begun). ``path``: the file (tests); by default ``cache_path()``."""
     global _window
-    if _window is not None:
+    if _window is not None or not enabled():
         return
     if path is None:
         path = cache_path()
     index, block = read(path) if path is not None else ({}, b"")
     _window = _Window(path, index, block)
     # A module global of dataclasses' is found before the builtin it shadows.
-    dataclasses.exec = _window.exec  # type: ignore[attr-defined]
-    if not enabled():
-        _window.fresh.clear()  # gputop.patches' own class: nothing to keep
-        end()
+    dataclasses.exec = _window.serve  # type: ignore[attr-defined]
 
 
 def end() -> None:
@@ -216,7 +235,7 @@ def end() -> None:
     window, _window = _window, None
     if window is None:
         return
-    if getattr(dataclasses, "exec", None) == window.exec:
+    if getattr(dataclasses, "exec", None) == window.serve:
         del dataclasses.exec  # type: ignore[attr-defined]
     if window.path is None or not window.fresh or sys.dont_write_bytecode:
         return

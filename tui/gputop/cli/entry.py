@@ -15,11 +15,11 @@ from gputop.cli import startup
 def run() -> None:
     """Console-script entry point."""
     # The TUI ends the start after its first frame; a headless run as it begins.
-    startup.begin()
-    # Deferred: the command line's modules make dataclasses, which the cache begun above serves.
-    from gputop.cli.main import main
-
     try:
+        startup.begin()
+        # Deferred: cli.main's modules make dataclasses, which the cache begun above serves.
+        from gputop.cli.main import main
+
         code = main()
     finally:
         startup.end()

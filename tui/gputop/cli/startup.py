@@ -39,8 +39,10 @@ def end() -> None:
     """The start is over: the code compiled anew kept for the next start, collection
     released (and what start-up built frozen). Nothing if not begun."""
     # The cache's memory first, given back before the collection and freeze that follow.
-    code_cache.end()
-    release_collection()
+    try:
+        code_cache.end()
+    finally:
+        release_collection()
 
 
 def hold_collection() -> None:
