@@ -3,10 +3,9 @@
 A dataclass is given its methods (``__init__``, ``__repr__``, ``__eq__``; a frozen one also
 ``__hash__``, ``__setattr__`` and ``__delattr__``) as source text that ``dataclasses``
 compiles with ``exec`` when the class is made (an ``exec`` a method up to Python 3.12, one a
-class from 3.13). Compiling is most of a class's making: about
-5 M instructions for a frozen, slotted class of ten fields, and gputop's live TUI makes about
-a hundred classes before its first frame (its own, Textual's, Rich's), every start the same
-ones (benchmarks/README.md, "Dataclasses' methods compiled once").
+class from 3.13). Compiling is most of a class's making, and gputop's live TUI makes about a
+hundred classes before its first frame (its own, Textual's, Rich's), the same ones every
+start (what that costs: benchmarks/README.md, "Dataclasses' methods compiled once").
 
 So while gputop starts (``begin`` to ``end``, the window in which collection is held,
 ``startup.py``), the ``exec`` that ``dataclasses`` calls is one that looks the source text up
@@ -18,16 +17,16 @@ code compiled anew is written for the next start.
 A text is found by its 16-byte BLAKE2 digest, and the code kept as marshalled bytes in one
 block read with the file (itself checked against a digest of it, so that a damaged file is
 compiled past rather than run): between the start's reading and its end, the cache holds one
-block the size of the file (about 0.5 MB, given back whole once the start ends) rather than
-the texts and code objects themselves, whose small pieces would be left scattered through
-Python's memory (0.6 MiB more RSS for the life of the process, benchmarks/README.md).
+block the size of the file, given back whole once the start ends, rather than the texts and
+code objects themselves, whose small pieces would be left scattered through Python's memory
+for the life of the process.
 
 The file lies beside gputop's own bytecode (``__pycache__``, or under ``sys.pycache_prefix``)
 and is trusted more strictly than Python trusts that bytecode: it is read only when owned by
 this user (or root) and writable by no one else, and written (readable by all, writable by
-its owner, never through a link) only where Python would write bytecode.
-Anything wrong with it (missing, unreadable, of another Python, damaged, a full disk) means
-compiling as ``dataclasses`` would have. ``GPUTOP_STOCK_TEXTUAL`` (``1``, or a list naming
+its owner, never through a link) only where Python would write bytecode. Anything wrong with
+it (missing, unreadable, of another Python, damaged, a full disk) means compiling as
+``dataclasses`` would have. ``GPUTOP_STOCK_TEXTUAL`` (``1``, or a list naming
 ``dataclass_code``) turns it off with gputop's patches of Textual.
 """
 
