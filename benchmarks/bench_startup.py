@@ -87,9 +87,9 @@ def _stop_at_first_frame(marker: str, end_start: bool = False) -> None:
         if marker in data:
             self.flush()
             if end_start:
-                from gputop.cli import startup
+                from gputop_start import end_gputop_start
 
-                getattr(startup, "end", startup.release_collection)()
+                end_gputop_start()
             os._exit(0)
 
     LinuxDriver.write = write_then_stop  # type: ignore[method-assign]
@@ -177,10 +177,9 @@ def _start_as_gputop() -> None:
     asyncio imported without TLS (``cli/no_tls.py``). Without it every gputop row counted
     OpenSSL's load and Textual's import with the collector on, which gputop's own start
     does not."""
-    from gputop.cli import startup
+    from gputop_start import begin_gputop_start
 
-    # (A checkout from before the code cache, --code, only holds collection.)
-    getattr(startup, "begin", startup.hold_collection)()
+    begin_gputop_start()
     from gputop.cli.no_tls import import_asyncio_without_tls
 
     import_asyncio_without_tls()

@@ -61,6 +61,7 @@ from statistics import median
 from typing import Any
 
 import bare_app
+from gputop_start import begin_gputop_start, end_gputop_start
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "snapshots" / "rtx3090x4-procs-v12.xml"
@@ -79,13 +80,9 @@ def child(argv: Sequence[str]) -> int:
     """
     tool = os.environ.get("GPUTOP_BENCH_TOOL", "gputop")
     if tool in ("gputop", "floor"):
-        from gputop.cli import startup
-
-        # As the `gputop` console script begins its start (cli/entry.py): collection held,
-        # dataclasses' code served from its cache; before gputop's model is imported (here
-        # by the fake, there by gputop's own modules) and before the floor imports Textual.
-        # (A checkout from before the code cache, --code, only holds collection.)
-        getattr(startup, "begin", startup.hold_collection)()
+        # Before gputop's model is imported (here by the fake, there by gputop's own
+        # modules) and before the floor imports Textual.
+        begin_gputop_start()
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "fakes")]
     from fakes.nvml_install import install
 
@@ -101,13 +98,12 @@ def child(argv: Sequence[str]) -> int:
     install(fake)
     if tool != "gputop":
         return run_peer(tool)
-    from gputop.cli import startup
     from gputop.cli.main import main
 
     try:
         return main(list(argv))
     finally:
-        getattr(startup, "end", startup.release_collection)()
+        end_gputop_start()
 
 
 def bench_fake() -> Any:
