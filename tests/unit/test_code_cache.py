@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import marshal
+import mmap
 import os
 import subprocess
 import sys
@@ -65,10 +66,18 @@ def first_start(path: Path) -> int:
     return counts[1]
 
 
-def write_raw(path: Path, index: Any, block: Any) -> None:
-    """A file whose check passes, holding ``index`` and ``block`` whatever they are."""
-    contents = marshal.dumps((index, block))
-    path.write_bytes(marshal.dumps((code_cache._FORMAT, code_cache.digest(contents), contents)))
+def file_of(
+    index: bytes, block: bytes, layout: bytes = code_cache.FORMAT, check: bytes | None = None
+) -> bytes:
+    """A file's bytes holding the marshalled ``index`` and the ``block``, whatever they are,
+    under ``layout``; its digest right unless ``check`` is given."""
+    checked = len(index).to_bytes(8, "little") + index + block
+    return layout + (check or code_cache.digest(checked)) + checked
+
+
+def write_raw(path: Path, index: Any, block: bytes) -> None:
+    """A file whose check passes, holding ``index`` (marshalled) and ``block``."""
+    path.write_bytes(file_of(marshal.dumps(index), block))
     path.chmod(0o644)
 
 
@@ -101,6 +110,27 @@ def test_a_second_start_reads_what_the_first_compiled(tmp_path: Path) -> None:
             point.x = 3
 
 
+def test_the_file_is_mapped_while_a_start_reads_it_and_let_go_at_its_end(tmp_path: Path) -> None:
+    """Read into memory, a block the size of the file (and its copies) would leave the C
+    library keeping blocks that size in its heap once freed: 0.3-0.5 MiB of RSS for the
+    life of the process (benchmarks/README.md)."""
+    path = tmp_path / "cache.marshal"
+    first_start(path)
+    index, block = code_cache.read(path)
+    assert index and isinstance(block, memoryview) and isinstance(block.obj, mmap.mmap)
+    del index, block
+
+    def mapped() -> bool:
+        return str(path) in Path("/proc/self/maps").read_text()
+
+    code_cache.begin(path)
+    assert mapped()
+    make_point()
+    assert code_cache.counts() is not None
+    code_cache.end()
+    assert not mapped()
+
+
 def test_a_start_that_compiled_nothing_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "cache.marshal"
     first_start(path)
@@ -116,12 +146,24 @@ def test_a_start_that_compiled_nothing_writes_nothing(tmp_path: Path) -> None:
     "content",
     [
         b"",
-        b"not marshal at all \x00\xff",
-        marshal.dumps(((b"\x00\x00\r\n", 0), b"", b"")),
-        marshal.dumps(["a list"]),
-        marshal.dumps((code_cache._FORMAT, b"not its check", marshal.dumps(({}, b"")))),
+        b"not a cache at all \x00\xff" * 20,
+        file_of(marshal.dumps({}), b"", code_cache.FORMAT[:-5] + b"\x00\x00\r\n\x00"),
+        file_of(marshal.dumps({}), b"", code_cache.FORMAT[:-1] + b"\x07"),
+        code_cache.FORMAT + bytes(10),
+        file_of(marshal.dumps({}), b"x" * 100, check=b"not its check..."),
+        file_of(marshal.dumps({}), b"x" * 100)[:-1],
+        marshal.dumps((code_cache.FORMAT, b"the first layout", marshal.dumps(({}, b"")))),
     ],
-    ids=["empty", "garbage", "another-python", "not-a-tuple", "check-fails"],
+    ids=[
+        "empty",
+        "garbage",
+        "another-python",
+        "another-optimisation",
+        "short",
+        "check-fails",
+        "cut-short",
+        "first-layout",
+    ],
 )
 def test_a_damaged_or_foreign_file_is_compiled_past(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "cache.marshal"
@@ -153,13 +195,13 @@ def test_every_flipped_bit_of_a_file_is_caught_by_its_check(tmp_path: Path) -> N
     ("index", "block"),
     [
         ("not a dict", b""),
-        ({}, "not bytes"),
-        ("bounds past the block", None),
-        ("no bounds", None),
+        ("not marshal", b""),
+        ("bounds past the block", b""),
+        ("no bounds", b""),
     ],
 )
 def test_a_whole_file_of_the_wrong_things_is_compiled_past(
-    tmp_path: Path, index: object, block: object
+    tmp_path: Path, index: object, block: bytes
 ) -> None:
     texts = first_start(tmp_path / "clean.marshal")
     keys = list(code_cache.read(tmp_path / "clean.marshal")[0])
@@ -169,7 +211,11 @@ def test_a_whole_file_of_the_wrong_things_is_compiled_past(
         places: list[object] = [(), 7, (1, 2, 3), ("a", "b")]
         index, block = {key: places[n % 4] for n, key in enumerate(keys)}, b"x"
     path = tmp_path / "cache.marshal"
-    write_raw(path, index, block)
+    if index == "not marshal":
+        path.write_bytes(file_of(b"\xff\x00 not marshal", block))
+        path.chmod(0o644)
+    else:
+        write_raw(path, index, block)
     code_cache.begin(path)
     assert make_point()(1).x == 1
     assert code_cache.counts() == (0, texts)

@@ -14,12 +14,15 @@ is the very code object ``exec`` would have compiled from that text (the same te
 inherited flags, the same optimisation level), so the classes are the same. At the end the
 code compiled anew is written for the next start.
 
-A text is found by its 16-byte BLAKE2 digest, and the code kept as marshalled bytes in one
-block read with the file (itself checked against a digest of it, so that a damaged file is
-compiled past rather than run): between the start's reading and its end, the cache holds one
-block the size of the file, given back whole once the start ends, rather than the texts and
-code objects themselves, whose small pieces would be left scattered through Python's memory
-for the life of the process.
+A text is found by its 16-byte BLAKE2 digest, and its code kept as marshalled bytes in one
+block, the file's tail (the whole checked against a digest, so that a damaged file is
+compiled past rather than run). The file is mapped, not read: the texts and code objects
+themselves, as a file read with ``marshal.load`` gives them, would leave their small pieces
+scattered through Python's memory for the life of the process, and a block the size of the
+file read into memory, once freed, would leave the C library's allocator keeping blocks that
+size in its heap from then on (glibc raises its threshold for handing big blocks back to the
+system to the largest one freed). A mapping is handed back whole when the start ends, and
+never sees the file change under it: a file is only ever replaced whole by a new one.
 
 The file lies beside gputop's own bytecode (``__pycache__``, or under ``sys.pycache_prefix``)
 and is trusted more strictly than Python trusts that bytecode: it is read only when owned by
@@ -36,6 +39,7 @@ import contextlib
 import dataclasses
 import importlib.util
 import marshal
+import mmap
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -58,14 +62,22 @@ MAX_ENTRIES = 4096
 """Texts the file keeps. Past this (old releases' classes pile up), a start writes only what it
 used itself."""
 
-_FORMAT = (importlib.util.MAGIC_NUMBER, sys.flags.optimize)
-"""What the code in a file was compiled by: the bytecode's magic number and ``-O``."""
+FORMAT = b"gputop dataclass code 2\n" + importlib.util.MAGIC_NUMBER + bytes([sys.flags.optimize])
+"""How a file starts: this layout, and what its code was compiled by (the bytecode's magic
+number and ``-O``). Then the digest of everything after it, the length of the marshalled
+index, the index and the block."""
+CHECKED = len(FORMAT) + 16
+"""Where what the digest covers begins."""
+HEADER = CHECKED + 8
+"""Bytes before the index: the format, the digest, the index's length."""
 
 Index = dict[bytes, tuple[int, int]]
 """A text's digest -> where its marshalled code lies in the block: (start, end)."""
+Block = bytes | memoryview
+"""The marshalled code of every text, end to end: the mapped file's tail, or empty."""
 
 
-def digest(data: str | bytes) -> bytes:
+def digest(data: str | bytes | memoryview) -> bytes:
     """The key of a text, or the check of a file's contents."""
     assert blake2b is not None  # enabled() says so before anything is looked up
     raw = data.encode() if isinstance(data, str) else data
@@ -76,7 +88,7 @@ def digest(data: str | bytes) -> bytes:
 class _Window:
     """One start's cache: the code read, what this start used and compiled."""
 
-    def __init__(self, path: Path | None, index: Index, block: bytes) -> None:
+    def __init__(self, path: Path | None, index: Index, block: Block) -> None:
         self.path = path
         self.index = index
         self.block = block
@@ -162,42 +174,50 @@ def cache_path() -> Path | None:
     return Path(bytecode).with_name(name)
 
 
-def read(path: Path) -> tuple[Index, bytes]:
-    """The index and block kept at ``path``; nothing if the file cannot be trusted or read,
-    or is not whole."""
-    nothing: tuple[Index, bytes] = ({}, b"")
+def read(path: Path) -> tuple[Index, Block]:
+    """The index and block kept at ``path``, the block a view of the file mapped; nothing if
+    the file cannot be trusted or read, or is not whole."""
+    nothing: tuple[Index, Block] = ({}, b"")
     try:
         with open(path, "rb") as file:
             status = os.fstat(file.fileno())
             if status.st_uid not in (os.geteuid(), 0) or status.st_mode & 0o022:
                 return nothing
-            # Read whole, then unmarshalled: marshal.load on a file reads each piece with
-            # a call of its own.
-            data = marshal.loads(file.read())
-        if not (isinstance(data, tuple) and len(data) == 3 and data[0] == _FORMAT):
-            return nothing
-        check, contents = data[1], data[2]
-        if not isinstance(contents, bytes) or digest(contents) != check:
-            return nothing
-        index, block = marshal.loads(contents)
-    except (OSError, EOFError, ValueError, TypeError):
+            if status.st_size <= HEADER:
+                return nothing
+            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
         return nothing
-    if not (isinstance(index, dict) and isinstance(block, bytes)):
+    # Views of the mapping only: the file is never copied into memory.
+    view = memoryview(mapped)
+    if view[: len(FORMAT)] != FORMAT or digest(view[CHECKED:]) != view[len(FORMAT) : CHECKED]:
         return nothing
-    return index, block
+    length = int.from_bytes(view[CHECKED:HEADER], "little")
+    try:
+        index = marshal.loads(view[HEADER : HEADER + length])
+    except Exception:  # marshal raises many kinds (SystemError too) on bytes it did not write
+        return nothing
+    if not isinstance(index, dict):
+        return nothing
+    return index, view[HEADER + length :]
 
 
 def write(path: Path, entries: Mapping[bytes, bytes]) -> None:
     """Keep ``entries`` (digest -> marshalled code) at ``path`` for later starts
     (atomically; nothing if it cannot)."""
+    assert blake2b is not None  # enabled() says so before anything is kept
     index: Index = {}
-    pieces: list[bytes] = []
     start = 0
     for key, code in entries.items():
         index[key] = (start, start + len(code))
-        pieces.append(code)
         start += len(code)
-    contents = marshal.dumps((index, b"".join(pieces)))
+    packed = marshal.dumps(index)
+    length = len(packed).to_bytes(8, "little")
+    # The pieces are written one by one, never joined: see the module's docstring.
+    check = blake2b(length, digest_size=16)
+    check.update(packed)
+    for code in entries.values():
+        check.update(code)
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +226,10 @@ def write(path: Path, entries: Mapping[bytes, bytes]) -> None:
         # nothing others may write.
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with open(descriptor, "wb") as file:
-            marshal.dump((_FORMAT, digest(contents), contents), file)
+            file.write(FORMAT + check.digest() + length)
+            file.write(packed)
+            for code in entries.values():
+                file.write(code)
         os.replace(temporary, path)
     except (OSError, ValueError):
         with contextlib.suppress(OSError):
