@@ -162,7 +162,47 @@ def run_peer(tool: str) -> int:
         # The yardstick inside the same harness (the fake, its counting): its RSS floor.
         bare_app.run()
         return 0
+    if tool in ("bare-rows", "bare-live-rows"):
+        bare_app.run(BARE_COLUMNS, bare_rows(), live=tool == "bare-live-rows")
+        return 0
     raise SystemExit(f"unknown tool {tool!r}")
+
+
+BARE_COLUMNS = ("GPU", "PID", "USER", "TYPE", "GPU MEM", "SM", "CPU", "HOST MEM", "TIME", "COMMAND")
+"""The columns gputop's process table shows at 120 columns, for the bare app's rows."""
+
+
+def bare_rows() -> list[tuple[str, ...]]:
+    """A row of ``BARE_COLUMNS`` for each process of the run's box, as gputop shows them (the
+    live processes are ``sleep 3600``, run by this user, in their first minute): the rows the
+    bare app's table holds for ``--bare-rows``."""
+    import getpass
+
+    box = os.environ.get("GPUTOP_BENCH_BOX", "8x7")
+    snapshot = BOXES[box](int(os.environ.get("GPUTOP_BENCH_PROCESSES", "200")))
+    live = os.environ.get("GPUTOP_BENCH_PIDS")
+    if live:
+        snapshot = on_pids(snapshot, [int(pid) for pid in live.split(",")])
+    user = getpass.getuser()
+    rows: list[tuple[str, ...]] = []
+    for gpu in snapshot.gpus:
+        for process in gpu.processes:
+            memory = "n/a" if process.memory_used is None else f"{process.memory_used >> 20}MiB"
+            rows.append(
+                (
+                    str(gpu.index),
+                    str(process.pid),
+                    user,
+                    process.type or "C",
+                    memory,
+                    "n/a",
+                    "0.0%",
+                    "1MiB",
+                    "0:30",
+                    "sleep 3600",
+                )
+            )
+    return rows
 
 
 def _one_gpu(processes: int) -> Any:
@@ -228,7 +268,7 @@ def _marker(tool: str, box: str) -> tuple[str, int]:
     tool = tool.partition("@")[0]
     if tool == "floor":
         return MARKERS[box]
-    if tool == "bare":
+    if tool.startswith("bare"):
         return bare_app.MARKER, 1
     return ("NVITOP", 1) if tool.startswith("nvitop") else MARKERS[box]
 
@@ -712,6 +752,13 @@ def main() -> int:
         help="--side-by-side: also gputop's sampling under a bare Textual app (floor_app)",
     )
     parser.add_argument(
+        "--bare-rows",
+        action="store_true",
+        help="--side-by-side: also the bare Textual app with the box's processes as rows in "
+        "its table, filled before its first frame: still, and live (the TIME cells on screen "
+        "moving every second)",
+    )
+    parser.add_argument(
         "--only",
         nargs="+",
         metavar="PEER",
@@ -992,7 +1039,7 @@ def _tool_command(tool: str, options: argparse.Namespace) -> tuple[list[str], di
     costs: Path | None = getattr(options, "priced", None)
     if getattr(options, "peer_interval", None):
         env["GPUTOP_BENCH_PEER_INTERVAL"] = str(options.peer_interval)
-    if name in ("gputop", "bare", "floor"):
+    if name in ("gputop", "bare", "bare-rows", "bare-live-rows", "floor"):
         env.update(priced_env(costs, build_price_library(NVTOP_LIBRARY)))
         return _fake_gputop([]), env
     if tool == "nvtop":
@@ -1032,6 +1079,8 @@ _QUIT = {
     "gpustat": b"\x03",
     "nvtop": b"q",
     "bare": b"q",
+    "bare-rows": b"q",
+    "bare-live-rows": b"q",
     "floor": b"q",
 }
 
@@ -1117,9 +1166,11 @@ def side_by_side_case(
 ) -> None:
     """One box: ``--rounds`` rounds of gputop and the peers, each round in another order."""
     box, count, with_peers = case
-    # "bare": the bare Textual app in the same harness, for the RSS floor of a Textual app.
+    # "bare": the bare Textual app in the same harness, for the RSS floor of a Textual app;
+    # "bare-rows": the same app holding the box's processes as rows, still and live.
     floor = ["floor"] if options.floor else []
-    tools = [*_gputops(options), *(["bare", *floor, *peers] if with_peers else [])]
+    rows = ["bare-rows", "bare-live-rows"] if options.bare_rows else []
+    tools = [*_gputops(options), *(["bare", *rows, *floor, *peers] if with_peers else [])]
     extra = {
         "GPUTOP_BENCH_BOX": box,
         "GPUTOP_BENCH_PROCESSES": str(count),
