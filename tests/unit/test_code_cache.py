@@ -9,6 +9,7 @@ import mmap
 import os
 import subprocess
 import sys
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType
@@ -110,7 +111,7 @@ def test_a_second_start_reads_what_the_first_compiled(tmp_path: Path) -> None:
             point.x = 3
 
 
-def test_the_file_is_mapped_while_a_start_reads_it_and_let_go_at_its_end(tmp_path: Path) -> None:
+def test_a_start_reads_the_file_into_a_mapping_let_go_at_its_end(tmp_path: Path) -> None:
     """Read into memory, a block the size of the file (and its copies) would leave the C
     library keeping blocks that size in its heap once freed: 0.3-0.5 MiB of RSS for the
     life of the process (benchmarks/README.md)."""
@@ -120,15 +121,41 @@ def test_the_file_is_mapped_while_a_start_reads_it_and_let_go_at_its_end(tmp_pat
     assert index and isinstance(block, memoryview) and isinstance(block.obj, mmap.mmap)
     del index, block
 
-    def mapped() -> bool:
-        return str(path) in Path("/proc/self/maps").read_text()
-
     code_cache.begin(path)
-    assert mapped()
+    window = code_cache._window
+    assert window is not None and isinstance(window.block, memoryview)
+    mapping = weakref.ref(window.block.obj)
+    del window
     make_point()
     assert code_cache.counts() is not None
     code_cache.end()
-    assert not mapped()
+    assert mapping() is None
+
+
+def test_a_file_cut_in_place_during_a_start_is_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "cache.marshal"
+    texts = first_start(path)
+    code_cache.begin(path)
+    with open(path, "r+b") as file:
+        file.truncate(0)
+    make_point()
+    assert code_cache.counts() == (texts, 0)
+    code_cache.end()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_fifo_or_a_link_at_the_path_is_not_read(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "cache.marshal"
+    texts = first_start(tmp_path / "clean.marshal")
+    if kind == "fifo":
+        os.mkfifo(path, 0o644)
+    else:
+        path.symlink_to(tmp_path / "clean.marshal")
+    assert code_cache.read(path) == ({}, b"")
+    code_cache.begin(path)
+    make_point()
+    assert code_cache.counts() == (0, texts)
+    code_cache.end()
 
 
 def test_a_start_that_compiled_nothing_writes_nothing(tmp_path: Path) -> None:
@@ -221,6 +248,29 @@ def test_a_whole_file_of_the_wrong_things_is_compiled_past(
     assert code_cache.counts() == (0, texts)
     code_cache.end()
     assert len(code_cache.read(path)[0]) == texts  # written again, the wrong entries gone
+
+
+def test_what_no_text_could_be_keyed_by_is_not_written_forward(tmp_path: Path) -> None:
+    texts = first_start(tmp_path / "clean.marshal")
+    index, block = code_cache.read(tmp_path / "clean.marshal")
+    start, end = next(iter(index.values()))
+    junk: dict[Any, Any] = {"a text": (start, end), 7: (start, end), None: (start, end)}
+    junk[b"\x01" * 16] = (start, len(block) + 1)  # past the block
+    path = tmp_path / "cache.marshal"
+    write_raw(path, {**index, **junk}, bytes(block))
+    del index, block
+    code_cache.begin(path)
+    make_point()
+
+    @dataclasses.dataclass
+    class Other:  # compiled anew: the file is written again
+        name: str
+
+    assert code_cache.counts() == (texts, 1 if sys.version_info >= (3, 13) else 3)
+    code_cache.end()
+    kept, _ = code_cache.read(path)
+    assert all(isinstance(key, bytes) and len(key) == 16 for key in kept)
+    assert len(kept) == texts + (1 if sys.version_info >= (3, 13) else 3)
 
 
 def test_an_entry_that_is_not_code_is_compiled_past(tmp_path: Path) -> None:

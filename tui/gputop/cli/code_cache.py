@@ -16,13 +16,14 @@ code compiled anew is written for the next start.
 
 A text is found by its 16-byte BLAKE2 digest, and its code kept as marshalled bytes in one
 block, the file's tail (the whole checked against a digest, so that a damaged file is
-compiled past rather than run). The file is mapped, not read: the texts and code objects
-themselves, as a file read with ``marshal.load`` gives them, would leave their small pieces
-scattered through Python's memory for the life of the process, and a block the size of the
-file read into memory, once freed, would leave the C library's allocator keeping blocks that
-size in its heap from then on (glibc raises its threshold for handing big blocks back to the
-system to the largest one freed). A mapping is handed back whole when the start ends, and
-never sees the file change under it: a file is only ever replaced whole by a new one.
+compiled past rather than run). The file is read into a mapping of memory of its own, not
+into Python's or the C library's: the texts and code objects themselves, as a file read with
+``marshal.load`` gives them, would leave their small pieces scattered through Python's memory
+for the life of the process, and a block the size of the file taken from malloc, once freed,
+would leave glibc keeping blocks that size in its heap from then on (it raises its threshold
+for handing big blocks back to the system to the largest one freed). The mapping is handed
+back whole when the start ends. It is a copy, not the file mapped: a file cut or rewritten in
+place during the start can neither crash it (SIGBUS) nor change what its digest checked.
 
 The file lies beside gputop's own bytecode (``__pycache__``, or under ``sys.pycache_prefix``)
 and is trusted more strictly than Python trusts that bytecode: it is read only when owned by
@@ -41,6 +42,7 @@ import importlib.util
 import marshal
 import mmap
 import os
+import stat
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -66,7 +68,9 @@ FORMAT = b"gputop dataclass code 2\n" + importlib.util.MAGIC_NUMBER + bytes([sys
 """How a file starts: this layout, and what its code was compiled by (the bytecode's magic
 number and ``-O``). Then the digest of everything after it, the length of the marshalled
 index, the index and the block."""
-CHECKED = len(FORMAT) + 16
+DIGEST = 16
+"""Bytes of a digest."""
+CHECKED = len(FORMAT) + DIGEST
 """Where what the digest covers begins."""
 HEADER = CHECKED + 8
 """Bytes before the index: the format, the digest, the index's length."""
@@ -81,7 +85,7 @@ def digest(data: str | bytes | memoryview) -> bytes:
     """The key of a text, or the check of a file's contents."""
     assert blake2b is not None  # enabled() says so before anything is looked up
     raw = data.encode() if isinstance(data, str) else data
-    key: bytes = blake2b(raw, digest_size=16).digest()
+    key: bytes = blake2b(raw, digest_size=DIGEST).digest()
     return key
 
 
@@ -121,6 +125,16 @@ class _Window:
         piece = self.fresh.get(key) or self._piece(key)
         return None if piece is None else _code(piece)
 
+    def _whole(self, key: bytes) -> memoryview | None:
+        """The piece for a digest, if the index places it inside the block."""
+        place = self.index[key]
+        if not (isinstance(place, tuple) and len(place) == 2):
+            return None
+        start, end = place
+        if type(start) is not int or type(end) is not int:
+            return None
+        return self._piece(key) if 0 <= start < end <= len(self.block) else None
+
     def _piece(self, key: bytes) -> memoryview | None:
         """The marshalled code the block holds for a digest, if any."""
         try:
@@ -129,10 +143,15 @@ class _Window:
         except (KeyError, TypeError, ValueError):  # no such text, or no place a file could say
             return None
 
-    def entries(self) -> dict[bytes, bytes]:
+    def entries(self) -> dict[bytes, bytes | memoryview]:
         """Every text's marshalled code: read and compiled; past ``MAX_ENTRIES``, only what
-        this start used."""
-        kept = {key: bytes(piece) for key in self.index if (piece := self._piece(key))}
+        this start used. What a file held that no text could be keyed by, or that lies
+        outside its block, is not kept."""
+        kept: dict[bytes, bytes | memoryview] = {
+            key: piece
+            for key in self.index
+            if isinstance(key, bytes) and len(key) == DIGEST and (piece := self._whole(key))
+        }
         kept.update(self.fresh)
         if len(kept) > MAX_ENTRIES:
             used = frozenset(self.used)  # a thread may still be making a class
@@ -179,16 +198,34 @@ def read(path: Path) -> tuple[Index, Block]:
     the file cannot be trusted or read, or is not whole."""
     nothing: tuple[Index, Block] = ({}, b"")
     try:
-        with open(path, "rb") as file:
-            status = os.fstat(file.fileno())
-            if status.st_uid not in (os.geteuid(), 0) or status.st_mode & 0o022:
-                return nothing
-            if status.st_size <= HEADER:
-                return nothing
-            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        # Not through a link, and never waiting on a FIFO: only a regular file is read.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return nothing
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            return nothing
+        if status.st_uid not in (os.geteuid(), 0) or status.st_mode & 0o022:
+            return nothing
+        if status.st_size <= HEADER:
+            return nothing
+        # An anonymous mapping the file is read into: handed back whole like a file's
+        # mapping, but a private copy that a file cut or rewritten in place cannot change
+        # (SIGBUS) under the digest already checked.
+        mapped = mmap.mmap(-1, status.st_size)
+        with memoryview(mapped) as into:
+            done = 0
+            while done < status.st_size:
+                got = os.readv(descriptor, [into[done:]])
+                if not got:
+                    return nothing
+                done += got
     except (OSError, ValueError):
         return nothing
-    # Views of the mapping only: the file is never copied into memory.
+    finally:
+        os.close(descriptor)
+    # Views of the mapping only: nothing of it is copied again.
     view = memoryview(mapped)
     if view[: len(FORMAT)] != FORMAT or digest(view[CHECKED:]) != view[len(FORMAT) : CHECKED]:
         return nothing
@@ -202,7 +239,7 @@ def read(path: Path) -> tuple[Index, Block]:
     return index, view[HEADER + length :]
 
 
-def write(path: Path, entries: Mapping[bytes, bytes]) -> None:
+def write(path: Path, entries: Mapping[bytes, bytes | memoryview]) -> None:
     """Keep ``entries`` (digest -> marshalled code) at ``path`` for later starts
     (atomically; nothing if it cannot)."""
     assert blake2b is not None  # enabled() says so before anything is kept
@@ -214,7 +251,7 @@ def write(path: Path, entries: Mapping[bytes, bytes]) -> None:
     packed = marshal.dumps(index)
     length = len(packed).to_bytes(8, "little")
     # The pieces are written one by one, never joined: see the module's docstring.
-    check = blake2b(length, digest_size=16)
+    check = blake2b(length, digest_size=DIGEST)
     check.update(packed)
     for code in entries.values():
         check.update(code)
