@@ -78,7 +78,8 @@ HEADER = CHECKED + 8
 Index = dict[bytes, tuple[int, int]]
 """A text's digest -> where its marshalled code lies in the block: (start, end)."""
 Block = bytes | memoryview
-"""The marshalled code of every text, end to end: the mapped file's tail, or empty."""
+"""The marshalled code of every text, end to end: the tail of the file as read into its
+mapping, or empty."""
 
 
 def digest(data: str | bytes | memoryview) -> bytes:
@@ -194,8 +195,8 @@ def cache_path() -> Path | None:
 
 
 def read(path: Path) -> tuple[Index, Block]:
-    """The index and block kept at ``path``, the block a view of the file mapped; nothing if
-    the file cannot be trusted or read, or is not whole."""
+    """The index and block kept at ``path``, the block a view of the mapping the file was read
+    into; nothing if the file cannot be trusted or read, or is not whole."""
     nothing: tuple[Index, Block] = ({}, b"")
     try:
         # Not through a link, and never waiting on a FIFO: only a regular file is read.
