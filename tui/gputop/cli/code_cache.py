@@ -126,23 +126,16 @@ class _Window:
         piece = self.fresh.get(key) or self._piece(key)
         return None if piece is None else _code(piece)
 
-    def _whole(self, key: bytes) -> memoryview | None:
-        """The piece for a digest, if the index places it inside the block."""
-        place = self.index[key]
+    def _piece(self, key: bytes) -> memoryview | None:
+        """The marshalled code the block holds for a digest: none for a text not there, or
+        one the index does not place inside the block."""
+        place = self.index.get(key)
         if not (isinstance(place, tuple) and len(place) == 2):
             return None
         start, end = place
         if type(start) is not int or type(end) is not int:
             return None
-        return self._piece(key) if 0 <= start < end <= len(self.block) else None
-
-    def _piece(self, key: bytes) -> memoryview | None:
-        """The marshalled code the block holds for a digest, if any."""
-        try:
-            start, end = self.index[key]
-            return memoryview(self.block)[start:end]
-        except (KeyError, TypeError, ValueError):  # no such text, or no place a file could say
-            return None
+        return memoryview(self.block)[start:end] if 0 <= start < end <= len(self.block) else None
 
     def entries(self) -> dict[bytes, bytes | memoryview]:
         """Every text's marshalled code: read and compiled; past ``MAX_ENTRIES``, only what
@@ -151,7 +144,7 @@ class _Window:
         kept: dict[bytes, bytes | memoryview] = {
             key: piece
             for key in self.index
-            if isinstance(key, bytes) and len(key) == DIGEST and (piece := self._whole(key))
+            if isinstance(key, bytes) and len(key) == DIGEST and (piece := self._piece(key))
         }
         kept.update(self.fresh)
         if len(kept) > MAX_ENTRIES:
