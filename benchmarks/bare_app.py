@@ -39,7 +39,7 @@ def run(
         def on_mount(self) -> None:
             if columns:
                 table = self.query_one(DataTable)
-                self.column_keys = table.add_columns(*columns)
+                self.time_key = table.add_columns(*columns)[list(columns).index("TIME")]
                 self.shown_rows = table.add_rows(rows)
                 if live:
                     self.counted = 30
@@ -49,9 +49,8 @@ def run(
             table = self.query_one(DataTable)
             self.counted += 1
             first = table.scroll_offset.y
-            time_key = self.column_keys[list(columns).index("TIME")]
             for row_key in self.shown_rows[first : first + table.size.height]:
-                table.update_cell(row_key, time_key, f"0:{self.counted % 60:02d}")
+                table.update_cell(row_key, self.time_key, f"0:{self.counted % 60:02d}")
 
     Bare().run()
 

@@ -106,6 +106,15 @@ def child(argv: Sequence[str]) -> int:
         end_gputop_start()
 
 
+def bench_box() -> Any:
+    """The snapshot of the run's box (``GPUTOP_BENCH_BOX``, ``GPUTOP_BENCH_PROCESSES``), its
+    processes on the live PIDs of ``GPUTOP_BENCH_PIDS`` when given."""
+    processes = int(os.environ.get("GPUTOP_BENCH_PROCESSES", "200"))
+    box = BOXES[os.environ.get("GPUTOP_BENCH_BOX", "8x7")](processes)
+    live = os.environ.get("GPUTOP_BENCH_PIDS")
+    return on_pids(box, [int(pid) for pid in live.split(",")]) if live else box
+
+
 def bench_fake() -> Any:
     """The ``FakeNvml`` of a run, from the environment ``child`` is given (also what the C
     library that nvtop loads forwards to, see ``nvml_c_adapter``)."""
@@ -115,12 +124,7 @@ def bench_fake() -> Any:
     from fakes.nvml_scenarios import varying
 
     ticks = int(os.environ.get("GPUTOP_BENCH_TICKS", "120"))
-    processes = int(os.environ.get("GPUTOP_BENCH_PROCESSES", "200"))
-    base = BOXES[os.environ.get("GPUTOP_BENCH_BOX", "8x7")](processes)
-    live = os.environ.get("GPUTOP_BENCH_PIDS")
-    if live:
-        base = on_pids(base, [int(pid) for pid in live.split(",")])
-    fake = FakeNvml(varying(base, ticks=ticks))
+    fake = FakeNvml(varying(bench_box(), ticks=ticks))
     # What each call costs on a real GPU (GPUTOP_FAKE_NVML_COSTS), spent in C.
     from fakes.nvml_install import price
 
@@ -178,14 +182,9 @@ def bare_rows() -> list[tuple[str, ...]]:
     bare app's table holds for ``--bare-rows``."""
     import getpass
 
-    box = os.environ.get("GPUTOP_BENCH_BOX", "8x7")
-    snapshot = BOXES[box](int(os.environ.get("GPUTOP_BENCH_PROCESSES", "200")))
-    live = os.environ.get("GPUTOP_BENCH_PIDS")
-    if live:
-        snapshot = on_pids(snapshot, [int(pid) for pid in live.split(",")])
     user = getpass.getuser()
     rows: list[tuple[str, ...]] = []
-    for gpu in snapshot.gpus:
+    for gpu in bench_box().gpus:
         for process in gpu.processes:
             memory = "n/a" if process.memory_used is None else f"{process.memory_used >> 20}MiB"
             rows.append(
