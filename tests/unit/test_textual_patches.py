@@ -3,9 +3,11 @@ plotext (``patches.py``): ``GPUTOP_STOCK_TEXTUAL`` and the check of the installe
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
+import textual._compositor
 import textual_serve
 from textual._compositor import ChopsUpdate, Compositor
 from textual.drivers.linux_driver import LinuxDriver
@@ -92,6 +94,60 @@ def test_another_release_turns_a_patch_off_in_one_line(
         "running without it",
     ]
     assert compat.driver_class(LinuxDriver) is LinuxDriver
+
+
+def test_a_release_without_a_private_name_turns_its_patch_off_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A release of the series a patch was written for may still move what it reaches for
+    (``Patch.needs``): that patch is off, said once; the others apply."""
+    installed = patches.installed_version("textual")
+    monkeypatch.delattr(textual._compositor, "ChopsUpdate")
+    probe = Patch(
+        "probe",
+        fixes="x",
+        gain="y",
+        package="textual",
+        written_for=series(installed),
+        needs=("textual.widgets:DataTable", "textual._no_such_module:Thing"),
+    )
+    assert not enabled(compat.CHANGED_SPANS)
+    assert not enabled(compat.CHANGED_SPANS)
+    assert not enabled(probe)
+    assert not enabled(compat.DIRTY_LINES)
+    assert enabled(compat.QUIET_DRIVER)
+    assert capsys.readouterr().err.splitlines() == [
+        f"gputop: textual {installed} has no textual._compositor:ChopsUpdate.render_segments, "
+        "which gputop's changed_spans patch reaches for: running without it",
+        f"gputop: textual {installed} has no textual._no_such_module:Thing, "
+        "which gputop's probe patch reaches for: running without it",
+        f"gputop: textual {installed} has no textual._compositor:ChopsUpdate, "
+        "which gputop's dirty_lines patch reaches for: running without it",
+    ]
+
+
+def test_every_patch_of_textual_names_what_it_reaches_for_and_finds_it() -> None:
+    assert all(patch.needs for patch in compat.PATCHES)
+    assert {patch.name: patches.missing_name(patch) for patch in EVERY_PATCH} == dict.fromkeys(
+        patch.name for patch in EVERY_PATCH
+    )
+
+
+def test_compat_imports_no_private_module_before_a_patch_applies() -> None:
+    """Its module-level imports (but those for type checking) are Textual's public ones, so
+    that a release that moved a private module still imports it and runs without the
+    patches that need it."""
+    tree = ast.parse(Path(compat.__file__).read_text())
+    imported = [node.module or "" for node in tree.body if isinstance(node, ast.ImportFrom)] + [
+        alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names
+    ]
+    private = [
+        name
+        for name in imported
+        if name != "__future__" and any(part.startswith("_") for part in name.split("."))
+    ]
+    assert "textual.widgets" in imported
+    assert private == []
 
 
 def test_series_is_major_and_minor() -> None:

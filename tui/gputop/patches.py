@@ -6,8 +6,9 @@ installed release alone: there is no stock plotext figure to switch to.)
 A patch applies unless ``GPUTOP_STOCK_TEXTUAL`` turns it off (``1``: every patch, stock
 Textual and stock textual-serve, but for the security fixes of ``serve``; a comma list of
 patch names: those alone, which is how each patch's gain is measured side by side), or the
-installed release of the package it patches is not the one it was written against: then it
-is said once, in one line on stderr, and the stock behaviour is used.
+installed release of the package it patches is not the one it was written against, or lacks
+a private name the patch reaches for: then it is said once, in one line on stderr, and the
+stock behaviour is used.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ class Patch:
     own name in that variable turns it off."""
     without: str = "running without it"
     """What gputop does instead when the installed release is another (said on stderr)."""
+    needs: tuple[str, ...] = ()
+    """The private names it reaches for, each ``module:attribute`` (the attribute may be
+    dotted, or left out for the module alone): a release of the same series that moved one
+    turns the patch off as another series does, so that the module reaching for them can
+    still be imported (it imports them only once the patch applies)."""
 
 
 def stock_names() -> frozenset[str] | None:
@@ -94,20 +100,41 @@ def series(version: str) -> str:
 _said: set[str] = set()
 
 
+def missing_name(patch: Patch) -> str | None:
+    """The first of ``patch.needs`` the installed release lacks, if any."""
+    for need in patch.needs:
+        module_name, _, path = need.partition(":")
+        try:
+            __import__(module_name)
+        except ImportError:
+            return need
+        found: object = sys.modules[module_name]
+        for name in filter(None, path.split(".")):
+            found = getattr(found, name, _ABSENT)
+            if found is _ABSENT:
+                return need
+    return None
+
+
+_ABSENT = object()
+
+
 def version_matches(patch: Patch) -> bool:
     """Whether the installed release of what ``patch`` patches is the one it was written
-    for; when not, says so once in one line on stderr."""
+    for, with every private name it reaches for; when not, says so once in one line on
+    stderr."""
     installed = installed_version(patch.package)
-    if series(installed) == patch.written_for:
+    shown = installed or "(version unknown)"
+    if series(installed) != patch.written_for:
+        why = f"is not {patch.written_for}, which gputop's {patch.name} patch was written for"
+    elif (missing := missing_name(patch)) is not None:
+        why = f"has no {missing}, which gputop's {patch.name} patch reaches for"
+    else:
         return True
     if patch.name not in _said:
         _said.add(patch.name)
         print(
-            f"gputop: {patch.package} {installed or '(version unknown)'} is not "
-            f"{patch.written_for}, which gputop's {patch.name} patch was written for: "
-            f"{patch.without}",
-            file=sys.stderr,
-            flush=True,
+            f"gputop: {patch.package} {shown} {why}: {patch.without}", file=sys.stderr, flush=True
         )
     return False
 

@@ -34,6 +34,7 @@ OWN_FIGURE = Patch(
     package="plotext",
     written_for=PLOTEXT,
     without="charts left out",
+    needs=("plotext._figure:_figure_class._limit_size",),
 )
 PATCHES: tuple[Patch, ...] = (OWN_FIGURE,)
 

@@ -7,7 +7,9 @@ Every patch is a :class:`Patch` in :data:`PATCHES`: what it fixes or saves, its 
 Textual release it was written against. :func:`enabled` says whether it applies: never under
 ``GPUTOP_STOCK_TEXTUAL=1`` (stock Textual, every patch off; a comma list of patch names turns
 those off alone, which is how each one's gain is measured), and not when the installed Textual
-is another release, which is then said in one line on stderr and the stock behaviour is used.
+is another release or lacks a private name the patch reaches for (``Patch.needs``; Textual's
+private modules are imported only by a patch that applies), which is then said in one line on
+stderr and the stock behaviour is used.
 
 The patches: a Linux terminal driver whose input thread sleeps until there is input
 (``QuietLinuxDriver``), taking a toast off the screen to put its replacement up
@@ -41,7 +43,7 @@ import sys
 import time
 from codecs import getincrementaldecoder
 from collections.abc import Iterable
-from typing import IO, Any, Self, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Self, TypeVar
 
 from rich.cells import cell_len
 from rich.color import ColorSystem
@@ -49,9 +51,6 @@ from rich.console import COLOR_SYSTEMS, Console
 from rich.segment import Segment
 from rich.style import Style
 from textual import constants, events
-from textual._compositor import ChopsUpdate, Compositor
-from textual._parser import ParseError
-from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.cache import LRUCache
 from textual.driver import Driver
@@ -62,11 +61,16 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import DataTable
-from textual.widgets._data_table import RowRenderables
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from gputop.patches import Patch, enabled
 from gputop.ui.pen import Pen
+
+if TYPE_CHECKING:
+    # Textual's private modules are imported only once a patch that needs them applies
+    # (``Patch.needs``): a release that moved them turns those patches off, in one line.
+    from textual._compositor import ChopsUpdate, Compositor
+    from textual.widgets._data_table import RowRenderables
 
 CellType = TypeVar("CellType")
 
@@ -82,6 +86,11 @@ QUIET_DRIVER = Patch(
     "4x4090 boxes); the redirected streams are fixes (no keys at all from a piped stdin)",
     package="textual",
     written_for=TEXTUAL,
+    needs=(
+        "textual._xterm_parser:XTermParser",
+        "textual._parser:ParseError",
+        "textual.drivers.linux_driver:LinuxDriver._get_terminal_size",
+    ),
 )
 WITHDRAW_TOAST = Patch(
     "withdraw_toast",
@@ -90,6 +99,7 @@ WITHDRAW_TOAST = Patch(
     gain="not a speed patch; stock: toasts stack until their timeouts",
     package="textual",
     written_for=TEXTUAL,
+    needs=("textual.app:App._unnotify",),
 )
 REMEASURED_TABLE = Patch(
     "remeasured_table",
@@ -98,6 +108,7 @@ REMEASURED_TABLE = Patch(
     gain="not a speed patch: a drawing fix",
     package="textual",
     written_for=TEXTUAL,
+    needs=("textual.widgets:DataTable._update_dimensions",),
 )
 CELL_CACHE = Patch(
     "cell_cache",
@@ -106,6 +117,10 @@ CELL_CACHE = Patch(
     gain="the UI thread 0.26 % of a core, 8 % of a tick, on the 8x7 box with 200 live processes",
     package="textual",
     written_for=TEXTUAL,
+    needs=(
+        "textual.widgets:DataTable._render_cell",
+        "textual.widgets:DataTable._get_row_renderables",
+    ),
 )
 TABLE_CACHES = Patch(
     "table_caches",
@@ -118,6 +133,7 @@ TABLE_CACHES = Patch(
     "nothing on boxes with a few processes, whose table seldom changes",
     package="textual",
     written_for=TEXTUAL,
+    needs=("textual.widgets:DataTable._get_row_renderables",),
 )
 STYLED_ONCE = Patch(
     "styled_once",
@@ -125,6 +141,7 @@ STYLED_ONCE = Patch(
     gain="30 M instructions of the first frame on 4 GPUs, most of 244 M on the 8x7 box",
     package="textual",
     written_for=TEXTUAL,
+    needs=("textual.screen:Screen._on_screen_resume",),
 )
 CHANGED_SPANS = Patch(
     "changed_spans",
@@ -134,6 +151,7 @@ CHANGED_SPANS = Patch(
     "4x4090 one, where it also saves 10 % of a tick's CPU",
     package="textual",
     written_for=TEXTUAL,
+    needs=("textual._compositor:ChopsUpdate.render_segments",),
 )
 DIRTY_LINES = Patch(
     "dirty_lines",
@@ -142,6 +160,11 @@ DIRTY_LINES = Patch(
     gain="0.27 % of a core, 20 % of a tick, on the 4x RTX 4090 box (none seen on the 8x7 one)",
     package="textual",
     written_for=TEXTUAL,
+    needs=(
+        "textual._compositor:Compositor.render_partial_update",
+        "textual._compositor:Compositor._regions_to_spans",
+        "textual._compositor:ChopsUpdate",
+    ),
 )
 DIRECT_REPAINT = Patch(
     "direct_repaint",
@@ -151,6 +174,7 @@ DIRECT_REPAINT = Patch(
     "11 wake-ups on the UI thread -> 2 and 2); none seen on the 8x7 box",
     package="textual",
     written_for=TEXTUAL,
+    needs=("textual.widget:Widget._set_dirty",),
 )
 PATCHES: tuple[Patch, ...] = (
     QUIET_DRIVER,
@@ -277,6 +301,10 @@ class QuietLinuxDriver(LinuxDriver):
         selector = selectors.SelectSelector()
         selector.register(fileno, selectors.EVENT_READ)
         selector.register(wake, selectors.EVENT_READ)
+        # Deferred: Textual's private parser, reached for once this driver is chosen.
+        from textual._parser import ParseError
+        from textual._xterm_parser import XTermParser
+
         parser = XTermParser(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
         last_input = time.monotonic()
@@ -538,6 +566,9 @@ def write_changed_spans_only() -> None:
     run goes, and each run's colours are sent only where they differ from the previous
     run's (``pen.Pen``) instead of in full around every run.
     """
+    # Deferred: Textual's private compositor, reached for once the patch applies.
+    from textual._compositor import ChopsUpdate
+
     ChopsUpdate.render_segments = _render_changed_spans  # type: ignore[method-assign]
 
 
@@ -660,11 +691,17 @@ def render_dirty_lines_only() -> None:
     the first to the last changed one, and nothing of a widget no change touches. What is
     written is the same (only the changed spans are written, and those are rendered).
     """
+    # Deferred: Textual's private compositor, reached for once the patch applies.
+    from textual._compositor import Compositor
+
     Compositor.render_partial_update = _render_partial_update  # type: ignore[method-assign]
 
 
 def _render_partial_update(self: Compositor) -> ChopsUpdate | None:
     """``Compositor.render_partial_update`` of Textual 8.2 rendering only changed lines."""
+    # Deferred: Textual's private compositor, in sys.modules since the patch was applied.
+    from textual._compositor import ChopsUpdate
+
     regions = self._dirty_regions.copy()
     self._dirty_regions.clear()
     if not regions:
