@@ -13,6 +13,7 @@ from textual._compositor import ChopsUpdate, Compositor
 from textual.drivers.linux_driver import LinuxDriver
 
 from gputop import patches, plotext_compat
+from gputop.cli import code_cache
 from gputop.patches import STOCK_VARIABLE, Patch, enabled, series, stock_names
 from gputop.ui import compat
 from gputop.web import serve_compat
@@ -76,6 +77,28 @@ def test_the_stock_switch_leaves_the_charts_their_figure(
     monkeypatch.setenv(STOCK_VARIABLE, value)
     assert plotext_compat.new_figure() is not None
     assert capsys.readouterr().err == ""
+
+
+def test_a_name_the_variable_does_not_switch_is_said_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt name would have a benchmark measure a run against itself, silently."""
+    monkeypatch.setenv(STOCK_VARIABLE, "cell_cache,key_names,dirty_line")
+    assert stock_names() == {"cell_cache", "key_names", "dirty_line"}
+    assert stock_names() == {"cell_cache", "key_names", "dirty_line"}
+    assert enabled(compat.DIRTY_LINES)
+    monkeypatch.setenv(STOCK_VARIABLE, "table_caches,dataclass_code,page_session")
+    assert stock_names() == {"table_caches", "dataclass_code", "page_session"}
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        f"gputop: {STOCK_VARIABLE} names nothing it switches: dirty_line, key_names "
+        "(it switches cell_cache, changed_spans, dataclass_code, "
+    )
+
+
+def test_the_names_the_variable_switches_are_the_patches_and_the_code_cache() -> None:
+    assert {patch.name for patch in SWITCHED} | {code_cache.NAME} == patches.SWITCHED_NAMES
 
 
 def test_another_release_turns_a_patch_off_in_one_line(

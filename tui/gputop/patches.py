@@ -22,6 +22,9 @@ from pathlib import Path
 
 STOCK_VARIABLE = "GPUTOP_STOCK_TEXTUAL"
 
+_said: set[str] = set()
+"""What was said on stderr already: a patch's name, or the variable's value."""
+
 
 @dataclass(frozen=True)
 class Patch:
@@ -50,15 +53,49 @@ class Patch:
     still be imported (it imports them only once the patch applies)."""
 
 
+SWITCHED_NAMES = frozenset(
+    {
+        # ui/compat.py
+        "quiet_driver",
+        "withdraw_toast",
+        "remeasured_table",
+        "cell_cache",
+        "table_caches",
+        "styled_once",
+        "changed_spans",
+        "dirty_lines",
+        "direct_repaint",
+        # web/serve_compat.py
+        "page_session",
+        "viewer_end",
+        # cli/code_cache.py
+        "dataclass_code",
+    }
+)
+"""Every name ``GPUTOP_STOCK_TEXTUAL`` may list, kept here rather than gathered from the
+modules that define them, which a run need not import (a test holds the two equal)."""
+
+
 def stock_names() -> frozenset[str] | None:
     """The patches ``GPUTOP_STOCK_TEXTUAL`` turns off: None for all of them, or the names
-    it lists (none when it is unset, empty or ``0``)."""
+    it lists (none when it is unset, empty or ``0``). A name it does not switch is said once,
+    in one line on stderr: a misspelt name would have a benchmark measure a run against itself."""
     value = os.environ.get(STOCK_VARIABLE, "").strip()
     if value in ("", "0"):
         return frozenset()
     if value.lower() in ("1", "yes", "true", "all"):
         return None
-    return frozenset(name.strip() for name in value.split(",") if name.strip())
+    names = frozenset(name.strip() for name in value.split(",") if name.strip())
+    unknown = sorted(names - SWITCHED_NAMES)
+    if unknown and value not in _said:
+        _said.add(value)
+        print(
+            f"gputop: {STOCK_VARIABLE} names nothing it switches: {', '.join(unknown)} "
+            f"(it switches {', '.join(sorted(SWITCHED_NAMES))})",
+            file=sys.stderr,
+            flush=True,
+        )
+    return names
 
 
 def stock() -> bool:
@@ -95,9 +132,6 @@ def series(version: str) -> str:
     """``major.minor`` of a version (``8.2`` of ``8.2.8``)."""
     match = re.match(r"(\d+)\.(\d+)", version)
     return f"{match[1]}.{match[2]}" if match else version
-
-
-_said: set[str] = set()
 
 
 def missing_name(patch: Patch) -> str | None:
