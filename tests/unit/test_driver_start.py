@@ -4,9 +4,6 @@ headless run says so on stderr after a second, and a start that fails ends eithe
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -127,27 +124,6 @@ def test_headless_says_it_waits_after_a_second_only() -> None:
     quick.go.set()
     assert DriverStart(quick).wait_saying_so(err) is quick.box
     assert err.getvalue() == ""
-
-
-def test_e2e_once_on_a_slow_driver_says_it_waits() -> None:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("GPUTOP_", "CUDA_"))}
-    environ.update(
-        PYTHONPATH=str(ROOT / "tests" / "fakes"),
-        GPUTOP_FAKE_NVML=str(FOUR),
-        GPUTOP_FAKE_NVML_LATENCY="0,nvmlInitWithFlags=2.5",
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", "gputop", "--once"],
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=ROOT,
-        timeout=30,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.startswith("gputop: waiting for the NVIDIA driver to start…\n")
-    assert result.stderr.count("waiting") == 1
-    assert result.stdout.count("NVIDIA GeForce RTX 3090") == 4
 
 
 def test_the_check_waits_for_the_first_snapshot_even_when_the_first_poll_fails() -> None:

@@ -4,7 +4,6 @@ does), --record/--log then are refused with one line, and nothing ever waits for
 from __future__ import annotations
 
 import io
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ import pytest
 from gputop.cli.options import Options
 from gputop.cli.terminal import tui_or_batch
 from gputop.errors import BadArguments
-from support.command import run_gputop
 
 ROOT = Path(__file__).resolve().parents[2]
 FOUR = ROOT / "snapshots" / "rtx3090x4-procs-v12.xml"
@@ -55,28 +53,3 @@ def test_keys_from_dev_tty_when_stdin_is_not_a_terminal() -> None:
     )
     with pytest.raises(BadArguments, match="no /dev/tty to read keys from"):
         tui_or_batch(options, stdin=io.StringIO(), stdout=Tty(), has_terminal=no_tty)
-
-
-def gputop(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_gputop(*args, timeout=30, stdin=subprocess.DEVNULL)
-
-
-@pytest.mark.parametrize("args", [[], ["--replay", str(FOUR)]], ids=["live", "replay"])
-def test_e2e_piped_stdout_gets_the_once_summary(args: list[str]) -> None:
-    piped = gputop(*args)
-    once = gputop(*args, "--once")
-    assert piped.returncode == 0, piped.stderr
-    assert "\x1b" not in piped.stdout
-    # Live summaries differ only in their first line's time.
-    assert piped.stdout.splitlines()[1:] == once.stdout.splitlines()[1:]
-    assert piped.stdout.count("NVIDIA GeForce RTX 3090") == 4
-
-
-def test_e2e_piped_stdout_with_a_log_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    log = tmp_path / "gpus.csv"
-    result = gputop("--log", str(log))
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert result.stderr.count("\n") == 1
-    assert result.stderr.startswith("gputop: stdout is not a terminal")
-    assert not log.exists()

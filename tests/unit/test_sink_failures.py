@@ -1,5 +1,6 @@
 """`--record` and `--log` on a full disk: one line naming the file, that sink stops alone, no
-half rows or documents, a non-zero exit; and the real command on /dev/full."""
+half rows or documents, a non-zero exit (the real command on /dev/full:
+``tests/e2e/test_full_disk_command.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import csv
 import errno
 import io
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -27,7 +27,6 @@ from gputop.sinks.csv_log import COLUMNS, CsvLogError, CsvLogger
 from gputop.sinks.fanout import SinkState, SnapshotSinks
 from gputop.sinks.smi_xml import RecordingFailed, SmiXmlWriter
 from gputop.sources.smi.recording import Recording
-from support.command import run_gputop
 
 ROOT = Path(__file__).resolve().parents[2]
 FOUR = ROOT / "snapshots" / "rtx3090x4-procs-v12.xml"
@@ -239,41 +238,3 @@ def test_the_tui_ends_with_1_and_the_failure_on_stderr(monkeypatch: pytest.Monke
     code = run_live(Options(log=Path("l.csv")), open_source=Counting, environ={}, stderr=err)
     assert code == 1
     assert err.getvalue() == f"gputop: --log l.csv: write failed: {ENOSPC}\n"
-
-
-def gputop(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_gputop(*args, timeout=30)
-
-
-def test_e2e_log_on_dev_full_is_one_line_and_exit_1_while_the_recording_goes_on(
-    tmp_path: Path,
-) -> None:
-    target = tmp_path / "rec.xml"
-    result = gputop(
-        "--count", "3", "--interval", "0.25", "--record", str(target), "--log", "/dev/full"
-    )
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr
-    failures = [line for line in result.stderr.splitlines() if "/dev/full" in line]
-    assert failures == [f"gputop: --log /dev/full: write failed: {ENOSPC}"]
-    assert result.stdout.count("NVIDIA GeForce RTX 3090") == 3 * 4
-    with Recording.open(target) as recording:
-        assert len(recording) == 3
-
-
-def test_e2e_record_on_dev_full_with_once() -> None:
-    result = gputop("--once", "--record", "/dev/full")
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr
-    assert f"gputop: --record /dev/full: write failed: {ENOSPC}\n" in result.stderr
-    assert result.stdout.count("NVIDIA GeForce RTX 3090") == 4
-
-
-def test_e2e_converting_a_recording_to_a_log_on_dev_full() -> None:
-    result = gputop("--replay", str(FOUR), "--count", "2", "--log", "/dev/full")
-    assert result.returncode == 1
-    assert result.stderr == (
-        f"gputop: --log /dev/full: write failed: {ENOSPC}\n"
-        "gputop: --count 2: the recording holds only 1 document\n"
-    )
-    assert result.stdout.count("NVIDIA GeForce RTX 3090") == 4
