@@ -98,11 +98,6 @@ def stock_names() -> frozenset[str] | None:
     return names
 
 
-def stock() -> bool:
-    """Every patch off (``GPUTOP_STOCK_TEXTUAL=1``)."""
-    return stock_names() is None
-
-
 @cache
 def installed_version(distribution: str) -> str:
     """The installed version of ``distribution`` ("" when it cannot be told).
