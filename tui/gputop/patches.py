@@ -22,8 +22,8 @@ from pathlib import Path
 
 STOCK_VARIABLE = "GPUTOP_STOCK_TEXTUAL"
 
-_said: set[str] = set()
-"""What was said on stderr already: a patch's name, or the variable's value."""
+_said: set[tuple[str, str]] = set()
+"""What was said on stderr already: ("patch", its name) or ("variable", its value)."""
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,11 @@ class Patch:
     without: str = "running without it"
     """What gputop does instead when the installed release is another (said on stderr)."""
     needs: tuple[str, ...] = ()
-    """The private names it reaches for, each ``module:attribute`` (the attribute may be
-    dotted, or left out for the module alone): a release of the same series that moved one
-    turns the patch off as another series does, so that the module reaching for them can
-    still be imported (it imports them only once the patch applies)."""
+    """The private names it reaches for in modules and on classes, each ``module:attribute``
+    (the attribute may be dotted, or left out for the module alone): a release of the same
+    series that moved one turns the patch off as another series does. The module that
+    patches binds them only once the patch applies, so it still imports when one has moved.
+    (Attributes an instance sets, such as DataTable's caches, cannot be checked so.)"""
 
 
 SWITCHED_NAMES = frozenset(
@@ -87,10 +88,10 @@ def stock_names() -> frozenset[str] | None:
         return None
     names = frozenset(name.strip() for name in value.split(",") if name.strip())
     unknown = sorted(names - SWITCHED_NAMES)
-    if unknown and value not in _said:
-        _said.add(value)
+    if unknown and ("variable", value) not in _said:
+        _said.add(("variable", value))
         print(
-            f"gputop: {STOCK_VARIABLE} names nothing it switches: {', '.join(unknown)} "
+            f"gputop: {STOCK_VARIABLE} names what it does not switch: {', '.join(unknown)} "
             f"(it switches {', '.join(sorted(SWITCHED_NAMES))})",
             file=sys.stderr,
             flush=True,
@@ -160,8 +161,8 @@ def version_matches(patch: Patch) -> bool:
         why = f"has no {missing}, which gputop's {patch.name} patch reaches for"
     else:
         return True
-    if patch.name not in _said:
-        _said.add(patch.name)
+    if ("patch", patch.name) not in _said:
+        _said.add(("patch", patch.name))
         print(
             f"gputop: {patch.package} {shown} {why}: {patch.without}", file=sys.stderr, flush=True
         )

@@ -7,9 +7,10 @@ Every patch is a :class:`Patch` in :data:`PATCHES`: what it fixes or saves, its 
 Textual release it was written against. :func:`enabled` says whether it applies: never under
 ``GPUTOP_STOCK_TEXTUAL=1`` (stock Textual, every patch off; a comma list of patch names turns
 those off alone, which is how each one's gain is measured), and not when the installed Textual
-is another release or lacks a private name the patch reaches for (``Patch.needs``; Textual's
-private modules are imported only by a patch that applies), which is then said in one line on
-stderr and the stock behaviour is used.
+is another release or lacks a private name the patch reaches for (``Patch.needs``; this
+module binds Textual's private names only once a patch that needs them applies, so it still
+imports when one has moved), which is then said in one line on stderr and the stock behaviour
+is used.
 
 The patches: a Linux terminal driver whose input thread sleeps until there is input
 (``QuietLinuxDriver``), taking a toast off the screen to put its replacement up
@@ -67,8 +68,8 @@ from gputop.patches import Patch, enabled
 from gputop.ui.pen import Pen
 
 if TYPE_CHECKING:
-    # Textual's private modules are imported only once a patch that needs them applies
-    # (``Patch.needs``): a release that moved them turns those patches off, in one line.
+    # Textual's private names are bound only once a patch that needs them applies
+    # (``Patch.needs``): a release that moved one turns those patches off, in one line.
     from textual._compositor import ChopsUpdate, Compositor
     from textual.widgets._data_table import RowRenderables
 
@@ -133,7 +134,6 @@ TABLE_CACHES = Patch(
     "nothing on boxes with a few processes, whose table seldom changes",
     package="textual",
     written_for=TEXTUAL,
-    needs=("textual.widgets:DataTable._get_row_renderables",),
 )
 STYLED_ONCE = Patch(
     "styled_once",
