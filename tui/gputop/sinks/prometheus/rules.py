@@ -149,12 +149,23 @@ def _xid_rules(t: Thresholds) -> list[dict[str, Any]]:
 
 def build_rules(t: Thresholds) -> dict[str, Any]:
     """The rule file, as the dict its YAML is written from."""
-    idle_util = _number(t.idle_utilization)
-    idle_activity = _number(t.idle_activity)
-    thermal = "hw_thermal_slowdown|sw_thermal_slowdown"
-    hardware = "hw_slowdown|hw_power_brake_slowdown"
     rules = [
         *_xid_rules(t),
+        *_memory_rules(),
+        *_slowdown_rules(t),
+        *_exporter_rules(t),
+        _idle_rule(t),
+    ]
+    group: dict[str, Any] = {"name": "gputop-gpu-health"}
+    if t.interval is not None:
+        group["interval"] = t.interval
+    group["rules"] = rules
+    return {"groups": [group]}
+
+
+def _memory_rules() -> list[dict[str, Any]]:
+    """ECC errors, row remapping and page retirement: the GPU's memory going bad."""
+    return [
         _rule(
             "GpuUncorrectableEccErrors",
             "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL > 0",
@@ -188,6 +199,14 @@ def build_rules(t: Thresholds) -> dict[str, Any]:
             f"{WHERE} retired a memory page that takes effect at the next driver reload.",
             "drain the GPU and reset it (or reload the driver) to apply the retirement",
         ),
+    ]
+
+
+def _slowdown_rules(t: Thresholds) -> list[dict[str, Any]]:
+    """A GPU lost, or slowed down for heat or by the hardware."""
+    thermal = "hw_thermal_slowdown|sw_thermal_slowdown"
+    hardware = "hw_slowdown|hw_power_brake_slowdown"
+    return [
         _rule(
             "GpuLost",
             f"{GPUTOP_TARGET} > 0",
@@ -222,6 +241,12 @@ def build_rules(t: Thresholds) -> dict[str, Any]:
             + Action.CHECK_MECHANICALS.value,
             wait=t.slowdown_for,
         ),
+    ]
+
+
+def _exporter_rules(t: Thresholds) -> list[dict[str, Any]]:
+    """The exporter down, or serving stale samples: the GPUs' health unknown."""
+    return [
         _rule(
             "GpuExporterDown",
             f'up{{job=~"{t.job}"}} == 0',
@@ -244,28 +269,29 @@ def build_rules(t: Thresholds) -> dict[str, Any]:
             "drain the node and reboot it if NVML stays hung",
             wait=t.down_for,
         ),
-        _rule(
-            "GpuHeldButIdle",
-            f"(DCGM_FI_DEV_GPU_UTIL <= {idle_util}\n"
-            f"    and on(instance, gpu) (gputop_processes > 0))\n"
-            f'or (DCGM_FI_DEV_GPU_UTIL{{pod!=""}} <= {idle_util})\n'
-            f'or (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{pod!=""}} < {idle_activity})',
-            Severity.WARNING,
-            f"{GPU} on {HOST} is held but unused",
-            f"{WHERE} has been held for {t.idle_for} at {idle_util} % utilization or less "
-            f"(or graphics activity under {idle_activity}): a job that holds a GPU it does "
-            "not use.",
-            "ask the job's owner (the pod, or the processes on the GPU) to release the GPU; "
-            "thresholds from Princeton's jobstats (0 % for 1 h) and gpu-pruner (activity "
-            "under 0.01)",
-            wait=t.idle_for,
-        ),
     ]
-    group: dict[str, Any] = {"name": "gputop-gpu-health"}
-    if t.interval is not None:
-        group["interval"] = t.interval
-    group["rules"] = rules
-    return {"groups": [group]}
+
+
+def _idle_rule(t: Thresholds) -> dict[str, Any]:
+    """A GPU held by a job that does not use it."""
+    idle_util = _number(t.idle_utilization)
+    idle_activity = _number(t.idle_activity)
+    return _rule(
+        "GpuHeldButIdle",
+        f"(DCGM_FI_DEV_GPU_UTIL <= {idle_util}\n"
+        f"    and on(instance, gpu) (gputop_processes > 0))\n"
+        f'or (DCGM_FI_DEV_GPU_UTIL{{pod!=""}} <= {idle_util})\n'
+        f'or (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{pod!=""}} < {idle_activity})',
+        Severity.WARNING,
+        f"{GPU} on {HOST} is held but unused",
+        f"{WHERE} has been held for {t.idle_for} at {idle_util} % utilization or less "
+        f"(or graphics activity under {idle_activity}): a job that holds a GPU it does "
+        "not use.",
+        "ask the job's owner (the pod, or the processes on the GPU) to release the GPU; "
+        "thresholds from Princeton's jobstats (0 % for 1 h) and gpu-pruner (activity "
+        "under 0.01)",
+        wait=t.idle_for,
+    )
 
 
 def _number(value: float) -> str:
