@@ -191,44 +191,15 @@ def account(
     tz: tzinfo = timezone.utc,
 ) -> Ledger:
     """The ledger of ``counts``."""
-    hours = counts.step / 3600.0
     times = counts.times()
     groups: set[str] = set()
     for by_group in counts.values.values():
         groups.update(by_group)
     present_all = {g: _series(counts, "present", g) for g in groups}
-    rows = []
-    for group in sorted(groups):
-        present = present_all[group]
-
-        def total(figure: str, group: str = group) -> float:
-            return sum(_series(counts, figure, group).values())
-
-        seen = sum(present.values())
-        held = total("held")
-        free = total("free")
-        unknown_steps = max(0.0, seen - held - free)
-        gpus = round(max(present.values(), default=0.0))
-        if by.stable:
-            # A node's GPUs are its own all along: the steps it was not seen are its unknown.
-            unknown_steps += sum((gpus - present.get(at, 0.0) for at in times), 0.0)
-        idle_held = total("idle_held")
-        waiting = max(0.0, total("low_held") - idle_held)
-        rows.append(
-            GroupHours(
-                group=group,
-                gpus=gpus,
-                allocated=held * hours,
-                active=total("activity") / 100.0 * hours,
-                idle_held=idle_held * hours,
-                waiting=waiting * hours,
-                free=free * hours,
-                unknown=unknown_steps * hours,
-                energy_kwh=total("power") * hours / 1000.0,
-                idle_held_kwh=total("idle_held_power") * hours / 1000.0,
-                longest_idle=_stretch(_series(counts, "idle_held", group), times, counts.step),
-            )
-        )
+    rows = [
+        _group_hours(counts, group, present_all[group], times, stable=by.stable)
+        for group in sorted(groups)
+    ]
     per_step = [sum(present_all[g].get(at, 0.0) for g in groups) for at in times]
     fleet = max(per_step, default=0.0)
     if not by.stable and times:
@@ -236,8 +207,67 @@ def account(
         # their own, counted against the most GPUs seen at once.
         missing = sum(fleet - n for n in per_step)
         if missing > 0:
+            hours = counts.step / 3600.0
             rows.append(GroupHours(NOT_SEEN, 0, 0.0, 0.0, 0.0, 0.0, 0.0, missing * hours, 0.0, 0.0))
     rows.sort(key=lambda r: (-r.idle_held, -r.allocated, r.group))
+    return Ledger(
+        by=by,
+        since=counts.since,
+        until=counts.until,
+        step=counts.step,
+        thresholds=thresholds,
+        rows=tuple(rows),
+        daily=_daily(counts, groups, tz),
+        source=source,
+        gpus=round(fleet),
+        cost=cost,
+        prices=prices,
+        tz=tz,
+    )
+
+
+def _group_hours(
+    counts: StepCounts,
+    group: str,
+    present: Mapping[float, float],
+    times: list[float],
+    *,
+    stable: bool,
+) -> GroupHours:
+    """One group's row: its steps (``present``: GPUs seen at each step) in hours and kWh."""
+    hours = counts.step / 3600.0
+
+    def total(figure: str) -> float:
+        return sum(_series(counts, figure, group).values())
+
+    seen = sum(present.values())
+    held = total("held")
+    free = total("free")
+    unknown_steps = max(0.0, seen - held - free)
+    gpus = round(max(present.values(), default=0.0))
+    if stable:
+        # A node's GPUs are its own all along: the steps it was not seen are its unknown.
+        unknown_steps += sum((gpus - present.get(at, 0.0) for at in times), 0.0)
+    idle_held = total("idle_held")
+    waiting = max(0.0, total("low_held") - idle_held)
+    return GroupHours(
+        group=group,
+        gpus=gpus,
+        allocated=held * hours,
+        active=total("activity") / 100.0 * hours,
+        idle_held=idle_held * hours,
+        waiting=waiting * hours,
+        free=free * hours,
+        unknown=unknown_steps * hours,
+        energy_kwh=total("power") * hours / 1000.0,
+        idle_held_kwh=total("idle_held_power") * hours / 1000.0,
+        longest_idle=_stretch(_series(counts, "idle_held", group), times, counts.step),
+    )
+
+
+def _daily(counts: StepCounts, groups: set[str], tz: tzinfo) -> tuple[tuple[date, float], ...]:
+    """GPU-hours held idle on each day from the first to the last step's, in ``tz``."""
+    hours = counts.step / 3600.0
     daily: dict[date, float] = {}
     for group in groups:
         for at, value in _series(counts, "idle_held", group).items():
@@ -250,17 +280,4 @@ def account(
     while day <= last:
         days.append((day, daily.get(day, 0.0)))
         day = date.fromordinal(day.toordinal() + 1)
-    return Ledger(
-        by=by,
-        since=counts.since,
-        until=counts.until,
-        step=counts.step,
-        thresholds=thresholds,
-        rows=tuple(rows),
-        daily=tuple(days),
-        source=source,
-        gpus=round(fleet),
-        cost=cost,
-        prices=prices,
-        tz=tz,
-    )
+    return tuple(days)
