@@ -36,6 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
         "`gputop alert-rules` prints Prometheus alert rules for GPU health.",
     )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
+    _add_replay_options(parser)
+    _add_run_options(parser)
+    return parser
+
+
+def _add_replay_options(parser: argparse.ArgumentParser) -> None:
+    """What to replay, and how to read it."""
     parser.add_argument(
         "--replay",
         metavar="FILE",
@@ -75,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replay a recorded 4-GPU box shipped with gputop (works anywhere, no GPU needed)",
     )
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """How a run samples, what it prints or writes, and what the TUI may do."""
     parser.add_argument("--once", action="store_true", help="print a compact summary and exit")
     parser.add_argument("--json", action="store_true", help="print the snapshot as JSON and exit")
     parser.add_argument(
@@ -122,7 +133,6 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="append one CSV row per GPU per tick (live, or with --replay --count N)",
     )
-    return parser
 
 
 def parse_options(argv: Sequence[str]) -> Options:
