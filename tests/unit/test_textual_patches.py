@@ -4,6 +4,7 @@ plotext (``patches.py``): ``GPUTOP_STOCK_TEXTUAL`` and the check of the installe
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,14 @@ EVERY_PATCH = SWITCHED + plotext_compat.PATCHES
 
 
 @pytest.fixture(autouse=True)
-def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(STOCK_VARIABLE, raising=False)
     monkeypatch.setattr(patches, "_said", set())
+    # What a patch reaches for is looked up once a process; tests here take names away, so
+    # nothing looked up while one was gone may outlive the test.
+    patches.missing_name.cache_clear()
+    yield
+    patches.missing_name.cache_clear()
 
 
 @pytest.mark.parametrize(

@@ -130,8 +130,13 @@ def series(version: str) -> str:
     return f"{match[1]}.{match[2]}" if match else version
 
 
+_ABSENT = object()
+
+
+@cache
 def missing_name(patch: Patch) -> str | None:
-    """The first of ``patch.needs`` the installed release lacks, if any."""
+    """The first of ``patch.needs`` the installed release lacks, if any (looked up once a
+    patch: ``enabled`` is asked on every repaint)."""
     for need in patch.needs:
         module_name, _, path = need.partition(":")
         try:
@@ -144,9 +149,6 @@ def missing_name(patch: Patch) -> str | None:
             if found is _ABSENT:
                 return need
     return None
-
-
-_ABSENT = object()
 
 
 def version_matches(patch: Patch) -> bool:

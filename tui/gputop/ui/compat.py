@@ -172,8 +172,7 @@ DIRECT_REPAINT = Patch(
     fixes="a panel's refresh goes through its own message pump and an Update message; here "
     "the screen is handed the regions at once",
     gain="0.13-0.27 % of a core, 15-20 % of a tick, on the 4x RTX 4090 box (per tick 10 "
-    "messages and "
-    "11 wake-ups on the UI thread -> 2 and 2); none seen on the 8x7 box",
+    "messages and 11 wake-ups on the UI thread -> 2 and 2); none seen on the 8x7 box",
     package="textual",
     written_for=TEXTUAL,
     needs=("textual.widget:Widget._set_dirty",),
