@@ -103,6 +103,17 @@ def test_a_name_the_variable_does_not_switch_is_said_once(
     )
 
 
+def test_a_name_the_variable_does_not_switch_is_said_safely(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The variable comes from outside: what it names is made safe for the terminal."""
+    monkeypatch.setenv(STOCK_VARIABLE, "cell_cache,\x1b]0;owned\x07x")
+    assert stock_names() == frozenset({"cell_cache", "\x1b]0;owned\x07x"})
+    said = capsys.readouterr().err
+    assert "\x1b" not in said and "\x07" not in said
+    assert said.startswith(f"gputop: {STOCK_VARIABLE} names what it does not switch: ")
+
+
 def test_a_name_said_for_the_variable_does_not_silence_that_patch(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from gputop.model.safe_text import terminal_safe
+
 STOCK_VARIABLE = "GPUTOP_STOCK_TEXTUAL"
 
 _said: set[tuple[str, str]] = set()
@@ -91,7 +93,8 @@ def stock_names() -> frozenset[str] | None:
     if unknown and ("variable", value) not in _said:
         _said.add(("variable", value))
         print(
-            f"gputop: {STOCK_VARIABLE} names what it does not switch: {', '.join(unknown)} "
+            f"gputop: {STOCK_VARIABLE} names what it does not switch: "
+            f"{terminal_safe(', '.join(unknown))} "
             f"(it switches {', '.join(sorted(SWITCHED_NAMES))})",
             file=sys.stderr,
             flush=True,
